@@ -1,0 +1,411 @@
+package actor
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Flag is a command flag. The set and its names are Redis's (COMMAND INFO
+// reports them); Cellar's dispatcher acts on them: Write commands may need a
+// commit and are refused when writes are failing, Blocking commands end a
+// batch in the loop, NoAuth commands run before AUTH, and so on.
+type Flag uint32
+
+const (
+	FlagWrite Flag = 1 << iota
+	FlagReadonly
+	FlagDenyOOM
+	FlagModule
+	FlagAdmin
+	FlagPubSub
+	FlagNoScript
+	FlagBlocking
+	FlagLoading
+	FlagStale
+	FlagSkipMonitor
+	FlagSkipSlowlog
+	FlagAsking
+	FlagFast
+	FlagNoAuth
+	FlagMayReplicate
+	FlagSentinel
+	FlagOnlySentinel
+	FlagNoMandatoryKeys
+	FlagProtected
+	FlagNoAsyncLoading
+	FlagNoMulti
+	FlagMovableKeys
+	FlagAllowBusy
+)
+
+// flagNames maps metadata spellings to flags, in COMMAND INFO's order; a
+// name "" is a flag Redis keeps out of COMMAND INFO.
+var flagNames = []struct {
+	flag       Flag
+	meta, info string
+}{
+	{FlagWrite, "WRITE", "write"},
+	{FlagReadonly, "READONLY", "readonly"},
+	{FlagDenyOOM, "DENYOOM", "denyoom"},
+	{FlagModule, "MODULE", "module"},
+	{FlagAdmin, "ADMIN", "admin"},
+	{FlagPubSub, "PUBSUB", "pubsub"},
+	{FlagNoScript, "NOSCRIPT", "noscript"},
+	{FlagBlocking, "BLOCKING", "blocking"},
+	{FlagLoading, "LOADING", "loading"},
+	{FlagStale, "STALE", "stale"},
+	{FlagSkipMonitor, "SKIP_MONITOR", "skip_monitor"},
+	{FlagSkipSlowlog, "SKIP_SLOWLOG", "skip_slowlog"},
+	{FlagAsking, "ASKING", "asking"},
+	{FlagFast, "FAST", "fast"},
+	{FlagNoAuth, "NO_AUTH", "no_auth"},
+	{FlagMayReplicate, "MAY_REPLICATE", "may_replicate"},
+	{FlagSentinel, "SENTINEL", ""},
+	{FlagOnlySentinel, "ONLY_SENTINEL", ""},
+	{FlagNoMandatoryKeys, "NO_MANDATORY_KEYS", "no_mandatory_keys"},
+	{FlagProtected, "PROTECTED", ""},
+	{FlagNoAsyncLoading, "NO_ASYNC_LOADING", "no_async_loading"},
+	{FlagNoMulti, "NO_MULTI", "no_multi"},
+	{FlagMovableKeys, "MOVABLE_KEYS", "movablekeys"},
+	{FlagAllowBusy, "ALLOW_BUSY", "allow_busy"},
+}
+
+// aclCategories is Redis's category list, in the order COMMAND INFO uses.
+var aclCategories = []string{
+	"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
+	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow",
+	"blocking", "dangerous", "connection", "transaction", "scripting",
+}
+
+// Handler runs one command. It writes the reply to c.w and returns nil, or
+// returns an error that the dispatcher turns into the error reply (see
+// errors.go). It runs on the actor goroutine.
+type Handler func(c *Ctx) error
+
+// Command is one entry of the command table. A family file declares Name,
+// Summary, Handler (and Subs for a container); everything else comes from
+// the metadata in commands.json when the table is built.
+type Command struct {
+	Name    string // lower case; "client|list" for a subcommand
+	Summary string // Cellar's own one-line description (COMMAND DOCS)
+	Handler Handler
+	Subs    []*Command
+
+	Arity              int
+	Flags              Flag
+	FirstKey, LastKey  int // the legacy key range of COMMAND INFO
+	KeyStep            int
+	subs               map[string]*Command
+	meta               *cmdMeta
+	parent             *Command
+	containerShortName string
+}
+
+// Is reports whether the command has flag f.
+func (c *Command) Is(f Flag) bool { return c.Flags&f != 0 }
+
+// ShortName is the name without its container ("list" for "client|list").
+func (c *Command) ShortName() string {
+	if c.parent != nil {
+		return c.containerShortName
+	}
+	return c.Name
+}
+
+// families lists every command family's specs; a new family adds itself here.
+var families = [][]*Command{
+	connectionCommands,
+	serverCommands,
+	stringCommands,
+	keyCommands,
+}
+
+// CommandNames lists the full names of every implemented command and
+// subcommand (for cmdgen).
+func CommandNames() []string {
+	var names []string
+	for _, f := range families {
+		for _, c := range f {
+			names = append(names, c.Name)
+			for _, s := range c.Subs {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names
+}
+
+//go:embed commands.json
+var commandsJSON []byte
+
+// cmdMeta is one command's metadata as cmdgen wrote it.
+type cmdMeta struct {
+	Name            string     `json:"name"`
+	Container       string     `json:"container"`
+	Arity           int        `json:"arity"`
+	Flags           []string   `json:"command_flags"`
+	ACL             []string   `json:"acl_categories"`
+	Tips            []string   `json:"command_tips"`
+	KeySpecs        []keySpec  `json:"key_specs"`
+	Arguments       []argument `json:"arguments"`
+	Group           string     `json:"group"`
+	Since           string     `json:"since"`
+	Complexity      string     `json:"complexity"`
+	DocFlags        []string   `json:"doc_flags"`
+	History         [][]string `json:"history"`
+	DeprecatedSince string     `json:"deprecated_since"`
+	ReplacedBy      string     `json:"replaced_by"`
+
+	categories []string // resolved, with Redis's implicit ones
+}
+
+type keySpec struct {
+	Notes       string   `json:"notes"`
+	Flags       []string `json:"flags"`
+	BeginSearch struct {
+		Index *struct {
+			Pos int `json:"pos"`
+		} `json:"index"`
+		Keyword *struct {
+			Keyword   string `json:"keyword"`
+			StartFrom int    `json:"startfrom"`
+		} `json:"keyword"`
+	} `json:"begin_search"`
+	FindKeys struct {
+		Range *struct {
+			LastKey int `json:"lastkey"`
+			Step    int `json:"step"`
+			Limit   int `json:"limit"`
+		} `json:"range"`
+		KeyNum *struct {
+			KeyNumIdx int `json:"keynumidx"`
+			FirstKey  int `json:"firstkey"`
+			Step      int `json:"step"`
+		} `json:"keynum"`
+	} `json:"find_keys"`
+}
+
+type argument struct {
+	Name            string     `json:"name"`
+	Type            string     `json:"type"`
+	KeySpecIndex    *int       `json:"key_spec_index"`
+	Token           string     `json:"token"`
+	Since           string     `json:"since"`
+	DeprecatedSince string     `json:"deprecated_since"`
+	Optional        bool       `json:"optional"`
+	Multiple        bool       `json:"multiple"`
+	MultipleToken   bool       `json:"multiple_token"`
+	Arguments       []argument `json:"arguments"`
+}
+
+// table is the command table: top-level commands by lower-case name.
+type table struct {
+	cmds map[string]*Command
+	list []*Command // sorted by name
+	err  error      // metadata problems; New refuses to start with them
+}
+
+// commands is built once, at package initialisation, from the family specs
+// and the embedded metadata; it never changes afterwards. (It cannot be a
+// plain variable initialiser: COMMAND's handlers read the table they are
+// part of.)
+var commands *table
+
+func init() { commands = buildTable() }
+
+func buildTable() *table {
+	t := &table{cmds: map[string]*Command{}}
+	var metas []cmdMeta
+	if err := json.Unmarshal(commandsJSON, &metas); err != nil {
+		t.err = fmt.Errorf("actor: commands.json: %w", err)
+		return t
+	}
+	byName := map[string]*cmdMeta{}
+	for i := range metas {
+		byName[metas[i].Name] = &metas[i]
+	}
+	var problems []string
+	apply := func(c *Command) {
+		m := byName[c.Name]
+		if m == nil {
+			problems = append(problems, c.Name)
+			return
+		}
+		c.meta = m
+		c.Arity = m.Arity
+		for _, f := range m.Flags {
+			for _, fn := range flagNames {
+				if fn.meta == f {
+					c.Flags |= fn.flag
+				}
+			}
+		}
+		c.resolveKeys()
+		m.categories = implicitCategories(c)
+	}
+	for _, fam := range families {
+		for _, c := range fam {
+			apply(c)
+			if len(c.Subs) > 0 {
+				c.subs = map[string]*Command{}
+				for _, s := range c.Subs {
+					apply(s)
+					s.parent = c
+					s.containerShortName = strings.TrimPrefix(s.Name, c.Name+"|")
+					c.subs[s.containerShortName] = s
+				}
+			}
+			t.cmds[c.Name] = c
+			t.list = append(t.list, c)
+		}
+	}
+	sort.Slice(t.list, func(i, j int) bool { return t.list[i].Name < t.list[j].Name })
+	if len(problems) > 0 {
+		t.err = fmt.Errorf("actor: no metadata for %s (run make commands)", strings.Join(problems, ", "))
+	}
+	return t
+}
+
+// resolveKeys derives the legacy first/last/step key range and the
+// movablekeys flag from the key specs, the way Redis does for COMMAND INFO.
+func (c *Command) resolveKeys() {
+	specs := c.meta.KeySpecs
+	if len(specs) == 0 {
+		return
+	}
+	isRange := func(k keySpec) bool { return k.BeginSearch.Index != nil && k.FindKeys.Range != nil }
+	incomplete := func(k keySpec) bool {
+		for _, f := range k.Flags {
+			if f == "INCOMPLETE" {
+				return true
+			}
+		}
+		return false
+	}
+	if len(specs) == 1 && isRange(specs[0]) {
+		k := specs[0]
+		c.FirstKey = k.BeginSearch.Index.Pos
+		c.LastKey = k.FindKeys.Range.LastKey
+		if c.LastKey >= 0 {
+			c.LastKey += c.FirstKey
+		}
+		c.KeyStep = k.FindKeys.Range.Step
+		if incomplete(k) {
+			c.Flags |= FlagMovableKeys
+		}
+		return
+	}
+	first, last, prevLast := int(^uint(0)>>1), 0, 0
+	for _, k := range specs {
+		if !isRange(k) {
+			c.Flags |= FlagMovableKeys
+			continue
+		}
+		pos := k.BeginSearch.Index.Pos
+		if k.FindKeys.Range.Step != 1 || (prevLast != 0 && prevLast != pos-1) {
+			c.Flags |= FlagMovableKeys
+			continue
+		}
+		if incomplete(k) {
+			c.Flags |= FlagMovableKeys
+		}
+		first = min(first, pos)
+		abs := k.FindKeys.Range.LastKey
+		if abs >= 0 {
+			abs += pos
+		}
+		if uint(abs) > uint(last) { // unsigned, as Redis compares: -1 wins
+			last = abs
+		}
+		prevLast = last
+	}
+	if first == int(^uint(0)>>1) {
+		c.Flags |= FlagMovableKeys
+		return
+	}
+	c.FirstKey, c.LastKey, c.KeyStep = first, last, 1
+}
+
+// implicitCategories adds the categories Redis derives from flags.
+func implicitCategories(c *Command) []string {
+	has := map[string]bool{}
+	for _, a := range c.meta.ACL {
+		has[strings.ToLower(a)] = true
+	}
+	if c.Is(FlagWrite) {
+		has["write"] = true
+	}
+	if c.Is(FlagReadonly) && !has["scripting"] {
+		has["read"] = true
+	}
+	if c.Is(FlagAdmin) {
+		has["admin"], has["dangerous"] = true, true
+	}
+	if c.Is(FlagPubSub) {
+		has["pubsub"] = true
+	}
+	if c.Is(FlagFast) {
+		has["fast"] = true
+	}
+	if c.Is(FlagBlocking) {
+		has["blocking"] = true
+	}
+	if !has["fast"] {
+		has["slow"] = true
+	}
+	var out []string
+	for _, cat := range aclCategories {
+		if has[cat] {
+			out = append(out, "@"+cat)
+		}
+	}
+	return out
+}
+
+// Lookup finds a top-level command by name, case-insensitively, without
+// allocating. It is safe from any goroutine (the table never changes).
+func Lookup(name []byte) *Command {
+	if len(name) > 32 {
+		return nil
+	}
+	var lower [32]byte
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		lower[i] = ch
+	}
+	return commands.cmds[string(lower[:len(name)])]
+}
+
+// sub finds a subcommand of a container, case-insensitively.
+func (c *Command) sub(name []byte) *Command {
+	if c.subs == nil || len(name) > 32 {
+		return nil
+	}
+	var lower [32]byte
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		lower[i] = ch
+	}
+	return c.subs[string(lower[:len(name)])]
+}
+
+// arityOK checks argc against the command's arity: exact when positive, a
+// minimum when negative.
+func (c *Command) arityOK(argc int) bool {
+	if c.Arity > 0 {
+		return argc == c.Arity
+	}
+	return argc >= -c.Arity
+}
+
+// IsBlocking reports whether the command may park its connection; the loop
+// ends a batch after such a command and waits for its reply before parsing
+// on, as Redis stops reading from a blocked client.
+func IsBlocking(c *Command) bool { return c != nil && c.Is(FlagBlocking) }

@@ -1,0 +1,531 @@
+package actor
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// session is the actor's state for one connection: everything a command can
+// change about its client. The loop keeps only socket-side state.
+type session struct {
+	id          uint64
+	sink        Sink
+	addr, laddr string
+	fd          int
+	created     time.Time
+	lastActive  time.Time
+
+	db      int
+	resp    int
+	authed  bool
+	name    string
+	libName string
+	libVer  string
+	lastCmd string
+	noEvict bool
+	noTouch bool
+
+	// closing: close after this batch's reply (QUIT, killing itself).
+	closing bool
+	// killed: another client killed it; the loop closes it and tells us.
+	killed bool
+}
+
+func (a *Actor) openSession(info ConnInfo, now time.Time) {
+	a.stats.connsReceived++
+	a.sessions[info.ID] = &session{
+		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
+		created: now, lastActive: now,
+		resp:   2,
+		authed: a.cfg.RequirePass == "",
+	}
+}
+
+// endSession is the one cleanup path for a session, whatever ended it (the
+// loop closing the socket after EOF, an error, CLIENT KILL or shutdown). It
+// is idempotent: a second call finds nothing and does nothing.
+//
+// Canonical order (DESIGN.md invariant 5): cancel waiters, release pending
+// replies, free buffers, update counters, log. Cellar's waiters and pending
+// batch state arrive with the blocking commands; today a session holds no
+// pending work, so the order reduces to forgetting it.
+func (a *Actor) endSession(id uint64) bool {
+	s := a.sessions[id]
+	if s == nil {
+		return false
+	}
+	delete(a.sessions, id)
+	if e := a.log.Debug(); e.Enabled() {
+		e.Uint64("client", id).Str("addr", s.addr).Msg("session ended")
+	}
+	return true
+}
+
+// kill ends another client's connection: the loop closes the socket and
+// then reports the close, which ends the session.
+func (a *Actor) kill(s *session) {
+	s.killed = true
+	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Kill: true}})
+}
+
+var connectionCommands = []*Command{
+	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing},
+	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
+	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset},
+	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
+	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
+	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
+	{Name: "client", Summary: "Inspects and controls client connections.", Subs: []*Command{
+		{Name: "client|id", Summary: "Returns the connection's client id.", Handler: cmdClientID},
+		{Name: "client|setname", Summary: "Names the connection.", Handler: cmdClientSetName},
+		{Name: "client|getname", Summary: "Returns the connection's name.", Handler: cmdClientGetName},
+		{Name: "client|setinfo", Summary: "Records the client library's name or version.", Handler: cmdClientSetInfo},
+		{Name: "client|info", Summary: "Describes the connection.", Handler: cmdClientInfo},
+		{Name: "client|list", Summary: "Describes every connection.", Handler: cmdClientList},
+		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
+		{Name: "client|no-evict", Summary: "Accepted for compatibility; Cellar never evicts clients.", Handler: cmdClientOnOff},
+		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff},
+		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
+	}},
+}
+
+// PING [message]
+func cmdPing(c *Ctx) error {
+	switch len(c.args) {
+	case 1:
+		c.w.Simple("PONG")
+	case 2:
+		c.w.Bulk(c.args[1])
+	default:
+		return errWrongArgs(c.cmd.Name)
+	}
+	return nil
+}
+
+// ECHO message
+func cmdEcho(c *Ctx) error {
+	c.w.Bulk(c.args[1])
+	return nil
+}
+
+// QUIT
+func cmdQuit(c *Ctx) error {
+	c.s.closing = true
+	c.w.OK()
+	return nil
+}
+
+// RESET
+func cmdReset(c *Ctx) error {
+	s := c.s
+	s.db, s.resp, s.name = 0, 2, ""
+	s.authed = c.a.cfg.RequirePass == ""
+	s.noEvict, s.noTouch = false, false
+	c.w.Proto = 2
+	c.w.Simple("RESET")
+	return nil
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *Ctx) error {
+	ver := int64(0)
+	next := 1
+	if len(c.args) >= 2 {
+		v, ok := parseIntOK(c.args[1])
+		if !ok {
+			return ReplyError("ERR Protocol version is not an integer or out of range")
+		}
+		if v < 2 || v > 3 {
+			return ErrNoProto
+		}
+		ver, next = v, 2
+	}
+	var user, pass, name []byte
+	haveName := false
+	for j := next; j < len(c.args); j++ {
+		more := len(c.args) - 1 - j
+		switch {
+		case c.argEq(j, "AUTH") && more >= 2:
+			user, pass = c.args[j+1], c.args[j+2]
+			j += 2
+		case c.argEq(j, "SETNAME") && more >= 1:
+			name, haveName = c.args[j+1], true
+			j++
+		default:
+			return ReplyError("ERR Syntax error in HELLO option '" + cString(c.args[j], 1<<30) + "'")
+		}
+	}
+	if user != nil {
+		if !c.a.checkPassword(user, pass) {
+			return ErrWrongPass
+		}
+		c.s.authed = true
+	}
+	if !c.s.authed {
+		return ErrHelloNoAuth
+	}
+	if haveName {
+		if err := validName(name); err != nil {
+			return err
+		}
+		c.s.name = string(name)
+	}
+	if ver != 0 {
+		c.s.resp = int(ver)
+		c.w.Proto = int(ver)
+	}
+	w := c.w
+	w.Map(7)
+	w.BulkString("server")
+	w.BulkString("redis")
+	w.BulkString("version")
+	w.BulkString(RedisVersion)
+	w.BulkString("proto")
+	w.Int(int64(c.s.resp))
+	w.BulkString("id")
+	w.Int(int64(c.s.id))
+	w.BulkString("mode")
+	w.BulkString("standalone")
+	w.BulkString("role")
+	w.BulkString("master")
+	w.BulkString("modules")
+	w.Array(0)
+	return nil
+}
+
+// checkPassword authenticates username/password against the only user
+// Cellar has, "default", whose password is requirepass (none: any).
+func (a *Actor) checkPassword(user, pass []byte) bool {
+	if string(user) != "default" {
+		return false
+	}
+	return a.cfg.RequirePass == "" || string(pass) == a.cfg.RequirePass
+}
+
+// AUTH [username] password
+func cmdAuth(c *Ctx) error {
+	if len(c.args) > 3 {
+		return ErrSyntax
+	}
+	user, pass := []byte("default"), c.args[1]
+	if len(c.args) == 2 {
+		if c.a.cfg.RequirePass == "" {
+			return ErrAuthNotSet
+		}
+	} else {
+		user, pass = c.args[1], c.args[2]
+	}
+	if !c.a.checkPassword(user, pass) {
+		return ErrWrongPass
+	}
+	c.s.authed = true
+	c.w.OK()
+	return nil
+}
+
+// SELECT index
+func cmdSelect(c *Ctx) error {
+	v, ok := parseIntOK(c.args[1])
+	if !ok || v < -1<<31 || v > 1<<31-1 {
+		return ErrNotInteger
+	}
+	if v < 0 || v >= int64(numDBs) {
+		return ErrDBIndex
+	}
+	c.s.db = int(v)
+	c.w.OK()
+	return nil
+}
+
+func parseIntOK(b []byte) (int64, bool) {
+	v, err := parseInt(b)
+	return v, err == nil
+}
+
+// CLIENT ID
+func cmdClientID(c *Ctx) error {
+	c.w.Int(int64(c.s.id))
+	return nil
+}
+
+// validName checks a client name or library attribute the way Redis does:
+// printable ASCII without spaces.
+func validName(b []byte) error {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return ErrClientName
+		}
+	}
+	return nil
+}
+
+// CLIENT SETNAME connection-name
+func cmdClientSetName(c *Ctx) error {
+	if err := validName(c.args[2]); err != nil {
+		return err
+	}
+	c.s.name = string(c.args[2])
+	c.w.OK()
+	return nil
+}
+
+// CLIENT GETNAME
+func cmdClientGetName(c *Ctx) error {
+	if c.s.name == "" {
+		c.w.Null()
+	} else {
+		c.w.BulkString(c.s.name)
+	}
+	return nil
+}
+
+// CLIENT SETINFO <LIB-NAME libname | LIB-VER libver>
+func cmdClientSetInfo(c *Ctx) error {
+	attr := c.args[2]
+	var dst *string
+	switch {
+	case eqFold(attr, "lib-name"):
+		dst = &c.s.libName
+	case eqFold(attr, "lib-ver"):
+		dst = &c.s.libVer
+	default:
+		return ReplyError("ERR Unrecognized option '" + cString(attr, 1<<30) + "'")
+	}
+	if validName(c.args[3]) != nil {
+		return ReplyError("ERR " + cString(attr, 1<<30) + " cannot contain spaces, newlines or special characters.")
+	}
+	*dst = string(c.args[3])
+	c.w.OK()
+	return nil
+}
+
+// CLIENT NO-EVICT|NO-TOUCH ON|OFF
+func cmdClientOnOff(c *Ctx) error {
+	var on bool
+	switch {
+	case c.argEq(2, "on"):
+		on = true
+	case c.argEq(2, "off"):
+	default:
+		return ErrSyntax
+	}
+	if c.cmd.Name == "client|no-evict" {
+		c.s.noEvict = on
+	} else {
+		c.s.noTouch = on
+	}
+	c.w.OK()
+	return nil
+}
+
+// clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
+// order. Buffer sizes that only the loop knows are reported as 0.
+func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
+	flags := "N"
+	app := func(k, v string) {
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, v...)
+		b = append(b, ' ')
+	}
+	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	app("id", num(int64(s.id)))
+	app("addr", s.addr)
+	app("laddr", s.laddr)
+	app("fd", num(int64(s.fd)))
+	app("name", s.name)
+	app("age", num(int64(now.Sub(s.created)/time.Second)))
+	app("idle", num(int64(now.Sub(s.lastActive)/time.Second)))
+	app("flags", flags)
+	app("db", num(int64(s.db)))
+	for _, k := range []string{"sub", "psub", "ssub"} {
+		app(k, "0")
+	}
+	app("multi", "-1")
+	for _, k := range []string{"qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem"} {
+		app(k, "0")
+	}
+	app("events", "r")
+	app("cmd", orNULL(s.lastCmd))
+	app("user", "default")
+	app("redir", "-1")
+	app("resp", num(int64(s.resp)))
+	app("lib-name", s.libName)
+	b = append(b, "lib-ver="...)
+	b = append(b, s.libVer...)
+	return append(b, '\n')
+}
+
+func orNULL(s string) string {
+	if s == "" {
+		return "NULL"
+	}
+	return s
+}
+
+// CLIENT INFO
+func cmdClientInfo(c *Ctx) error {
+	c.w.Verbatim("txt", string(c.a.clientLine(nil, c.s, time.Now())))
+	return nil
+}
+
+// sortedSessions returns the sessions in client id order.
+func (a *Actor) sortedSessions() []*session {
+	list := make([]*session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		list = append(list, s)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	return list
+}
+
+// validClientType checks a CLIENT LIST/KILL TYPE value. Cellar's clients are
+// all "normal".
+func validClientType(b []byte) (normal bool, err error) {
+	switch lower(b) {
+	case "normal":
+		return true, nil
+	case "master", "slave", "replica", "pubsub":
+		return false, nil
+	}
+	return false, ReplyError("ERR Unknown client type '" + cString(b, 1<<30) + "'")
+}
+
+// CLIENT LIST [TYPE type] [ID id [id ...]]
+func cmdClientList(c *Ctx) error {
+	now := time.Now()
+	var out []byte
+	switch {
+	case len(c.args) == 4 && c.argEq(2, "type"):
+		normal, err := validClientType(c.args[3])
+		if err != nil {
+			return err
+		}
+		if normal {
+			for _, s := range c.a.sortedSessions() {
+				out = c.a.clientLine(out, s, now)
+			}
+		}
+	case len(c.args) > 3 && c.argEq(2, "id"):
+		for _, a := range c.args[3:] {
+			id, ok := parseIntOK(a)
+			if !ok {
+				return ReplyError("ERR Invalid client ID")
+			}
+			if s := c.a.sessions[uint64(id)]; s != nil {
+				out = c.a.clientLine(out, s, now)
+			}
+		}
+	case len(c.args) != 2:
+		return ErrSyntax
+	default:
+		for _, s := range c.a.sortedSessions() {
+			out = c.a.clientLine(out, s, now)
+		}
+	}
+	c.w.Verbatim("txt", string(out))
+	return nil
+}
+
+// CLIENT KILL ip:port | CLIENT KILL [ID id] [TYPE type] [USER user]
+// [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no] ...
+func cmdClientKill(c *Ctx) error {
+	var addr, laddr string
+	var haveAddr, haveLaddr, typeNormal, haveType bool
+	var id uint64
+	skipme := true
+	if len(c.args) == 3 {
+		addr, haveAddr, skipme = string(c.args[2]), true, false
+	} else if len(c.args) > 3 {
+		for i := 2; i < len(c.args); i += 2 {
+			more := i+1 < len(c.args)
+			switch {
+			case c.argEq(i, "id") && more:
+				v, ok := parseIntOK(c.args[i+1])
+				if !ok || v < 1 {
+					return ReplyError("ERR client-id should be greater than 0")
+				}
+				id = uint64(v)
+			case c.argEq(i, "type") && more:
+				normal, err := validClientType(c.args[i+1])
+				if err != nil {
+					return err
+				}
+				typeNormal, haveType = normal, true
+			case c.argEq(i, "addr") && more:
+				addr, haveAddr = string(c.args[i+1]), true
+			case c.argEq(i, "laddr") && more:
+				laddr, haveLaddr = string(c.args[i+1]), true
+			case c.argEq(i, "user") && more:
+				if string(c.args[i+1]) != "default" {
+					return ReplyError("ERR No such user '" + cString(c.args[i+1], 1<<30) + "'")
+				}
+			case c.argEq(i, "skipme") && more:
+				switch {
+				case c.argEq(i+1, "yes"):
+					skipme = true
+				case c.argEq(i+1, "no"):
+					skipme = false
+				default:
+					return ErrSyntax
+				}
+			default:
+				return ErrSyntax
+			}
+		}
+	} else {
+		return errWrongArgs(c.cmd.Name)
+	}
+	killed := 0
+	for _, s := range c.a.sortedSessions() {
+		if (haveAddr && s.addr != addr) || (haveLaddr && s.laddr != laddr) ||
+			(haveType && !typeNormal) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
+			continue
+		}
+		if s == c.s {
+			s.closing = true
+		} else {
+			c.a.kill(s)
+		}
+		killed++
+	}
+	if len(c.args) == 3 {
+		if killed == 0 {
+			return ErrNoSuchClient
+		}
+		c.w.OK()
+		return nil
+	}
+	c.w.Int(int64(killed))
+	return nil
+}
+
+// helpReply writes a HELP reply: a title line, then the lines.
+func helpReply(c *Ctx, name string, lines []string) error {
+	c.w.Array(len(lines) + 1)
+	c.w.Simple(strings.ToUpper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.w.Simple(l)
+	}
+	return nil
+}
+
+// CLIENT HELP
+func cmdClientHelp(c *Ctx) error {
+	return helpReply(c, "client", []string{
+		"ID", "    This connection's client id.",
+		"INFO", "    A description of this connection.",
+		"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    A description of every (matching) connection.",
+		"KILL <ip:port>", "    Close the connection at that address.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Close the connections matching every filter: ID, TYPE, USER, ADDR, LADDR, SKIPME (yes|no).",
+		"SETNAME <name>", "    Name this connection.",
+		"GETNAME", "    This connection's name.",
+		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
+		"NO-EVICT (ON|OFF)", "    Accepted; Cellar does not evict clients.",
+		"NO-TOUCH (ON|OFF)", "    Accepted; reads do not change what OBJECT reports.",
+		"HELP", "    This help.",
+	})
+}

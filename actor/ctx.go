@@ -1,0 +1,83 @@
+package actor
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// Ctx is what a handler sees of the command it runs. The actor reuses one
+// Ctx for every command; a handler must not keep it past its return.
+type Ctx struct {
+	a    *Actor
+	s    *session
+	cmd  *Command
+	args [][]byte
+	w    *proto.Writer
+	st   *storage.Store
+	db   int
+	now  int64 // unix ms, the command's time snapshot
+}
+
+// argEq reports whether args[i] equals word, ignoring ASCII case.
+func (c *Ctx) argEq(i int, word string) bool { return eqFold(c.args[i], word) }
+
+func eqFold(b []byte, word string) bool {
+	if len(b) != len(word) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		x, y := b[i], word[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// intArg parses args[i] as Redis's string2ll does.
+func (c *Ctx) intArg(i int) (int64, error) { return parseInt(c.args[i]) }
+
+func parseInt(b []byte) (int64, error) {
+	v, ok := proto.ParseInt(b)
+	if !ok {
+		return 0, ErrNotInteger
+	}
+	return v, nil
+}
+
+// parseFloat parses b as Redis's getDoubleFromObject: the whole of b, no
+// leading space, no overflow, never NaN.
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || isCSpace(b[0]) {
+		return 0, false
+	}
+	s := string(b)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// Go refuses forms C's strtod takes ("1e", "0x1p") only in ways
+		// that also fail Redis's full-consumption check; overflow is an
+		// error in both.
+		return 0, false
+	}
+	if math.IsNaN(v) || strings.ContainsRune(s, '_') {
+		return 0, false
+	}
+	return v, true
+}
+
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// lower returns b in lower case as a string (for option words).
+func lower(b []byte) string { return strings.ToLower(string(b)) }

@@ -1,0 +1,41 @@
+// Package actor is Cellar's storage actor: ONE goroutine that owns the
+// SQLite write connection (through storage), the command table, every
+// client session (database, protocol, name, auth), blocked-client waiters,
+// expiry and caches. It executes batches of commands in arrival order and
+// builds their reply bytes; it never touches a socket and never waits on the
+// network.
+//
+// Who calls what, from which goroutine:
+//   - The loop calls Open, Submit and Closed from its own goroutines. They
+//     only append to the actor's inbox (a mutex-guarded queue with a
+//     one-slot doorbell) and never block on the actor.
+//   - Everything else runs on the actor goroutine (Run). Handlers must not
+//     block; disk work that does (fsync, checkpoints, snapshots) goes to the
+//     offload pool, which reports back through callbacks that touch only
+//     goroutine-safe state.
+//   - Lookup and IsBlocking read the immutable command table and are safe
+//     from any goroutine.
+//
+// Invariants (DESIGN.md):
+//  1. Single ownership: sessions and the keyspace are touched only here.
+//     A Batch's arguments were copied by the loop and belong to the actor
+//     once submitted; a Completion's reply bytes belong to the loop once
+//     delivered.
+//  2. In-order replies: a session's batches run in submission order, and
+//     each completion carries the batch's sequence number for the loop's
+//     reply FIFO.
+//  3. Counting notification: Sink.Deliver is the loop's counting mailbox;
+//     the actor hands each round's completions over in one call per sink.
+//  4. Generation-checked delivery: completions name their connection by
+//     client id, never reused; the loop drops those for closed connections.
+//  5. One cleanup path: a session ends only in endSession, whatever the
+//     trigger (loop close, CLIENT KILL, shutdown).
+//  6. No reply before its data is as durable as configured: a round's
+//     writes commit before any of its replies leave; with durability
+//     "always" the replies wait for the WAL fsync that covers the commit
+//     (group commit on the offload pool), and so does any reply given while
+//     an earlier commit is not yet fsynced.
+//  7. Bounded: the inbox is bounded by the loops' back-pressure (they stop
+//     reading when Backlog is high); per-session state is bounded by the
+//     command arguments' limits.
+package actor

@@ -1,0 +1,133 @@
+package actor
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/cellar-db/cellar/storage"
+)
+
+// This file is the one place where Redis's error reply texts live. Wire
+// tests pin them byte for byte against Redis 7.
+
+// ReplyError is an error reply, its text complete with the error code
+// ("ERR ...", "WRONGTYPE ..."), without the leading '-'.
+type ReplyError string
+
+func (e ReplyError) Error() string { return string(e) }
+
+const (
+	ErrSyntax           ReplyError = "ERR syntax error"
+	ErrNotInteger       ReplyError = "ERR value is not an integer or out of range"
+	ErrNotFloat         ReplyError = "ERR value is not a valid float"
+	ErrWrongType        ReplyError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow         ReplyError = "ERR increment or decrement would overflow"
+	ErrDecrOverflow     ReplyError = "ERR decrement would overflow"
+	ErrIncrNaNOrInf     ReplyError = "ERR increment would produce NaN or Infinity"
+	ErrNoSuchKey        ReplyError = "ERR no such key"
+	ErrNoAuth           ReplyError = "NOAUTH Authentication required."
+	ErrWrongPass        ReplyError = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrAuthNotSet       ReplyError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrHelloNoAuth      ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrNoProto          ReplyError = "NOPROTO unsupported protocol version"
+	ErrDBIndex          ReplyError = "ERR DB index is out of range"
+	ErrInvalidDB        ReplyError = "ERR invalid DB index"
+	ErrSameObject       ReplyError = "ERR source and destination objects are the same"
+	ErrStringTooLong    ReplyError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffsetRange      ReplyError = "ERR offset is out of range"
+	ErrClientName       ReplyError = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrNoSuchClient     ReplyError = "ERR No such client"
+	ErrInvalidCursor    ReplyError = "ERR invalid cursor"
+	ErrMaxClients       ReplyError = "ERR max number of clients reached"
+	ErrNXAndXX          ReplyError = "ERR XX and NX options at the same time are not compatible"
+	ErrGTLTNX           ReplyError = "ERR GT and LT options at the same time are not compatible"
+	ErrNXWithGTLT       ReplyError = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	ErrTimeoutNotFloat  ReplyError = "ERR timeout is not a float or out of range"
+	ErrTimeoutNegative  ReplyError = "ERR timeout is negative"
+	ErrTooManyBlocked   ReplyError = "ERR too many blocked clients"
+	ErrUnblocked        ReplyError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+	ErrWritesFailing    ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
+	ErrShuttingDown     ReplyError = "ERR Cellar is shutting down"
+	ErrIndexOutOfRange  ReplyError = "ERR index out of range"
+	ErrCountNegative    ReplyError = "ERR value is out of range, must be positive"
+	ErrBitOffset        ReplyError = "ERR bit offset is not an integer or out of range"
+	ErrConfigGetArgs    ReplyError = "ERR wrong number of arguments for 'config|get' command"
+	ErrUnknownSection   ReplyError = "ERR unknown section"
+	ErrMinMaxNotFloat   ReplyError = "ERR min or max is not a float"
+	ErrMinMaxLex        ReplyError = "ERR min or max not valid string range item"
+	ErrResultNaN        ReplyError = "ERR resulting score is not a number (NaN)"
+	ErrWeightNotFloat   ReplyError = "ERR weight value is not a float"
+	ErrNumKeysPositive  ReplyError = "ERR numkeys should be greater than 0"
+	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
+)
+
+// errWrongArgs is Redis's arity error; name is the full name
+// ("get", "client|setname").
+func errWrongArgs(name string) error {
+	return ReplyError("ERR wrong number of arguments for '" + name + "' command")
+}
+
+// errInvalidExpire is the error for an expiry that is negative or
+// overflows, naming the command as the client spelled it (lower case).
+func errInvalidExpire(cmd string) error {
+	return ReplyError("ERR invalid expire time in '" + strings.ToLower(cmd) + "' command")
+}
+
+// errUnknownCommand is Redis's reply to a command it does not have: the name
+// and the first arguments, each cut like C's %.128s (at a NUL, and 128
+// bytes), the arguments together to about 128 bytes.
+func errUnknownCommand(args [][]byte) error {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.WriteString(cString(args[0], 128))
+	b.WriteString("', with args beginning with: ")
+	used := 0
+	for _, a := range args[1:] {
+		if used >= 128 {
+			break
+		}
+		s := cString(a, 128-used)
+		b.WriteByte('\'')
+		b.WriteString(s)
+		b.WriteString("' ")
+		used += len(s) + 3
+	}
+	return ReplyError(b.String())
+}
+
+// errUnknownSubcommand is the reply to an unknown subcommand of a container.
+func errUnknownSubcommand(container string, sub []byte) error {
+	return ReplyError("ERR unknown subcommand '" + cString(sub, 128) + "'. Try " + strings.ToUpper(container) + " HELP.")
+}
+
+// cString is b as C's "%.Ns" prints it: up to the first NUL, at most n bytes.
+func cString(b []byte, n int) string {
+	for i, c := range b {
+		if c == 0 {
+			b = b[:i]
+			break
+		}
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// replyFor maps an error from a handler or from storage to its reply text.
+// fatal is true for errors that are not the client's fault (SQLite I/O,
+// disk full): the round's writes are then abandoned.
+func replyFor(err error) (reply string, fatal bool) {
+	var re ReplyError
+	switch {
+	case errors.As(err, &re):
+		return string(re), false
+	case errors.Is(err, storage.ErrWrongType):
+		return string(ErrWrongType), false
+	case errors.Is(err, storage.ErrNoSuchKey):
+		return string(ErrNoSuchKey), false
+	case storage.DiskFull(err):
+		return "ERR write failed, nothing was changed: database or disk is full", true
+	}
+	return "ERR internal error: " + err.Error(), true
+}

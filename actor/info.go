@@ -1,0 +1,207 @@
+package actor
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// infoSections are INFO's sections in Redis's order; "default" is all of
+// them here (Cellar has no module or cluster sections worth printing).
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "keyspace"}
+
+// INFO [section [section ...]]
+func cmdInfo(c *Ctx) error {
+	want := map[string]bool{}
+	if len(c.args) == 1 {
+		want["default"] = true
+	}
+	for _, a := range c.args[1:] {
+		want[lower(a)] = true
+	}
+	all := want["default"] || want["all"] || want["everything"]
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !all && !want[sec] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		c.a.infoSection(&b, sec)
+	}
+	c.w.Verbatim("txt", b.String())
+	return nil
+}
+
+func (a *Actor) infoSection(b *strings.Builder, sec string) {
+	kv := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
+	now := time.Now()
+	switch sec {
+	case "server":
+		b.WriteString("# Server\r\n")
+		kv("redis_version", RedisVersion)
+		kv("redis_git_sha1", "00000000")
+		kv("redis_git_dirty", 0)
+		kv("redis_mode", "standalone")
+		kv("os", runtime.GOOS+" "+runtime.GOARCH)
+		kv("arch_bits", 64)
+		kv("multiplexing_api", "epoll")
+		kv("process_id", os.Getpid())
+		kv("tcp_port", a.cfg.Port)
+		kv("server_time_usec", now.UnixMicro())
+		up := int64(now.Sub(a.start) / time.Second)
+		kv("uptime_in_seconds", up)
+		kv("uptime_in_days", up/86400)
+		kv("hz", int(time.Second/a.cfg.SweepInterval))
+		kv("executable", executable())
+		kv("cellar_version", a.cfg.Version)
+		kv("cellar_storage", "sqlite "+a.st.Path())
+	case "clients":
+		b.WriteString("# Clients\r\n")
+		kv("connected_clients", len(a.sessions))
+		kv("cluster_connections", 0)
+		kv("blocked_clients", 0)
+		kv("tracking_clients", 0)
+		kv("clients_in_timeout_table", 0)
+	case "memory":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		rss := residentBytes()
+		b.WriteString("# Memory\r\n")
+		kv("used_memory", ms.HeapAlloc)
+		kv("used_memory_human", human(ms.HeapAlloc))
+		kv("used_memory_rss", rss)
+		kv("used_memory_rss_human", human(rss))
+		kv("used_memory_peak", ms.HeapSys)
+		kv("used_memory_peak_human", human(ms.HeapSys))
+		kv("maxmemory", 0)
+		kv("maxmemory_human", "0B")
+		kv("maxmemory_policy", "noeviction")
+		kv("mem_allocator", "go-"+runtime.Version())
+	case "persistence":
+		y := a.durable
+		fsyncs, covered := y.fsyncs.Load(), y.covered.Load()
+		perFsync := 0.0
+		if fsyncs > 0 {
+			perFsync = float64(covered) / float64(fsyncs)
+		}
+		status := "ok"
+		if y.failure() != nil {
+			status = "err"
+		}
+		b.WriteString("# Persistence\r\n")
+		kv("loading", 0)
+		kv("async_loading", 0)
+		kv("rdb_changes_since_last_save", 0)
+		kv("rdb_bgsave_in_progress", 0)
+		kv("rdb_last_bgsave_status", "ok")
+		kv("aof_enabled", 0)
+		kv("aof_rewrite_in_progress", 0)
+		kv("durability", a.cfg.Durability)
+		kv("commits", a.st.Commits())
+		kv("fsyncs", fsyncs)
+		kv("writes_per_fsync", strconv.FormatFloat(perFsync, 'f', 2, 64))
+		kv("last_fsync_latency_usec", y.fsyncNs.Load()/1000)
+		kv("last_fsync_time", y.lastSyncT.Load())
+		kv("fsync_status", status)
+		kv("failed_commits", a.stats.failedCommits)
+	case "stats":
+		var in, out, rejected uint64
+		if a.net != nil {
+			in, out, rejected = a.net.NetInputBytes(), a.net.NetOutputBytes(), a.net.RejectedConns()
+		}
+		b.WriteString("# Stats\r\n")
+		kv("total_connections_received", a.stats.connsReceived)
+		kv("total_commands_processed", a.stats.commands)
+		kv("total_net_input_bytes", in)
+		kv("total_net_output_bytes", out)
+		kv("rejected_connections", rejected)
+		kv("expired_keys", a.stats.expiredKeys)
+		kv("evicted_keys", 0)
+		kv("keyspace_hits", a.stats.keyspaceHits)
+		kv("keyspace_misses", a.stats.keyspaceMisses)
+		kv("pubsub_channels", 0)
+		kv("pubsub_patterns", 0)
+	case "replication":
+		b.WriteString("# Replication\r\n")
+		kv("role", "master")
+		kv("connected_slaves", 0)
+		kv("master_failover_state", "no-failover")
+		kv("master_repl_offset", 0)
+	case "cpu":
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		secs := func(t syscall.Timeval) string {
+			return strconv.FormatFloat(float64(t.Sec)+float64(t.Usec)/1e6, 'f', 6, 64)
+		}
+		b.WriteString("# CPU\r\n")
+		kv("used_cpu_sys", secs(ru.Stime))
+		kv("used_cpu_user", secs(ru.Utime))
+	case "offload":
+		s := a.pool.Stats()
+		b.WriteString("# Offload\r\n")
+		kv("block_tasks_submitted", s.Submitted)
+		kv("block_tasks_rejected", s.Rejected)
+		kv("block_threads_spawned", s.ThreadsSpawned)
+		kv("block_threads_retired", s.ThreadsRetired)
+		kv("block_queue_depth_peak", s.QueueDepthPeak)
+		kv("block_tasks_timed_out", s.Timeouts)
+		kv("block_tasks_canceled", s.Canceled)
+		kv("block_tasks_completed", s.Completed)
+		kv("block_threads", s.Workers)
+		kv("block_queue_depth", s.QueueDepth)
+	case "keyspace":
+		b.WriteString("# Keyspace\r\n")
+		for db := 0; db < numDBs; db++ {
+			n := a.st.DBSize(db)
+			if n == 0 {
+				continue
+			}
+			exp, _ := a.st.CountExpiring(db)
+			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, exp)
+		}
+	}
+}
+
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// residentBytes reads the process's resident set size from /proc.
+func residentBytes() uint64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}
+
+// human formats bytes as Redis's bytesToHuman does (B, K, M, G with two
+// decimals).
+func human(n uint64) string {
+	f := float64(n)
+	switch {
+	case n < 1024:
+		return strconv.FormatUint(n, 10) + "B"
+	case n < 1<<20:
+		return strconv.FormatFloat(f/1024, 'f', 2, 64) + "K"
+	case n < 1<<30:
+		return strconv.FormatFloat(f/(1<<20), 'f', 2, 64) + "M"
+	default:
+		return strconv.FormatFloat(f/(1<<30), 'f', 2, 64) + "G"
+	}
+}

@@ -1,0 +1,554 @@
+package actor
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+
+	"github.com/cellar-db/cellar/storage"
+)
+
+var keyCommands = []*Command{
+	{Name: "del", Summary: "Deletes keys.", Handler: cmdDel},
+	{Name: "unlink", Summary: "Deletes keys (the same as DEL in Cellar).", Handler: cmdDel},
+	{Name: "exists", Summary: "Counts how many of the given keys exist.", Handler: cmdExists},
+	{Name: "touch", Summary: "Counts how many of the given keys exist.", Handler: cmdExists},
+	{Name: "type", Summary: "Returns the type of a key.", Handler: cmdType},
+	{Name: "expire", Summary: "Sets a key's time to live in seconds.", Handler: cmdExpire},
+	{Name: "pexpire", Summary: "Sets a key's time to live in milliseconds.", Handler: cmdExpire},
+	{Name: "expireat", Summary: "Sets a key's expiry as a unix time in seconds.", Handler: cmdExpire},
+	{Name: "pexpireat", Summary: "Sets a key's expiry as a unix time in milliseconds.", Handler: cmdExpire},
+	{Name: "ttl", Summary: "Returns a key's time to live in seconds.", Handler: cmdTTL},
+	{Name: "pttl", Summary: "Returns a key's time to live in milliseconds.", Handler: cmdTTL},
+	{Name: "expiretime", Summary: "Returns a key's expiry as a unix time in seconds.", Handler: cmdTTL},
+	{Name: "pexpiretime", Summary: "Returns a key's expiry as a unix time in milliseconds.", Handler: cmdTTL},
+	{Name: "persist", Summary: "Removes a key's expiry.", Handler: cmdPersist},
+	{Name: "rename", Summary: "Renames a key, replacing the destination.", Handler: cmdRename},
+	{Name: "renamenx", Summary: "Renames a key only if the destination does not exist.", Handler: cmdRename},
+	{Name: "copy", Summary: "Copies a key, optionally to another database.", Handler: cmdCopy},
+	{Name: "move", Summary: "Moves a key to another database.", Handler: cmdMove},
+	{Name: "keys", Summary: "Returns the keys matching a pattern.", Handler: cmdKeys},
+	{Name: "scan", Summary: "Iterates over the keys of the database with a cursor.", Handler: cmdScan},
+	{Name: "randomkey", Summary: "Returns a random key.", Handler: cmdRandomKey},
+	{Name: "object", Summary: "Inspects how a key is stored.", Subs: []*Command{
+		{Name: "object|encoding", Summary: "Returns the encoding Redis would use for the key's value.", Handler: cmdObjectEncoding},
+		{Name: "object|idletime", Summary: "Returns the key's idle time (always 0: Cellar does not track access times).", Handler: cmdObjectIdleTime},
+		{Name: "object|freq", Summary: "Returns the key's access frequency (needs an LFU policy, which Cellar has not).", Handler: cmdObjectFreq},
+		{Name: "object|refcount", Summary: "Returns the reference count Redis would report for the value.", Handler: cmdObjectRefCount},
+		{Name: "object|help", Summary: "Lists the OBJECT subcommands.", Handler: cmdObjectHelp},
+	}},
+}
+
+// DEL key [key ...] (and UNLINK)
+func cmdDel(c *Ctx) error {
+	n := int64(0)
+	for _, key := range c.args[1:] {
+		ok, err := c.st.Delete(c.db, key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n++
+		}
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// EXISTS key [key ...] (and TOUCH): repeated keys count each time.
+func cmdExists(c *Ctx) error {
+	n := int64(0)
+	for _, key := range c.args[1:] {
+		_, ok, err := c.st.Lookup(c.db, key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n++
+		}
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// TYPE key
+func cmdType(c *Ctx) error {
+	m, ok, err := c.st.Lookup(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Simple("none")
+		return nil
+	}
+	c.w.Simple(m.Type.String())
+	return nil
+}
+
+// EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE, EXPIREAT, PEXPIREAT
+func cmdExpire(c *Ctx) error {
+	var nx, xx, gt, lt bool
+	for _, opt := range c.args[3:] {
+		switch {
+		case eqFold(opt, "nx"):
+			nx = true
+		case eqFold(opt, "xx"):
+			xx = true
+		case eqFold(opt, "gt"):
+			gt = true
+		case eqFold(opt, "lt"):
+			lt = true
+		default:
+			return ReplyError("ERR Unsupported option " + cString(opt, 1<<30))
+		}
+	}
+	if nx && (xx || gt || lt) {
+		return ErrNXWithGTLT
+	}
+	if gt && lt {
+		return ErrGTLTNX
+	}
+	when, err := c.intArg(2)
+	if err != nil {
+		return err
+	}
+	name := c.cmd.Name
+	if name == "expire" || name == "expireat" {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			return errInvalidExpire(name)
+		}
+		when *= 1000
+	}
+	base := int64(0)
+	if name == "expire" || name == "pexpire" {
+		base = c.now
+	}
+	if when > math.MaxInt64-base {
+		return errInvalidExpire(name)
+	}
+	when += base
+	m, ok, err := c.st.Lookup(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Int(0)
+		return nil
+	}
+	cur := m.ExpireAt // 0: no expiry ("infinite")
+	if (nx && cur != 0) || (xx && cur == 0) || (gt && (cur == 0 || when <= cur)) || (lt && cur != 0 && when >= cur) {
+		c.w.Int(0)
+		return nil
+	}
+	if when <= c.now {
+		_, err = c.st.Delete(c.db, c.args[1])
+	} else {
+		err = c.st.SetExpire(c.db, c.args[1], when)
+	}
+	if err != nil {
+		return err
+	}
+	c.w.Int(1)
+	return nil
+}
+
+// TTL key, PTTL key, EXPIRETIME key, PEXPIRETIME key
+func cmdTTL(c *Ctx) error {
+	m, ok, err := c.st.Lookup(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Int(-2)
+		return nil
+	}
+	if m.ExpireAt == 0 {
+		c.w.Int(-1)
+		return nil
+	}
+	abs := c.cmd.Name == "expiretime" || c.cmd.Name == "pexpiretime"
+	ms := c.cmd.Name == "pttl" || c.cmd.Name == "pexpiretime"
+	v := m.ExpireAt
+	if !abs {
+		v = max(v-c.now, 0)
+	}
+	if !ms {
+		v = (v + 500) / 1000
+	}
+	c.w.Int(v)
+	return nil
+}
+
+// PERSIST key
+func cmdPersist(c *Ctx) error {
+	m, ok, err := c.st.Lookup(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok || m.ExpireAt == 0 {
+		c.w.Int(0)
+		return nil
+	}
+	if err := c.st.SetExpire(c.db, c.args[1], 0); err != nil {
+		return err
+	}
+	c.w.Int(1)
+	return nil
+}
+
+// RENAME key newkey / RENAMENX key newkey
+func cmdRename(c *Ctx) error {
+	nx := c.cmd.Name == "renamenx"
+	src, dst := c.args[1], c.args[2]
+	_, ok, err := c.st.Lookup(c.db, src)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNoSuchKey
+	}
+	if bytes.Equal(src, dst) {
+		if nx {
+			c.w.Int(0)
+		} else {
+			c.w.OK()
+		}
+		return nil
+	}
+	if nx {
+		_, exists, err := c.st.Lookup(c.db, dst)
+		if err != nil {
+			return err
+		}
+		if exists {
+			c.w.Int(0)
+			return nil
+		}
+	}
+	if err := c.st.Rename(c.db, src, dst); err != nil {
+		return err
+	}
+	if nx {
+		c.w.Int(1)
+	} else {
+		c.w.OK()
+	}
+	return nil
+}
+
+// dbArg parses a database index argument as Redis's getIntFromObject plus
+// selectDb do.
+func dbArg(b []byte) (int, error) {
+	v, ok := parseIntOK(b)
+	if !ok || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, ErrNotInteger
+	}
+	if v < 0 || v >= numDBs {
+		return 0, ErrDBIndex
+	}
+	return int(v), nil
+}
+
+// COPY source destination [DB destination-db] [REPLACE]
+func cmdCopy(c *Ctx) error {
+	dstDB, replace := c.db, false
+	for j := 3; j < len(c.args); j++ {
+		switch {
+		case c.argEq(j, "replace"):
+			replace = true
+		case c.argEq(j, "db") && j+1 < len(c.args):
+			db, err := dbArg(c.args[j+1])
+			if err != nil {
+				return err
+			}
+			dstDB = db
+			j++
+		default:
+			return ErrSyntax
+		}
+	}
+	if dstDB == c.db && bytes.Equal(c.args[1], c.args[2]) {
+		return ErrSameObject
+	}
+	ok, err := c.st.Copy(c.db, c.args[1], dstDB, c.args[2], replace)
+	if err != nil {
+		return err
+	}
+	if ok {
+		c.w.Int(1)
+	} else {
+		c.w.Int(0)
+	}
+	return nil
+}
+
+// MOVE key db
+func cmdMove(c *Ctx) error {
+	dst, err := dbArg(c.args[2])
+	if err != nil {
+		return err
+	}
+	if dst == c.db {
+		return ErrSameObject
+	}
+	_, ok, err := c.st.Lookup(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Int(0)
+		return nil
+	}
+	if _, exists, err := c.st.Lookup(dst, c.args[1]); err != nil {
+		return err
+	} else if exists {
+		c.w.Int(0)
+		return nil
+	}
+	if err := c.st.Move(c.db, c.args[1], dst); err != nil {
+		return err
+	}
+	c.w.Int(1)
+	return nil
+}
+
+// KEYS pattern
+func cmdKeys(c *Ctx) error {
+	pat := c.args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	var keys [][]byte
+	err := c.st.Keys(c.db, globPrefix(pat), func(k []byte) bool {
+		if all || globMatch(pat, k) {
+			keys = append(keys, bytes.Clone(k))
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+	return nil
+}
+
+// parseCursor parses a SCAN cursor as Redis's strtoul-based parser does.
+func parseCursor(b []byte) (uint64, error) {
+	if len(b) > 0 && isCSpace(b[0]) {
+		return 0, ErrInvalidCursor
+	}
+	s := string(b)
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" {
+		if len(b) == 0 {
+			return 0, nil
+		}
+		return 0, ErrInvalidCursor
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, ErrInvalidCursor
+	}
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+// scanOpts are the MATCH/COUNT/TYPE options of the SCAN family.
+type scanOpts struct {
+	count   int64
+	pattern []byte // nil: match all
+	typ     []byte // nil: any type
+}
+
+// parseScanOpts parses options from args[from:]; TYPE only when allowType.
+func parseScanOpts(c *Ctx, from int, allowType bool) (scanOpts, error) {
+	o := scanOpts{count: 10}
+	for i := from; i < len(c.args); {
+		more := len(c.args)-i >= 2
+		switch {
+		case c.argEq(i, "count") && more:
+			v, err := c.intArg(i + 1)
+			if err != nil {
+				return o, err
+			}
+			if v < 1 {
+				return o, ErrSyntax
+			}
+			o.count = v
+		case c.argEq(i, "match") && more:
+			o.pattern = c.args[i+1]
+			if len(o.pattern) == 1 && o.pattern[0] == '*' {
+				o.pattern = nil
+			}
+		case allowType && c.argEq(i, "type") && more:
+			o.typ = c.args[i+1]
+		default:
+			return o, ErrSyntax
+		}
+		i += 2
+	}
+	return o, nil
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+func cmdScan(c *Ctx) error {
+	cursor, err := parseCursor(c.args[1])
+	if err != nil {
+		return err
+	}
+	o, err := parseScanOpts(c, 2, true)
+	if err != nil {
+		return err
+	}
+	count := int(min(o.count, 100000))
+	entries, next, err := c.st.Scan(c.db, cursor, count, nil)
+	if err != nil {
+		return err
+	}
+	keep := entries[:0]
+	for _, e := range entries {
+		if o.pattern != nil && !globMatch(o.pattern, e.Key) {
+			continue
+		}
+		if o.typ != nil && !eqFold(o.typ, e.Type.String()) {
+			continue
+		}
+		keep = append(keep, e)
+	}
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(keep))
+	for _, e := range keep {
+		c.w.Bulk(e.Key)
+	}
+	return nil
+}
+
+// RANDOMKEY
+func cmdRandomKey(c *Ctx) error {
+	k, ok, err := c.st.RandomKey(c.db)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Null()
+		return nil
+	}
+	c.w.Bulk(k)
+	return nil
+}
+
+// objectLookup finds the key OBJECT reports on; nil reply when missing.
+func objectLookup(c *Ctx) (storage.Meta, bool, error) {
+	m, ok, err := c.st.Lookup(c.db, c.args[2])
+	if err == nil && !ok {
+		c.w.Null()
+	}
+	return m, ok, err
+}
+
+// stringEncoding is the encoding Redis would give a string value.
+func stringEncoding(v []byte) string {
+	if len(v) <= 20 {
+		if _, ok := parseIntOK(v); ok {
+			return "int"
+		}
+	}
+	if len(v) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}
+
+// OBJECT ENCODING key
+func cmdObjectEncoding(c *Ctx) error {
+	m, ok, err := objectLookup(c)
+	if err != nil || !ok {
+		return err
+	}
+	switch m.Type {
+	case storage.TypeString:
+		v, _, err := c.st.GetString(c.db, c.args[2], nil)
+		if err != nil {
+			return err
+		}
+		c.w.BulkString(stringEncoding(v))
+	default:
+		c.w.BulkString(collectionEncoding(m.Type))
+	}
+	return nil
+}
+
+// collectionEncoding names the encoding Redis uses for a large collection of
+// the type; Cellar stores every collection the same way whatever its size.
+func collectionEncoding(t storage.Type) string {
+	switch t {
+	case storage.TypeList:
+		return "quicklist"
+	case storage.TypeHash, storage.TypeSet:
+		return "hashtable"
+	case storage.TypeZSet:
+		return "skiplist"
+	case storage.TypeStream:
+		return "stream"
+	}
+	return "raw"
+}
+
+// OBJECT IDLETIME key
+func cmdObjectIdleTime(c *Ctx) error {
+	_, ok, err := objectLookup(c)
+	if err != nil || !ok {
+		return err
+	}
+	c.w.Int(0)
+	return nil
+}
+
+// OBJECT FREQ key: Redis refuses it unless an LFU policy is set, and
+// Cellar's policy is noeviction.
+func cmdObjectFreq(c *Ctx) error {
+	_, ok, err := objectLookup(c)
+	if err != nil || !ok {
+		return err
+	}
+	return ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+// OBJECT REFCOUNT key: small integers are shared objects in Redis.
+func cmdObjectRefCount(c *Ctx) error {
+	m, ok, err := objectLookup(c)
+	if err != nil || !ok {
+		return err
+	}
+	if m.Type == storage.TypeString {
+		v, _, err := c.st.GetString(c.db, c.args[2], nil)
+		if err != nil {
+			return err
+		}
+		if n, ok := parseIntOK(v); ok && n >= 0 && n < 10000 && len(v) <= 20 {
+			c.w.Int(math.MaxInt32)
+			return nil
+		}
+	}
+	c.w.Int(1)
+	return nil
+}
+
+// OBJECT HELP
+func cmdObjectHelp(c *Ctx) error {
+	return helpReply(c, "object", []string{
+		"ENCODING <key>", "    The encoding Redis would use for the key's value.",
+		"FREQ <key>", "    Access frequency; needs an LFU policy, which Cellar does not have.",
+		"IDLETIME <key>", "    Idle time; always 0, Cellar does not track access times.",
+		"REFCOUNT <key>", "    The reference count Redis would report.",
+		"HELP", "    This help.",
+	})
+}

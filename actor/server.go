@@ -1,0 +1,568 @@
+package actor
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cellar-db/cellar/storage"
+)
+
+const numDBs = storage.NumDBs
+
+var serverCommands = []*Command{
+	{Name: "dbsize", Summary: "Returns the number of keys in the selected database.", Handler: cmdDBSize},
+	{Name: "flushdb", Summary: "Deletes every key of the selected database.", Handler: cmdFlushDB},
+	{Name: "flushall", Summary: "Deletes every key of every database.", Handler: cmdFlushAll},
+	{Name: "swapdb", Summary: "Exchanges the contents of two databases.", Handler: cmdSwapDB},
+	{Name: "time", Summary: "Returns the server's time as seconds and microseconds.", Handler: cmdTime},
+	{Name: "info", Summary: "Reports the server's state and counters, by section.", Handler: cmdInfo},
+	{Name: "command", Summary: "Describes the commands Cellar implements.", Handler: cmdCommandAll, Subs: []*Command{
+		{Name: "command|count", Summary: "Returns the number of commands.", Handler: cmdCommandCount},
+		{Name: "command|info", Summary: "Describes commands: arity, flags, key positions.", Handler: cmdCommandInfo},
+		{Name: "command|docs", Summary: "Documents commands: summary, group, arguments.", Handler: cmdCommandDocs},
+		{Name: "command|list", Summary: "Lists command names, optionally filtered.", Handler: cmdCommandList},
+		{Name: "command|help", Summary: "Lists the COMMAND subcommands.", Handler: cmdCommandHelp},
+	}},
+	{Name: "config", Summary: "Reads and changes settings at run time.", Subs: []*Command{
+		{Name: "config|get", Summary: "Returns the settings matching patterns.", Handler: cmdConfigGet},
+		{Name: "config|set", Summary: "Changes settings.", Handler: cmdConfigSet},
+		{Name: "config|resetstat", Summary: "Resets the counters INFO reports.", Handler: cmdConfigResetStat},
+		{Name: "config|help", Summary: "Lists the CONFIG subcommands.", Handler: cmdConfigHelp},
+	}},
+}
+
+// DBSIZE
+func cmdDBSize(c *Ctx) error {
+	c.w.Int(c.st.DBSize(c.db))
+	return nil
+}
+
+// flushMode parses the optional ASYNC|SYNC of FLUSHDB/FLUSHALL. Both run
+// synchronously in Cellar: the deletes are one transaction either way.
+func flushMode(c *Ctx) error {
+	if len(c.args) > 2 || (len(c.args) == 2 && !c.argEq(1, "async") && !c.argEq(1, "sync")) {
+		return ErrSyntax
+	}
+	return nil
+}
+
+// FLUSHDB [ASYNC|SYNC]
+func cmdFlushDB(c *Ctx) error {
+	if err := flushMode(c); err != nil {
+		return err
+	}
+	if err := c.st.FlushDB(c.db); err != nil {
+		return err
+	}
+	c.w.OK()
+	return nil
+}
+
+// FLUSHALL [ASYNC|SYNC]
+func cmdFlushAll(c *Ctx) error {
+	if err := flushMode(c); err != nil {
+		return err
+	}
+	for db := 0; db < numDBs; db++ {
+		if err := c.st.FlushDB(db); err != nil {
+			return err
+		}
+	}
+	c.w.OK()
+	return nil
+}
+
+// SWAPDB index1 index2
+func cmdSwapDB(c *Ctx) error {
+	a, ok := parseIntOK(c.args[1])
+	if !ok || a < -1<<31 || a > 1<<31-1 {
+		return ReplyError("ERR invalid first DB index")
+	}
+	b, ok := parseIntOK(c.args[2])
+	if !ok || b < -1<<31 || b > 1<<31-1 {
+		return ReplyError("ERR invalid second DB index")
+	}
+	if a < 0 || a >= numDBs || b < 0 || b >= numDBs {
+		return ErrDBIndex
+	}
+	if err := c.st.SwapDB(int(a), int(b)); err != nil {
+		return err
+	}
+	c.w.OK()
+	return nil
+}
+
+// TIME
+func cmdTime(c *Ctx) error {
+	now := time.Now()
+	c.w.Array(2)
+	c.w.BulkInt(now.Unix())
+	c.w.BulkInt(int64(now.Nanosecond() / 1000))
+	return nil
+}
+
+// COMMAND (no subcommand): every command's info.
+func cmdCommandAll(c *Ctx) error {
+	c.w.Array(len(commands.list))
+	for _, cmd := range commands.list {
+		writeCommandInfo(c, cmd)
+	}
+	return nil
+}
+
+// COMMAND COUNT
+func cmdCommandCount(c *Ctx) error {
+	c.w.Int(int64(len(commands.list)))
+	return nil
+}
+
+// lookupFull finds a command by full name: "get" or "client|list".
+func lookupFull(name []byte) *Command {
+	n := lower(name)
+	if i := strings.IndexByte(n, '|'); i >= 0 {
+		parent := commands.cmds[n[:i]]
+		if parent == nil {
+			return nil
+		}
+		return parent.subs[n[i+1:]]
+	}
+	return commands.cmds[n]
+}
+
+// COMMAND INFO [command-name ...]
+func cmdCommandInfo(c *Ctx) error {
+	if len(c.args) == 2 {
+		return cmdCommandAll(c)
+	}
+	c.w.Array(len(c.args) - 2)
+	for _, name := range c.args[2:] {
+		if cmd := lookupFull(name); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.w.NullArray()
+		}
+	}
+	return nil
+}
+
+func writeCommandInfo(c *Ctx, cmd *Command) {
+	w := c.w
+	w.Array(10)
+	w.BulkString(cmd.Name)
+	w.Int(int64(cmd.Arity))
+	var flags []string
+	for _, f := range flagNames {
+		if f.info != "" && cmd.Is(f.flag) {
+			flags = append(flags, f.info)
+		}
+	}
+	w.Set(len(flags))
+	for _, f := range flags {
+		w.Simple(f)
+	}
+	w.Int(int64(cmd.FirstKey))
+	w.Int(int64(cmd.LastKey))
+	w.Int(int64(cmd.KeyStep))
+	w.Set(len(cmd.meta.categories))
+	for _, cat := range cmd.meta.categories {
+		w.Simple(cat)
+	}
+	w.Set(len(cmd.meta.Tips))
+	for _, t := range cmd.meta.Tips {
+		w.Simple(strings.ToLower(t))
+	}
+	w.Array(len(cmd.meta.KeySpecs))
+	for _, k := range cmd.meta.KeySpecs {
+		writeKeySpec(c, k)
+	}
+	w.Array(len(cmd.Subs))
+	for _, s := range cmd.Subs {
+		writeCommandInfo(c, s)
+	}
+}
+
+func writeKeySpec(c *Ctx, k keySpec) {
+	w := c.w
+	n := 3
+	if k.Notes != "" {
+		n++
+	}
+	w.Map(n)
+	if k.Notes != "" {
+		w.BulkString("notes")
+		w.BulkString(k.Notes)
+	}
+	w.BulkString("flags")
+	w.Set(len(k.Flags))
+	for _, f := range k.Flags {
+		switch f {
+		case "RO", "RW", "OW", "RM":
+			w.Simple(f)
+		default:
+			w.Simple(strings.ToLower(f))
+		}
+	}
+	w.BulkString("begin_search")
+	w.Map(2)
+	w.BulkString("type")
+	switch {
+	case k.BeginSearch.Index != nil:
+		w.BulkString("index")
+		w.BulkString("spec")
+		w.Map(1)
+		w.BulkString("index")
+		w.Int(int64(k.BeginSearch.Index.Pos))
+	case k.BeginSearch.Keyword != nil:
+		w.BulkString("keyword")
+		w.BulkString("spec")
+		w.Map(2)
+		w.BulkString("keyword")
+		w.BulkString(k.BeginSearch.Keyword.Keyword)
+		w.BulkString("startfrom")
+		w.Int(int64(k.BeginSearch.Keyword.StartFrom))
+	default:
+		w.BulkString("unknown")
+		w.BulkString("spec")
+		w.Map(0)
+	}
+	w.BulkString("find_keys")
+	w.Map(2)
+	w.BulkString("type")
+	switch {
+	case k.FindKeys.Range != nil:
+		r := k.FindKeys.Range
+		w.BulkString("range")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("lastkey")
+		w.Int(int64(r.LastKey))
+		w.BulkString("keystep")
+		w.Int(int64(r.Step))
+		w.BulkString("limit")
+		w.Int(int64(r.Limit))
+	case k.FindKeys.KeyNum != nil:
+		r := k.FindKeys.KeyNum
+		w.BulkString("keynum")
+		w.BulkString("spec")
+		w.Map(3)
+		w.BulkString("keynumidx")
+		w.Int(int64(r.KeyNumIdx))
+		w.BulkString("firstkey")
+		w.Int(int64(r.FirstKey))
+		w.BulkString("keystep")
+		w.Int(int64(r.Step))
+	default:
+		w.BulkString("unknown")
+		w.BulkString("spec")
+		w.Map(0)
+	}
+}
+
+// COMMAND DOCS [command-name ...]
+func cmdCommandDocs(c *Ctx) error {
+	var list []*Command
+	if len(c.args) == 2 {
+		list = commands.list
+	} else {
+		for _, name := range c.args[2:] {
+			if cmd := lookupFull(name); cmd != nil {
+				list = append(list, cmd)
+			}
+		}
+	}
+	c.w.Map(len(list))
+	for _, cmd := range list {
+		c.w.BulkString(cmd.Name)
+		writeCommandDocs(c, cmd)
+	}
+	return nil
+}
+
+func writeCommandDocs(c *Ctx, cmd *Command) {
+	w, m := c.w, cmd.meta
+	n := 2 // summary, group
+	for _, present := range []bool{m.Since != "", m.Complexity != "", len(m.DocFlags) > 0,
+		m.DeprecatedSince != "", m.ReplacedBy != "", len(m.History) > 0, len(m.Arguments) > 0, len(cmd.Subs) > 0} {
+		if present {
+			n++
+		}
+	}
+	w.Map(n)
+	w.BulkString("summary")
+	w.BulkString(cmd.Summary)
+	if m.Since != "" {
+		w.BulkString("since")
+		w.BulkString(m.Since)
+	}
+	w.BulkString("group")
+	w.BulkString(m.Group)
+	if m.Complexity != "" {
+		w.BulkString("complexity")
+		w.BulkString(m.Complexity)
+	}
+	if len(m.DocFlags) > 0 {
+		w.BulkString("doc_flags")
+		w.Set(len(m.DocFlags))
+		for _, f := range m.DocFlags {
+			w.Simple(strings.ToLower(f))
+		}
+	}
+	if m.DeprecatedSince != "" {
+		w.BulkString("deprecated_since")
+		w.BulkString(m.DeprecatedSince)
+	}
+	if m.ReplacedBy != "" {
+		w.BulkString("replaced_by")
+		w.BulkString(m.ReplacedBy)
+	}
+	if len(m.History) > 0 {
+		w.BulkString("history")
+		w.Set(len(m.History))
+		for _, h := range m.History {
+			w.Array(len(h))
+			for _, part := range h {
+				w.BulkString(part)
+			}
+		}
+	}
+	if len(m.Arguments) > 0 {
+		w.BulkString("arguments")
+		writeArgs(c, m.Arguments)
+	}
+	if len(cmd.Subs) > 0 {
+		w.BulkString("subcommands")
+		w.Map(len(cmd.Subs))
+		for _, s := range cmd.Subs {
+			w.BulkString(s.Name)
+			writeCommandDocs(c, s)
+		}
+	}
+}
+
+func writeArgs(c *Ctx, args []argument) {
+	w := c.w
+	w.Array(len(args))
+	for _, a := range args {
+		var flags []string
+		if a.Optional {
+			flags = append(flags, "optional")
+		}
+		if a.Multiple {
+			flags = append(flags, "multiple")
+		}
+		if a.MultipleToken {
+			flags = append(flags, "multiple_token")
+		}
+		n := 2
+		for _, present := range []bool{a.KeySpecIndex != nil, a.Token != "", a.Since != "",
+			a.DeprecatedSince != "", len(flags) > 0, a.Type == "oneof" || a.Type == "block"} {
+			if present {
+				n++
+			}
+		}
+		w.Map(n)
+		w.BulkString("name")
+		w.BulkString(a.Name)
+		w.BulkString("type")
+		w.BulkString(a.Type)
+		if a.KeySpecIndex != nil {
+			w.BulkString("key_spec_index")
+			w.Int(int64(*a.KeySpecIndex))
+		}
+		if a.Token != "" {
+			w.BulkString("token")
+			w.BulkString(a.Token)
+		}
+		if a.Since != "" {
+			w.BulkString("since")
+			w.BulkString(a.Since)
+		}
+		if a.DeprecatedSince != "" {
+			w.BulkString("deprecated_since")
+			w.BulkString(a.DeprecatedSince)
+		}
+		if len(flags) > 0 {
+			w.BulkString("flags")
+			w.Set(len(flags))
+			for _, f := range flags {
+				w.Simple(f)
+			}
+		}
+		if a.Type == "oneof" || a.Type == "block" {
+			w.BulkString("arguments")
+			writeArgs(c, a.Arguments)
+		}
+	}
+}
+
+// COMMAND LIST [FILTERBY <MODULE name | ACLCAT category | PATTERN pattern>]
+func cmdCommandList(c *Ctx) error {
+	var keep func(*Command) bool
+	switch {
+	case len(c.args) == 2:
+		keep = func(*Command) bool { return true }
+	case len(c.args) == 5 && c.argEq(2, "filterby"):
+		arg := c.args[4]
+		switch {
+		case c.argEq(3, "module"):
+			keep = func(*Command) bool { return false }
+		case c.argEq(3, "aclcat"):
+			cat := "@" + lower(arg)
+			keep = func(cmd *Command) bool {
+				for _, k := range cmd.meta.categories {
+					if k == cat {
+						return true
+					}
+				}
+				return false
+			}
+		case c.argEq(3, "pattern"):
+			keep = func(cmd *Command) bool { return globMatch(arg, []byte(cmd.Name)) }
+		default:
+			return ErrSyntax
+		}
+	default:
+		return ErrSyntax
+	}
+	var names []string
+	for _, cmd := range commands.list {
+		if keep(cmd) {
+			names = append(names, cmd.Name)
+		}
+		for _, s := range cmd.Subs {
+			if keep(s) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	c.w.Array(len(names))
+	for _, n := range names {
+		c.w.BulkString(n)
+	}
+	return nil
+}
+
+// COMMAND HELP
+func cmdCommandHelp(c *Ctx) error {
+	return helpReply(c, "command", []string{
+		"(no subcommand)", "    Every command's details.",
+		"COUNT", "    The number of commands.",
+		"INFO [<command-name> ...]", "    Details of the named commands, or of all.",
+		"DOCS [<command-name> ...]", "    Documentation of the named commands, or of all.",
+		"LIST [FILTERBY (MODULE <name>|ACLCAT <category>|PATTERN <pattern>)]", "    Command names, optionally filtered.",
+		"HELP", "    This help.",
+	})
+}
+
+// Param is one setting CONFIG GET/SET knows, by its Redis name.
+type Param struct {
+	Name string
+	Get  func() string
+	// Set changes the setting at run time; nil for settings fixed at start.
+	// It runs on the actor goroutine and returns a reason on a bad value.
+	Set func(value string) error
+}
+
+// params lists the actor's own settings and the ones its owner supplied.
+func (a *Actor) params() []Param {
+	fsync := map[Durability]string{Always: "always", Everysec: "everysec", Off: "no"}
+	own := []Param{
+		{Name: "durability", Get: func() string { return a.cfg.Durability.String() }, Set: func(v string) error {
+			d, err := ParseDurability(strings.ToLower(v))
+			if err == nil {
+				a.cfg.Durability = d
+			}
+			return err
+		}},
+		{Name: "appendfsync", Get: func() string { return fsync[a.cfg.Durability] }},
+		{Name: "appendonly", Get: func() string { return "no" }},
+		{Name: "save", Get: func() string { return "" }},
+		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
+			a.cfg.RequirePass = v
+			return nil
+		}},
+		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
+		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
+		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
+		{Name: "maxmemory", Get: func() string { return "0" }},
+		{Name: "maxmemory-policy", Get: func() string { return "noeviction" }},
+		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
+	}
+	return append(own, a.cfg.Params...)
+}
+
+// CONFIG GET parameter [parameter ...]
+func cmdConfigGet(c *Ctx) error {
+	var found []Param
+	for _, p := range c.a.params() {
+		for _, pat := range c.args[2:] {
+			if globMatch([]byte(strings.ToLower(string(pat))), []byte(p.Name)) {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	c.w.Map(len(found))
+	for _, p := range found {
+		c.w.BulkString(p.Name)
+		c.w.BulkString(p.Get())
+	}
+	return nil
+}
+
+// CONFIG SET parameter value [parameter value ...]: all or nothing.
+func cmdConfigSet(c *Ctx) error {
+	if len(c.args)%2 != 0 {
+		return errWrongArgs(c.cmd.Name)
+	}
+	byName := map[string]Param{}
+	for _, p := range c.a.params() {
+		byName[p.Name] = p
+	}
+	type change struct {
+		p   Param
+		old string
+		val string
+	}
+	var changes []change
+	for i := 2; i < len(c.args); i += 2 {
+		name := lower(c.args[i])
+		p, ok := byName[name]
+		if !ok {
+			return ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '" + cString(c.args[i], 1<<30) + "'")
+		}
+		if p.Set == nil {
+			return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+		}
+		changes = append(changes, change{p, p.Get(), string(c.args[i+1])})
+	}
+	for i, ch := range changes {
+		if err := ch.p.Set(ch.val); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				changes[j].p.Set(changes[j].old)
+			}
+			return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + ch.p.Name + "') - " + err.Error())
+		}
+	}
+	c.w.OK()
+	return nil
+}
+
+// CONFIG RESETSTAT
+func cmdConfigResetStat(c *Ctx) error {
+	s := &c.a.stats
+	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
+	c.w.OK()
+	return nil
+}
+
+// CONFIG HELP
+func cmdConfigHelp(c *Ctx) error {
+	return helpReply(c, "config", []string{
+		"GET <pattern> [<pattern> ...]", "    The settings whose names match a pattern, with their values.",
+		"SET <name> <value> [<name> <value> ...]", "    Change settings at run time; all change or none does.",
+		"RESETSTAT", "    Zero the counters INFO reports.",
+		"HELP", "    This help.",
+	})
+}

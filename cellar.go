@@ -1,0 +1,186 @@
+// Package cellar is the one place where Cellar is wired together: it opens
+// the SQLite store, starts the offload pool and the storage actor, and puts
+// the gnet loops in front of them. cmd/cellar, the tests and anyone
+// embedding Cellar start it through Start and stop it through Shutdown.
+//
+//	client sockets → loop (gnet) → actor (one goroutine, SQLite) → offload
+//	              ← completions (counting mailbox per loop) ←
+//
+// See DESIGN.md for the invariants each package keeps; each package's
+// doc.go says how.
+package cellar
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/cellar-db/cellar/actor"
+	"github.com/cellar-db/cellar/loop"
+	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// Version is Cellar's version (set at build time with -ldflags).
+var Version = "0.1.0-dev"
+
+// Server is a running Cellar.
+type Server struct {
+	cfg   Config
+	log   zerolog.Logger
+	store *storage.Store
+	pool  *offload.Pool
+	act   *actor.Actor
+	net   *loop.Server
+
+	actorDone chan struct{}
+	stopOnce  sync.Once
+	stopErr   error
+	done      chan struct{}
+}
+
+// Start opens the database and starts serving. On error nothing is left
+// running.
+func Start(cfg Config, log zerolog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dur, _ := actor.ParseDurability(cfg.Durability)
+	store, err := storage.Open(storage.Options{
+		Path:           cfg.DBPath(),
+		CacheKB:        cfg.SQLite.CacheKB,
+		AutoCheckpoint: cfg.SQLite.WALAutoCheckpoint,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pool := offload.New(offload.Config{
+		QueueSize:   cfg.Offload.QueueSize,
+		MinWorkers:  cfg.Offload.MinWorkers,
+		MaxWorkers:  cfg.Offload.MaxWorkers,
+		IdleTimeout: cfg.Offload.IdleTimeout,
+	})
+	s := &Server{cfg: cfg, log: log, store: store, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
+	act, err := actor.New(actor.Config{
+		Durability:    dur,
+		RequirePass:   cfg.RequirePass,
+		MaxBulkLen:    cfg.ProtoMaxBulkLen,
+		SweepInterval: cfg.Expiry.Interval,
+		SweepBatch:    cfg.Expiry.Batch,
+		Version:       Version,
+		Port:          cfg.Port,
+		Bind:          cfg.Bind,
+		Params:        s.params(),
+	}, store, pool, log.With().Str("pkg", "actor").Logger())
+	if err != nil {
+		pool.Close(context.Background())
+		store.Close()
+		return nil, err
+	}
+	s.act = act
+	s.net = loop.New(loop.Config{
+		Bind:            cfg.Bind,
+		Port:            cfg.Port,
+		Loops:           cfg.Loops,
+		MaxClients:      cfg.MaxClients,
+		Limits:          proto.Limits{MaxBulkLen: cfg.ProtoMaxBulkLen, MaxInline: proto.DefaultLimits.MaxInline},
+		MaxQueryBuffer:  cfg.ClientQueryBufferLimit,
+		MaxOutputBuffer: cfg.ClientOutputBufferLimit,
+		TCPKeepAlive:    cfg.TCPKeepAlive,
+	}, act, log.With().Str("pkg", "loop").Logger())
+	go func() {
+		act.Run()
+		close(s.actorDone)
+	}()
+	if err := s.net.Start(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		act.Stop(ctx)
+		pool.Close(ctx)
+		store.Close()
+		return nil, err
+	}
+	log.Info().Str("addr", s.net.Addr().String()).Str("db", cfg.DBPath()).
+		Str("durability", cfg.Durability).Str("version", Version).Msg("Cellar is ready to accept connections")
+	return s, nil
+}
+
+// Addr is the address Cellar listens on.
+func (s *Server) Addr() net.Addr { return s.net.Addr() }
+
+// Done is closed once the server has shut down.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Shutdown stops Cellar gracefully within ctx's deadline: stop reading
+// requests, finish the batches already submitted, deliver their replies,
+// let pending fsyncs complete, close the database (which checkpoints the
+// WAL), and close the connections. The order keeps the gnet engine alive
+// until no goroutine can call into it any more (ENGINEERING.md's shutdown
+// hazard). It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		defer close(s.done)
+		s.net.StopReading()
+		s.act.Stop(ctx)
+		<-s.actorDone
+		s.net.Flush(ctx)
+		s.pool.Close(ctx)
+		if err := s.store.Close(); err != nil {
+			s.stopErr = fmt.Errorf("cellar: close database: %w", err)
+			s.log.Error().Err(err).Msg("closing the database failed")
+		}
+		if err := s.net.Stop(ctx); err != nil && s.stopErr == nil {
+			s.stopErr = err
+		}
+		s.log.Info().Msg("Cellar stopped")
+	})
+	return s.stopErr
+}
+
+// params is the CONFIG GET/SET view of the settings outside the actor.
+// Changing them at run time is not supported yet: they are reported, and
+// CONFIG SET refuses them as immutable.
+func (s *Server) params() []actor.Param {
+	c := s.cfg
+	str := func(v string) func() string { return func() string { return v } }
+	num := func(v int64) func() string { return str(strconv.FormatInt(v, 10)) }
+	return []actor.Param{
+		{Name: "bind", Get: str(c.Bind)},
+		{Name: "port", Get: num(int64(c.Port))},
+		{Name: "dir", Get: str(c.Dir)},
+		{Name: "maxclients", Get: num(int64(c.MaxClients))},
+		{Name: "client-query-buffer-limit", Get: num(int64(c.ClientQueryBufferLimit))},
+		{Name: "client-output-buffer-limit", Get: str(fmt.Sprintf("normal %d 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", c.ClientOutputBufferLimit))},
+		{Name: "tcp-keepalive", Get: num(int64(c.TCPKeepAlive / time.Second))},
+		{Name: "timeout", Get: str("0")},
+		{Name: "loglevel", Get: str(c.LogLevel)},
+	}
+}
+
+// parseLogLevel maps Cellar's (and Redis's) level names to zerolog's.
+func parseLogLevel(s string) (zerolog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug", "verbose":
+		return zerolog.DebugLevel, nil
+	case "info", "notice":
+		return zerolog.InfoLevel, nil
+	case "warn", "warning":
+		return zerolog.WarnLevel, nil
+	case "error":
+		return zerolog.ErrorLevel, nil
+	}
+	return zerolog.InfoLevel, fmt.Errorf("must be debug, info, warn or error, not %q", s)
+}
+
+// NewLogger makes the server logger at cfg's level, writing to w.
+func NewLogger(cfg Config, w zerolog.LevelWriter) zerolog.Logger {
+	lvl, _ := parseLogLevel(cfg.LogLevel)
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}

@@ -1,0 +1,72 @@
+// Command cellar runs the Cellar server: a Redis-compatible server that keeps
+// every byte in SQLite. Run it with no flags for the embedded default
+// (127.0.0.1:6379, data in ./data/cellar.db); see --help and
+// deploy/cellar.yaml for every setting.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/diode"
+
+	"github.com/cellar-db/cellar"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	var usage strings.Builder
+	cfg, err := cellar.LoadConfig(args, os.Environ(), &usage)
+	switch {
+	case errors.Is(err, cellar.ErrHelp):
+		fmt.Print(usage.String())
+		return 0
+	case errors.Is(err, cellar.ErrVersion):
+		fmt.Printf("cellar %s (Redis %s compatible)\n", cellar.Version, "7.0")
+		return 0
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "cellar: %v\n", err)
+		var ce *cellar.ConfigError
+		if errors.As(err, &ce) {
+			return 2
+		}
+		return 1
+	}
+
+	// A diode keeps a slow stderr from ever blocking the loops or the actor;
+	// if it overflows, lines are dropped and the count is logged.
+	out := diode.NewWriter(os.Stderr, 10000, 0, func(missed int) {
+		fmt.Fprintf(os.Stderr, "cellar: log writer dropped %d messages\n", missed)
+	})
+	defer out.Close()
+	log := cellar.NewLogger(cfg, zerolog.LevelWriterAdapter{Writer: out})
+
+	srv, err := cellar.Start(cfg, log)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		out.Close()
+		fmt.Fprintf(os.Stderr, "cellar: %v\n", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sig:
+		log.Info().Str("signal", s.String()).Msg("shutting down")
+	case <-srv.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error().Err(err).Msg("shutdown")
+		return 1
+	}
+	return 0
+}

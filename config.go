@@ -1,0 +1,282 @@
+package cellar
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/structs"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+
+	"github.com/cellar-db/cellar/actor"
+)
+
+// Config is every setting Cellar has, in one place. Each field's koanf key is
+// its name in the YAML file; the environment variable is CELLAR_ and the key
+// in upper case with "__" between nesting levels (CELLAR_SQLITE__CACHE_KB).
+// deploy/cellar.yaml documents every key; a test keeps the two in step.
+type Config struct {
+	Bind        string `koanf:"bind"`
+	Port        int    `koanf:"port"`
+	Dir         string `koanf:"dir"`
+	DBFilename  string `koanf:"dbfilename"`
+	Durability  string `koanf:"durability"`
+	RequirePass string `koanf:"requirepass"`
+	LogLevel    string `koanf:"loglevel"`
+
+	MaxClients              int           `koanf:"maxclients"`
+	Loops                   int           `koanf:"loops"`
+	ProtoMaxBulkLen         int64         `koanf:"proto_max_bulk_len"`
+	ClientQueryBufferLimit  int           `koanf:"client_query_buffer_limit"`
+	ClientOutputBufferLimit int           `koanf:"client_output_buffer_limit"`
+	TCPKeepAlive            time.Duration `koanf:"tcp_keepalive"`
+	ShutdownTimeout         time.Duration `koanf:"shutdown_timeout"`
+
+	SQLite  SQLiteConfig  `koanf:"sqlite"`
+	Offload OffloadConfig `koanf:"offload"`
+	Expiry  ExpiryConfig  `koanf:"expiry"`
+}
+
+// SQLiteConfig tunes the database.
+type SQLiteConfig struct {
+	CacheKB           int `koanf:"cache_kb"`
+	WALAutoCheckpoint int `koanf:"wal_autocheckpoint"`
+}
+
+// OffloadConfig sizes the pool for blocking disk work.
+type OffloadConfig struct {
+	QueueSize   int           `koanf:"queue_size"`
+	MinWorkers  int           `koanf:"min_workers"`
+	MaxWorkers  int           `koanf:"max_workers"`
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+}
+
+// ExpiryConfig tunes the active expiry sweeper.
+type ExpiryConfig struct {
+	Interval time.Duration `koanf:"interval"`
+	Batch    int           `koanf:"batch"`
+}
+
+// DefaultConfig is Cellar's configuration when nothing is set: the embedded
+// SQLite database in ./data, on 127.0.0.1:6379, durability everysec.
+func DefaultConfig() Config {
+	return Config{
+		Bind:                    "127.0.0.1",
+		Port:                    6379,
+		Dir:                     "./data",
+		DBFilename:              "cellar.db",
+		Durability:              "everysec",
+		LogLevel:                "info",
+		MaxClients:              10000,
+		ProtoMaxBulkLen:         512 << 20,
+		ClientQueryBufferLimit:  1 << 30,
+		ClientOutputBufferLimit: 256 << 20,
+		TCPKeepAlive:            300 * time.Second,
+		ShutdownTimeout:         10 * time.Second,
+		SQLite:                  SQLiteConfig{CacheKB: 64 << 10, WALAutoCheckpoint: 1000},
+		Offload:                 OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
+		Expiry:                  ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
+	}
+}
+
+// DBPath is the database file's path.
+func (c Config) DBPath() string { return filepath.Join(c.Dir, c.DBFilename) }
+
+// ConfigError is an invalid setting; the command exits with status 2.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return "invalid configuration: " + e.Msg }
+
+// ErrHelp and ErrVersion are returned by LoadConfig for --help and
+// --version; the caller prints what was asked and exits 0.
+var (
+	ErrHelp    = errors.New("help requested")
+	ErrVersion = errors.New("version requested")
+)
+
+// flagKeys are the command-line flags and the keys they set.
+var flagKeys = []struct{ flag, key, usage string }{
+	{"bind", "bind", "address to listen on"},
+	{"port", "port", "TCP port to listen on"},
+	{"dir", "dir", "data directory (holds the SQLite database)"},
+	{"durability", "durability", "always | everysec | off"},
+	{"requirepass", "requirepass", "password clients must AUTH with"},
+	{"loglevel", "loglevel", "debug | info | warn | error"},
+}
+
+// LoadConfig builds the configuration from, in increasing precedence:
+// defaults, the YAML file (--config, or CELLAR_CONFIG), CELLAR_*
+// environment variables, and flags. usage receives the flag help text.
+func LoadConfig(args, environ []string, usage *strings.Builder) (Config, error) {
+	fs := pflag.NewFlagSet("cellar", pflag.ContinueOnError)
+	fs.SetOutput(usage)
+	configFile := fs.String("config", "", "YAML configuration file")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	def := DefaultConfig()
+	for _, f := range flagKeys {
+		fs.String(f.flag, "", f.usage+" (default "+defaultString(def, f.key)+")")
+	}
+	if usage != nil {
+		fs.Usage = func() {
+			fmt.Fprintf(usage, "Usage: cellar [flags]\n\nA Redis-compatible server that keeps every byte in SQLite.\n\nFlags:\n%s\nEvery setting can also come from the YAML file and from CELLAR_<KEY>\nenvironment variables (nested keys joined by __); see deploy/cellar.yaml.\n", fs.FlagUsages())
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return def, ErrHelp
+		}
+		return def, &ConfigError{Msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return def, &ConfigError{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *showVersion {
+		return def, ErrVersion
+	}
+
+	k := koanf.New(".")
+	if err := k.Load(structs.Provider(def, "koanf"), nil); err != nil {
+		return def, err
+	}
+	path := *configFile
+	if path == "" {
+		path = envValue(environ, "CELLAR_CONFIG")
+	}
+	if path != "" {
+		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return def, &ConfigError{Msg: fmt.Sprintf("config file %s: %v", path, err)}
+		}
+	}
+	envOpt := env.Opt{
+		Prefix: "CELLAR_",
+		TransformFunc: func(key, v string) (string, any) {
+			key = strings.TrimPrefix(key, "CELLAR_")
+			if key == "CONFIG" {
+				return "", nil
+			}
+			return strings.ReplaceAll(strings.ToLower(key), "__", "."), v
+		},
+		EnvironFunc: func() []string { return environ },
+	}
+	if err := k.Load(env.Provider(".", envOpt), nil); err != nil {
+		return def, err
+	}
+	for _, f := range flagKeys {
+		if fs.Changed(f.flag) {
+			v, _ := fs.GetString(f.flag)
+			k.Set(f.key, v)
+		}
+	}
+	if err := checkKeys(k); err != nil {
+		return def, err
+	}
+	var cfg Config
+	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return def, &ConfigError{Msg: strings.ReplaceAll(err.Error(), "\n", " ")}
+	}
+	return cfg, cfg.Validate()
+}
+
+func envValue(environ []string, name string) string {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// knownKeys lists every configuration key.
+func knownKeys() map[string]bool {
+	k := koanf.New(".")
+	k.Load(structs.Provider(DefaultConfig(), "koanf"), nil)
+	known := map[string]bool{}
+	for _, key := range k.Keys() {
+		known[key] = true
+	}
+	return known
+}
+
+// checkKeys refuses keys Cellar does not have (a typo in the YAML file or an
+// environment variable), naming them.
+func checkKeys(k *koanf.Koanf) error {
+	known := knownKeys()
+	var unknown []string
+	for _, key := range k.Keys() {
+		if !known[key] {
+			unknown = append(unknown, key)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return &ConfigError{Msg: "unknown key " + strings.Join(unknown, ", ")}
+	}
+	return nil
+}
+
+func defaultString(c Config, key string) string {
+	k := koanf.New(".")
+	k.Load(structs.Provider(c, "koanf"), nil)
+	return k.String(key)
+}
+
+// Validate checks every setting, naming the key and the reason.
+func (c Config) Validate() error {
+	bad := func(key, format string, a ...any) error {
+		return &ConfigError{Msg: key + ": " + fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return bad("port", "must be between 0 and 65535, not %d", c.Port)
+	case c.Bind == "":
+		return bad("bind", "must not be empty")
+	case c.Dir == "":
+		return bad("dir", "must not be empty")
+	case c.DBFilename == "" || strings.ContainsRune(c.DBFilename, '/'):
+		return bad("dbfilename", "must be a plain file name, not %q", c.DBFilename)
+	case c.MaxClients < 1:
+		return bad("maxclients", "must be at least 1, not %d", c.MaxClients)
+	case c.Loops < 0:
+		return bad("loops", "must be 0 (one per core) or more, not %d", c.Loops)
+	case c.ProtoMaxBulkLen < 1<<20:
+		return bad("proto_max_bulk_len", "must be at least 1048576, not %d", c.ProtoMaxBulkLen)
+	case c.ClientQueryBufferLimit < 1<<20:
+		return bad("client_query_buffer_limit", "must be at least 1048576, not %d", c.ClientQueryBufferLimit)
+	case c.ClientOutputBufferLimit < 0:
+		return bad("client_output_buffer_limit", "must be 0 (no limit) or more, not %d", c.ClientOutputBufferLimit)
+	case c.TCPKeepAlive < 0:
+		return bad("tcp_keepalive", "must not be negative")
+	case c.ShutdownTimeout <= 0:
+		return bad("shutdown_timeout", "must be positive")
+	case c.SQLite.CacheKB < 0:
+		return bad("sqlite.cache_kb", "must not be negative")
+	case c.SQLite.WALAutoCheckpoint < 0:
+		return bad("sqlite.wal_autocheckpoint", "must not be negative")
+	case c.Offload.QueueSize < 1:
+		return bad("offload.queue_size", "must be at least 1, not %d", c.Offload.QueueSize)
+	case c.Offload.MaxWorkers < 1:
+		return bad("offload.max_workers", "must be at least 1, not %d", c.Offload.MaxWorkers)
+	case c.Offload.MinWorkers < 0 || c.Offload.MinWorkers > c.Offload.MaxWorkers:
+		return bad("offload.min_workers", "must be between 0 and offload.max_workers (%d), not %d", c.Offload.MaxWorkers, c.Offload.MinWorkers)
+	case c.Offload.IdleTimeout <= 0:
+		return bad("offload.idle_timeout", "must be positive")
+	case c.Expiry.Interval <= 0:
+		return bad("expiry.interval", "must be positive")
+	case c.Expiry.Batch < 1:
+		return bad("expiry.batch", "must be at least 1, not %d", c.Expiry.Batch)
+	}
+	if _, err := actor.ParseDurability(c.Durability); err != nil {
+		return bad("durability", "%v", err)
+	}
+	if _, err := parseLogLevel(c.LogLevel); err != nil {
+		return bad("loglevel", "%v", err)
+	}
+	return nil
+}

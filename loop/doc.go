@@ -1,0 +1,35 @@
+// Package loop is Cellar's network front: a gnet v2 engine with one event
+// loop per core. Each connection is owned by exactly one loop. On traffic,
+// the loop parses every complete command in the connection's inbound buffer,
+// copies their arguments once, and hands them to the actor as one Batch;
+// replies come back as completions through the loop's counting mailbox and
+// leave in request order through the connection's reply FIFO.
+//
+// Goroutines: gnet calls the EventHandler methods on the owning loop's
+// goroutine; the mailbox drain runs there too (gnet's Execute). Deliver is
+// the only method other goroutines call (the actor, offload workers).
+//
+// Invariants (DESIGN.md):
+//  1. Single ownership: a connection's socket, buffers, parser and FIFO are
+//     touched only on its loop. Everything sent to the actor is a copy
+//     (copyBatch is the one crossing).
+//  2. In-order replies: each batch gets the next sequence number; a
+//     completion that arrives early waits in the FIFO until those before
+//     it are written.
+//  3. Counting notification: Deliver appends to the mailbox and rings gnet's
+//     doorbell only when no drain is scheduled; a drain empties the mailbox
+//     completely before it stops, so no completion is ever stranded and one
+//     wakeup carries many completions.
+//  4. Generation-checked delivery: completions name the client id, which is
+//     never reused; a completion whose id is not in the loop's table (closed
+//     connection, even with its fd reused) is dropped.
+//  5. One cleanup path: gnet's OnClose is the only place a connection ends,
+//     whatever asked for it (EOF, read/write error, protocol error, QUIT,
+//     CLIENT KILL, output limit, shutdown); teardown runs once, in canonical
+//     order.
+//  6. Bounded: a query buffer above its limit closes the connection; a
+//     connection with too many batches in flight, or while the actor's
+//     backlog is high, stops being parsed (its bytes wait in the kernel and
+//     gnet's buffer, and TCP pushes back on the client); an output buffer
+//     above its limit closes the connection.
+package loop

@@ -1,0 +1,302 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/cellar-db/cellar/actor"
+	"github.com/cellar-db/cellar/proto"
+)
+
+// Config is the loop's part of Cellar's configuration.
+type Config struct {
+	Bind  string
+	Port  int // 0 picks a free port (tests)
+	Loops int // event loops; 0 means one per core
+
+	MaxClients int
+	Limits     proto.Limits
+	// MaxQueryBuffer closes a connection whose unparsed input exceeds it
+	// (Redis's client-query-buffer-limit).
+	MaxQueryBuffer int
+	// MaxOutputBuffer closes a connection whose unsent replies exceed it
+	// (Redis's client-output-buffer-limit normal hard limit; 0 = none).
+	MaxOutputBuffer int
+	// MaxInflight is how many batches one connection may have at the actor
+	// before the loop stops parsing its input.
+	MaxInflight int
+	// MaxBacklog is the actor backlog (commands) above which no connection
+	// is parsed until the actor catches up.
+	MaxBacklog   int64
+	TCPKeepAlive time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Bind == "" {
+		c.Bind = "127.0.0.1"
+	}
+	if c.MaxClients <= 0 {
+		c.MaxClients = 10000
+	}
+	if c.Limits.MaxBulkLen <= 0 {
+		c.Limits.MaxBulkLen = proto.DefaultLimits.MaxBulkLen
+	}
+	if c.Limits.MaxInline <= 0 {
+		c.Limits.MaxInline = proto.DefaultLimits.MaxInline
+	}
+	if c.MaxQueryBuffer <= 0 {
+		c.MaxQueryBuffer = 1 << 30
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 64
+	}
+	if c.MaxBacklog <= 0 {
+		c.MaxBacklog = 1 << 20
+	}
+	return c
+}
+
+// Server is the gnet engine and its event handler.
+type Server struct {
+	cfg Config
+	log zerolog.Logger
+	act *actor.Actor
+
+	engine gnet.Engine
+	booted chan struct{}
+	runErr chan error
+	addr   net.Addr
+
+	nextID    atomic.Uint64
+	clients   atomic.Int64
+	netIn     atomic.Uint64
+	netOut    atomic.Uint64
+	rejected  atomic.Uint64
+	stopping  atomic.Bool
+	loopsMu   sync.Mutex
+	loops     map[gnet.EventLoop]*eventLoop
+	drainRuns atomic.Uint64 // mailbox drains, for tests of the counting mailbox
+}
+
+// New makes a server that feeds act. Start it with Start.
+func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
+	s := &Server{
+		cfg:    cfg.withDefaults(),
+		log:    log,
+		act:    act,
+		booted: make(chan struct{}),
+		runErr: make(chan error, 1),
+		loops:  map[gnet.EventLoop]*eventLoop{},
+	}
+	act.SetNetStats(s)
+	return s
+}
+
+// Start listens and runs the event loops. It returns once the listener is
+// ready, or with the reason it could not be (a port in use, say).
+func (s *Server) Start() error {
+	opts := []gnet.Option{
+		gnet.WithMulticore(true),
+		gnet.WithReuseAddr(true),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{s.log}),
+	}
+	if s.cfg.Loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(s.cfg.Loops))
+	}
+	if s.cfg.TCPKeepAlive > 0 {
+		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
+	}
+	addr := fmt.Sprintf("tcp://%s:%d", s.cfg.Bind, s.cfg.Port)
+	go func() { s.runErr <- gnet.Run(s, addr, opts...) }()
+	select {
+	case <-s.booted:
+		return nil
+	case err := <-s.runErr:
+		if errors.Is(err, unix.EADDRINUSE) {
+			return fmt.Errorf("loop: %s:%d is already in use", s.cfg.Bind, s.cfg.Port)
+		}
+		return fmt.Errorf("loop: listen on %s:%d: %w", s.cfg.Bind, s.cfg.Port, err)
+	}
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Clients is the number of open connections.
+func (s *Server) Clients() int64 { return s.clients.Load() }
+
+// NetInputBytes, NetOutputBytes and RejectedConns implement actor.NetStats.
+func (s *Server) NetInputBytes() uint64  { return s.netIn.Load() }
+func (s *Server) NetOutputBytes() uint64 { return s.netOut.Load() }
+func (s *Server) RejectedConns() uint64  { return s.rejected.Load() }
+
+// StopReading makes every loop stop parsing new input (shutdown's first
+// step: what was already submitted still completes and is written).
+func (s *Server) StopReading() { s.stopping.Store(true) }
+
+// Stop closes every connection and stops the engine. Quiesce the actor and
+// the offload pool first: after the engine stops, a late Execute could
+// write into a reused file descriptor (ENGINEERING.md).
+func (s *Server) Stop(ctx context.Context) error {
+	err := s.engine.Stop(ctx)
+	select {
+	case <-s.runErr:
+	case <-ctx.Done():
+	}
+	return err
+}
+
+// OnBoot records the engine and the bound address.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.engine = eng
+	if fd, err := eng.Dup(); err == nil {
+		if sa, err := unix.Getsockname(fd); err == nil {
+			switch a := sa.(type) {
+			case *unix.SockaddrInet4:
+				s.addr = &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+			case *unix.SockaddrInet6:
+				s.addr = &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+			}
+		}
+		unix.Close(fd)
+	}
+	close(s.booted)
+	return gnet.None
+}
+
+// OnShutdown is called once the engine stops.
+func (s *Server) OnShutdown(gnet.Engine) {}
+
+// OnTick is unused.
+func (s *Server) OnTick() (time.Duration, gnet.Action) { return time.Hour, gnet.None }
+
+// loopFor returns the Cellar state of a gnet event loop, creating it on the
+// loop's first connection.
+func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	lp := s.loops[el]
+	if lp == nil {
+		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}}
+		lp.drainFn = gnet.RunnableFunc(lp.drain)
+		s.loops[el] = lp
+	}
+	return lp
+}
+
+// errMaxClients is the reply a connection over maxclients gets before it is
+// closed.
+var errMaxClients = []byte("-" + string(actor.ErrMaxClients) + "\r\n")
+
+// OnOpen admits a connection, or refuses it when maxclients is reached.
+func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
+	if s.clients.Load() >= int64(s.cfg.MaxClients) || s.stopping.Load() {
+		s.rejected.Add(1)
+		return errMaxClients, gnet.Close
+	}
+	s.clients.Add(1)
+	lp := s.loopFor(gc.EventLoop())
+	c := &conn{
+		id:     s.nextID.Add(1),
+		lp:     lp,
+		gc:     gc,
+		parser: proto.NewParser(s.cfg.Limits),
+		state:  stateOpen,
+		expect: 1,
+	}
+	gc.SetContext(c)
+	lp.conns[c.id] = c
+	s.act.Open(actor.ConnInfo{
+		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: addrString(gc.LocalAddr()),
+		FD: gc.Fd(), Sink: lp,
+	})
+	return nil, gnet.None
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// OnTraffic parses what the connection sent.
+func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
+	c, _ := gc.Context().(*conn)
+	if c == nil {
+		return gnet.Close
+	}
+	c.inTraffic = true
+	c.readable()
+	c.inTraffic = false
+	if c.wantClose {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// OnClose is the one place a connection ends (see conn.teardown).
+func (s *Server) OnClose(gc gnet.Conn, err error) gnet.Action {
+	if c, _ := gc.Context().(*conn); c != nil {
+		c.teardown(err)
+	}
+	return gnet.None
+}
+
+// gnetLogger adapts zerolog to gnet's logger, dropping the "use of closed
+// network connection" noise (gnet issues #517, #527).
+type gnetLogger struct{ l zerolog.Logger }
+
+func (g gnetLogger) Debugf(f string, a ...any) { g.l.Debug().Msgf(f, a...) }
+func (g gnetLogger) Infof(f string, a ...any)  { g.l.Debug().Msgf(f, a...) }
+func (g gnetLogger) Warnf(f string, a ...any)  { g.l.Warn().Msgf(f, a...) }
+func (g gnetLogger) Errorf(f string, a ...any) {
+	msg := fmt.Sprintf(f, a...)
+	if !containsClosedNoise(msg) {
+		g.l.Error().Msg(msg)
+	}
+}
+func (g gnetLogger) Fatalf(f string, a ...any) { g.l.Error().Msgf(f, a...) }
+
+func containsClosedNoise(msg string) bool {
+	const noise = "use of closed network connection"
+	for i := 0; i+len(noise) <= len(msg); i++ {
+		if msg[i:i+len(noise)] == noise {
+			return true
+		}
+	}
+	return false
+}
+
+// Flush waits until every loop has run the mailbox drains queued so far, so
+// the replies the actor has delivered are in the sockets' buffers.
+func (s *Server) Flush(ctx context.Context) {
+	s.loopsMu.Lock()
+	loops := make([]*eventLoop, 0, len(s.loops))
+	for _, lp := range s.loops {
+		loops = append(loops, lp)
+	}
+	s.loopsMu.Unlock()
+	for _, lp := range loops {
+		done := make(chan struct{})
+		barrier := gnet.RunnableFunc(func(context.Context) error { close(done); return nil })
+		if err := lp.el.Execute(ctx, barrier); err != nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

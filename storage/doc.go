@@ -1,0 +1,26 @@
+// Package storage owns Cellar's SQLite database: its schema and migrations,
+// the keyspace (one row per key in the keys table, one table per collection
+// type for the elements), expiry bookkeeping, and the typed operations the
+// actor builds Redis commands from.
+//
+// Who may call it: a Store belongs to the actor goroutine; none of its
+// methods are safe for concurrent use, except those documented otherwise
+// (SyncWAL, Checkpoint helpers that run on the offload pool). Storage knows
+// nothing of RESP, sockets or commands; it returns domain errors
+// (ErrWrongType, ErrNotInteger, ...) that the actor maps to Redis's texts.
+//
+// Invariants:
+//   - Binary safety: keys, values, fields and members are BLOBs everywhere.
+//   - Every key has exactly one row in keys; a collection's elements live in
+//     its type's table under the key's id, and go when the key goes
+//     (delete, overwrite by another type, expiry, FLUSHDB).
+//   - An expired key is never visible: every lookup checks expire_at, and a
+//     key found expired is deleted on the spot (lazy expiry); the sweeper
+//     deletes the rest in bounded slices (SweepExpired).
+//   - Writes happen only inside the transaction the actor opens per round
+//     (Begin/Commit); what Commit returns is in the WAL (synchronous=NORMAL)
+//     and survives a process crash; fsync of the WAL is the actor's business
+//     (SyncWAL), as DESIGN.md's durability model (d) prescribes.
+//   - The schema carries its version; Open migrates forward and refuses a
+//     database that is newer, foreign or corrupt rather than start empty.
+package storage

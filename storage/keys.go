@@ -1,0 +1,397 @@
+package storage
+
+import (
+	"math/rand/v2"
+)
+
+// Meta describes a live key.
+type Meta struct {
+	Type     Type
+	ID       int64
+	ExpireAt int64 // unix milliseconds; 0 when the key is persistent
+}
+
+// expired reports whether a key with this expiry is gone at now. Like Redis,
+// a key lives through the millisecond of its expiry.
+func expired(expireAt, now int64) bool { return expireAt != 0 && now > expireAt }
+
+var (
+	qLookup   = newQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
+	qDelete   = newQuery("DELETE FROM keys WHERE db = ?1 AND key = ?2 RETURNING type, id, coalesce(expire_at, 0)")
+	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = version + 1 WHERE db = ?1 AND key = ?2")
+	qRename   = newQuery("UPDATE keys SET key = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
+	qMove     = newQuery("UPDATE keys SET db = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
+	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, 1, value FROM keys WHERE db = ?1 AND key = ?2")
+	qScan     = newQuery("SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+	qKeysAll  = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1")
+	qKeysFrom = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key >= ?2 ORDER BY key")
+	qIDRange  = newQuery("SELECT min(id), max(id) FROM keys WHERE db = ?1")
+	qRandom   = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id >= ?2 ORDER BY id LIMIT 1")
+	qExpiring = newQuery("SELECT count(*) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL")
+	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id")
+	qFlushDB  = newQuery("DELETE FROM keys WHERE db = ?1")
+	qSwapDB   = newQuery("UPDATE keys SET db = CASE db WHEN ?1 THEN ?2 ELSE ?1 END WHERE db IN (?1, ?2)")
+)
+
+// Lookup finds a live key. A key found expired is deleted (lazy expiry) and
+// reported missing.
+func (s *Store) Lookup(db int, key []byte) (Meta, bool, error) {
+	st := s.q(qLookup)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return Meta{}, false, err
+	}
+	m := Meta{Type: Type(st.colInt(0)), ID: st.colInt(1), ExpireAt: st.colInt(2)}
+	st.reset()
+	if expired(m.ExpireAt, s.Now) {
+		_, err := s.Delete(db, key)
+		return Meta{}, false, err
+	}
+	return m, true, nil
+}
+
+// LookupType finds a live key and checks its type: a key of another type is
+// ErrWrongType, a missing key is (Meta{}, false, nil).
+func (s *Store) LookupType(db int, key []byte, t Type) (Meta, bool, error) {
+	m, ok, err := s.Lookup(db, key)
+	if err != nil || !ok {
+		return m, ok, err
+	}
+	if m.Type != t {
+		return m, false, ErrWrongType
+	}
+	return m, true, nil
+}
+
+// Delete removes a key and its elements. existed is false when there was no
+// live key (an expired one is still removed).
+func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
+	st := s.q(qDelete)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return false, err
+	}
+	t, id, exp := Type(st.colInt(0)), st.colInt(1), st.colInt(2)
+	// Drain RETURNING to completion before running other statements.
+	for row && err == nil {
+		row, err = st.step()
+	}
+	st.reset()
+	if err != nil {
+		return false, err
+	}
+	s.dirty = true
+	s.keyDeltas[db]--
+	if err := s.dropElements(t, id); err != nil {
+		return false, err
+	}
+	return !expired(exp, s.Now), nil
+}
+
+// dropElements removes a collection's elements, if the type has any.
+func (s *Store) dropElements(t Type, id int64) error {
+	switch t {
+	case TypeString:
+		return nil
+	}
+	return nil
+}
+
+// copyElements copies a collection's elements from one key id to another.
+func (s *Store) copyElements(t Type, from, to int64) error {
+	switch t {
+	case TypeString:
+		return nil
+	}
+	return nil
+}
+
+// SetExpire sets (at > 0) or removes (at == 0) a live key's expiry.
+func (s *Store) SetExpire(db int, key []byte, at int64) error {
+	st := s.q(qSetTTL)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	st.int(3, at)
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	return nil
+}
+
+// NewID allocates the id of a new key.
+func (s *Store) NewID() int64 {
+	id := s.nextID
+	s.nextID++
+	return id
+}
+
+// Created records that a write inserted a new key row in db.
+func (s *Store) Created(db int) { s.keyDeltas[db]++; s.dirty = true }
+
+// Rename moves src to dst within db, replacing dst. The caller has checked
+// that src exists and, for RENAMENX, that dst does not.
+func (s *Store) Rename(db int, src, dst []byte) error {
+	if _, err := s.Delete(db, dst); err != nil {
+		return err
+	}
+	st := s.q(qRename)
+	st.int(1, int64(db))
+	st.blob(2, src)
+	st.blob(3, dst)
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	return nil
+}
+
+// Move moves key from db to dstDB. The caller has checked that key exists
+// in db and not in dstDB.
+func (s *Store) Move(db int, key []byte, dstDB int) error {
+	st := s.q(qMove)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	st.int(3, int64(dstDB))
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	s.keyDeltas[db]--
+	s.keyDeltas[dstDB]++
+	return nil
+}
+
+// Copy copies the live key src in srcDB to dst in dstDB, elements and
+// expiry included, replacing dst when replace is set. copied is false when
+// src is missing or dst exists and replace is not set.
+func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool) (copied bool, err error) {
+	m, ok, err := s.Lookup(srcDB, src)
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, exists, err := s.Lookup(dstDB, dst); err != nil {
+		return false, err
+	} else if exists {
+		if !replace {
+			return false, nil
+		}
+		if _, err := s.Delete(dstDB, dst); err != nil {
+			return false, err
+		}
+	}
+	id := s.NewID()
+	st := s.q(qCopyRow)
+	st.int(1, int64(srcDB))
+	st.blob(2, src)
+	st.int(3, int64(dstDB))
+	st.blob(4, dst)
+	st.int(5, id)
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	s.Created(dstDB)
+	return true, s.copyElements(m.Type, m.ID, id)
+}
+
+// ScanEntry is one key returned by Scan.
+type ScanEntry struct {
+	Key  []byte
+	Type Type
+}
+
+// Scan returns up to count live keys of db whose id is above cursor, in id
+// order, and the cursor to continue from (0 at the end). Keys keep their id
+// for life, so a key present for a whole iteration is returned exactly
+// once; keys created meanwhile have larger ids and may be returned.
+func (s *Store) Scan(db int, cursor uint64, count int, out []ScanEntry) ([]ScanEntry, uint64, error) {
+	st := s.q(qScan)
+	st.int(1, int64(db))
+	st.int(2, int64(cursor))
+	st.int(3, int64(count))
+	defer st.reset()
+	n := 0
+	last := cursor
+	for {
+		row, err := st.step()
+		if err != nil {
+			return out, 0, err
+		}
+		if !row {
+			break
+		}
+		n++
+		last = uint64(st.colInt(0))
+		if expired(st.colInt(3), s.Now) {
+			continue
+		}
+		out = append(out, ScanEntry{Key: st.colBlob(1, nil), Type: Type(st.colInt(2))})
+	}
+	if n < count {
+		return out, 0, nil
+	}
+	return out, last, nil
+}
+
+// Keys calls fn for every live key of db that starts with prefix, in key
+// order when a prefix is given. fn returning false stops the walk.
+func (s *Store) Keys(db int, prefix []byte, fn func(key []byte) bool) error {
+	var st *stmt
+	if len(prefix) > 0 {
+		st = s.q(qKeysFrom)
+		st.int(1, int64(db))
+		st.blob(2, prefix)
+	} else {
+		st = s.q(qKeysAll)
+		st.int(1, int64(db))
+	}
+	defer st.reset()
+	var buf []byte
+	for {
+		row, err := st.step()
+		if err != nil || !row {
+			return err
+		}
+		buf = st.colBlob(0, buf[:0])
+		if len(prefix) > 0 && !hasPrefix(buf, prefix) {
+			return nil
+		}
+		if expired(st.colInt(1), s.Now) {
+			continue
+		}
+		if !fn(buf) {
+			return nil
+		}
+	}
+}
+
+func hasPrefix(b, prefix []byte) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == string(prefix)
+}
+
+// RandomKey returns a random live key of db.
+func (s *Store) RandomKey(db int) ([]byte, bool, error) {
+	st := s.q(qIDRange)
+	st.int(1, int64(db))
+	row, err := st.step()
+	if err != nil || !row || st.colNull(0) {
+		st.reset()
+		return nil, false, err
+	}
+	lo, hi := st.colInt(0), st.colInt(1)
+	st.reset()
+	// A random point in the id range, then the first key at or after it;
+	// expired keys are skipped a bounded number of times, as in Redis.
+	for tries := 0; tries < 100; tries++ {
+		r := s.q(qRandom)
+		r.int(1, int64(db))
+		r.int(2, lo+rand.Int64N(hi-lo+1))
+		row, err := r.step()
+		if err != nil {
+			r.reset()
+			return nil, false, err
+		}
+		if !row {
+			r.reset()
+			continue
+		}
+		key, exp := r.colBlob(0, nil), r.colInt(1)
+		r.reset()
+		if !expired(exp, s.Now) {
+			return key, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// DBSize is the number of keys in db, expired ones not yet deleted included
+// (as in Redis).
+func (s *Store) DBSize(db int) int64 { return s.keyCounts[db] + s.keyDeltas[db] }
+
+// CountExpiring is the number of keys in db that have an expiry.
+func (s *Store) CountExpiring(db int) (int64, error) {
+	st := s.q(qExpiring)
+	st.int(1, int64(db))
+	defer st.reset()
+	if _, err := st.step(); err != nil {
+		return 0, err
+	}
+	return st.colInt(0), nil
+}
+
+// SweepExpired deletes up to limit keys whose expiry has passed, oldest
+// expiry first, and reports how many it deleted.
+func (s *Store) SweepExpired(limit int) (int, error) {
+	st := s.q(qSweep)
+	st.int(1, s.Now)
+	st.int(2, int64(limit))
+	type gone struct {
+		db int
+		t  Type
+		id int64
+	}
+	var buf [64]gone
+	list := buf[:0]
+	for {
+		row, err := st.step()
+		if err != nil {
+			st.reset()
+			return 0, err
+		}
+		if !row {
+			break
+		}
+		list = append(list, gone{int(st.colInt(0)), Type(st.colInt(1)), st.colInt(2)})
+	}
+	st.reset()
+	for _, g := range list {
+		s.dirty = true
+		s.keyDeltas[g.db]--
+		if err := s.dropElements(g.t, g.id); err != nil {
+			return 0, err
+		}
+	}
+	return len(list), nil
+}
+
+// FlushDB deletes every key of db.
+func (s *Store) FlushDB(db int) error {
+	if err := s.dropAllElements(db); err != nil {
+		return err
+	}
+	st := s.q(qFlushDB)
+	st.int(1, int64(db))
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	s.keyDeltas[db] = -s.keyCounts[db]
+	return nil
+}
+
+// dropAllElements removes the elements of every collection in db.
+func (s *Store) dropAllElements(db int) error { return nil }
+
+// SwapDB exchanges the contents of two databases.
+func (s *Store) SwapDB(a, b int) error {
+	if a == b {
+		return nil
+	}
+	st := s.q(qSwapDB)
+	st.int(1, int64(a))
+	st.int(2, int64(b))
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	ca, cb := s.DBSize(a), s.DBSize(b)
+	s.keyDeltas[a] += cb - ca
+	s.keyDeltas[b] += ca - cb
+	return nil
+}

@@ -1,0 +1,120 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+)
+
+// A migration moves the schema from version-1 to version. Migrations are
+// append-only: a released one is never edited, a change is a new one.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrations = []migration{
+	{1, "keyspace", `
+CREATE TABLE keys (
+	db        INTEGER NOT NULL,          -- logical database, 0..15
+	key       BLOB    NOT NULL,
+	id        INTEGER NOT NULL,          -- stable handle: element tables and SCAN cursors use it
+	type      INTEGER NOT NULL,          -- see Type
+	expire_at INTEGER,                   -- unix milliseconds; NULL when persistent
+	version   INTEGER NOT NULL,          -- bumped on every write of the key
+	value     BLOB,                      -- a string's value; NULL for collections
+	PRIMARY KEY (db, key)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX keys_by_id ON keys (db, id);
+CREATE INDEX keys_by_expiry ON keys (expire_at) WHERE expire_at IS NOT NULL;
+
+-- Key counts per database, kept by Commit so DBSIZE and INFO never count rows.
+CREATE TABLE dbstats (
+	db   INTEGER PRIMARY KEY,
+	keys INTEGER NOT NULL
+);`},
+}
+
+// schemaVersion is the version this build writes.
+func schemaVersion() int { return migrations[len(migrations)-1].version }
+
+// migrate brings the database to schemaVersion. It refuses a database that
+// already has tables but no Cellar schema, or a newer schema.
+func (s *Store) migrate() error {
+	if err := s.c.exec("BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			s.c.exec("ROLLBACK")
+		}
+	}()
+	have, foreign, err := s.currentVersion()
+	if err != nil {
+		return err
+	}
+	if foreign {
+		return fmt.Errorf("storage: %s holds tables but no Cellar schema; refusing to use it", s.path)
+	}
+	if have > schemaVersion() {
+		return fmt.Errorf("storage: %s has schema version %d, newer than this build's %d", s.path, have, schemaVersion())
+	}
+	if have == 0 {
+		if err := s.c.exec(`CREATE TABLE cellar_schema (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL
+		)`); err != nil {
+			return err
+		}
+	}
+	for _, m := range migrations {
+		if m.version <= have {
+			continue
+		}
+		if err := s.c.exec(m.sql); err != nil {
+			return fmt.Errorf("storage: migration %d (%s): %w", m.version, m.name, err)
+		}
+		if err := s.c.exec(fmt.Sprintf("INSERT INTO cellar_schema VALUES (%d, '%s', %d)",
+			m.version, m.name, time.Now().UnixMilli())); err != nil {
+			return err
+		}
+	}
+	if err := s.c.exec("COMMIT"); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}
+
+// currentVersion reads the applied schema version (0 for an empty file).
+// foreign is true when the file has tables but no cellar_schema.
+func (s *Store) currentVersion() (version int, foreign bool, err error) {
+	q, err := s.c.prepare(`SELECT
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'cellar_schema'),
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'table')`)
+	if err != nil {
+		return 0, false, err
+	}
+	defer q.close()
+	if _, err := q.step(); err != nil {
+		return 0, false, err
+	}
+	hasSchema, tables := q.colInt(0), q.colInt(1)
+	q.reset()
+	if hasSchema == 0 {
+		return 0, tables > 0, nil
+	}
+	v, err := s.c.prepare("SELECT coalesce(max(version), 0) FROM cellar_schema")
+	if err != nil {
+		return 0, false, err
+	}
+	defer v.close()
+	if _, err := v.step(); err != nil {
+		return 0, false, err
+	}
+	version = int(v.colInt(0))
+	v.reset()
+	return version, false, nil
+}

@@ -1,0 +1,409 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Type is a key's Redis type as stored in keys.type. The numbers are part of
+// the file format.
+type Type uint8
+
+const (
+	TypeNone   Type = 0
+	TypeString Type = 1
+	TypeList   Type = 2
+	TypeHash   Type = 3
+	TypeSet    Type = 4
+	TypeZSet   Type = 5
+	TypeStream Type = 6
+)
+
+// String is the name TYPE replies with.
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "string"
+	case TypeList:
+		return "list"
+	case TypeHash:
+		return "hash"
+	case TypeSet:
+		return "set"
+	case TypeZSet:
+		return "zset"
+	case TypeStream:
+		return "stream"
+	}
+	return "none"
+}
+
+// Domain errors. The actor maps each to Redis's reply text.
+var (
+	ErrWrongType = errors.New("storage: operation against a key holding the wrong kind of value")
+	ErrNoSuchKey = errors.New("storage: no such key")
+)
+
+// NumDBs is the number of logical databases (SELECT 0..15).
+const NumDBs = 16
+
+// Options configure a Store.
+type Options struct {
+	// Path of the database file; its directory is created if missing.
+	Path string
+	// CacheKB is SQLite's page cache size in KiB.
+	CacheKB int
+	// AutoCheckpoint is the WAL size in pages that triggers a checkpoint at
+	// commit (SQLite's wal_autocheckpoint); 0 leaves SQLite's default.
+	AutoCheckpoint int
+}
+
+// Store is the keyspace in one SQLite database. See the package doc for who
+// may call what.
+type Store struct {
+	path  string
+	c     *conn
+	stmts []*stmt // prepared lazily, indexed by query.idx
+
+	inTx  bool
+	dirty bool // the open transaction wrote something
+	// commits counts transactions that wrote; what SyncWAL covers is named
+	// by this number.
+	commits uint64
+
+	nextID    int64
+	keyCounts [NumDBs]int64
+	keyDeltas [NumDBs]int64
+
+	// Now is the time, in unix milliseconds, that expiry is judged against.
+	// The actor sets it before each command, like Redis's command time
+	// snapshot, so one command sees one instant.
+	Now int64
+
+	wal walFile
+}
+
+// query is a SQL statement known at compile time. Each is prepared once per
+// Store, on first use, and kept.
+type query struct {
+	sql string
+	idx int
+}
+
+var queries []*query
+
+func newQuery(sql string) *query {
+	q := &query{sql: sql, idx: len(queries)}
+	queries = append(queries, q)
+	return q
+}
+
+// q returns the prepared statement for qq, ready to bind.
+func (s *Store) q(qq *query) *stmt {
+	if qq.idx < len(s.stmts) && s.stmts[qq.idx] != nil {
+		return s.stmts[qq.idx]
+	}
+	if qq.idx >= len(s.stmts) {
+		s.stmts = append(s.stmts, make([]*stmt, len(queries)-len(s.stmts))...)
+	}
+	st, err := s.c.prepare(qq.sql)
+	if err != nil {
+		// Every query is a constant; failing to prepare one is a bug that
+		// the tests catch, not a runtime condition.
+		panic(err)
+	}
+	s.stmts[qq.idx] = st
+	return st
+}
+
+// Open opens (creating if needed) the database at o.Path, migrates its
+// schema and makes it ready. A file that is not a readable Cellar database
+// is an error, never a silent fresh start.
+func Open(o Options) (*Store, error) {
+	if dir := filepath.Dir(o.Path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("storage: create data directory: %w", err)
+		}
+	}
+	if fi, err := os.Stat(o.Path); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("storage: %s is a directory, not a database file", o.Path)
+		}
+		f, err := os.Open(o.Path)
+		if err != nil {
+			return nil, fmt.Errorf("storage: cannot read %s: %w", o.Path, err)
+		}
+		f.Close()
+	}
+	c, err := openConn(o.Path, sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_CREATE)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
+	}
+	s := &Store{path: o.Path, c: c}
+	if err := s.init(o); err != nil {
+		c.close()
+		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init(o Options) error {
+	cache := o.CacheKB
+	if cache <= 0 {
+		cache = 64 << 10
+	}
+	pragmas := fmt.Sprintf(`
+		PRAGMA busy_timeout = 5000;
+		PRAGMA journal_mode = WAL;
+		PRAGMA synchronous = NORMAL;
+		PRAGMA cache_size = -%d;
+		PRAGMA temp_store = MEMORY;
+		PRAGMA foreign_keys = OFF;`, cache)
+	if o.AutoCheckpoint > 0 {
+		pragmas += fmt.Sprintf("PRAGMA wal_autocheckpoint = %d;", o.AutoCheckpoint)
+	}
+	if err := s.c.exec(pragmas); err != nil {
+		if c := primary(err); c == codeNotADB || c == codeCorrupt {
+			return fmt.Errorf("not a database or corrupt (%w); refusing to start with it", err)
+		}
+		return err
+	}
+	if err := s.checkWAL(); err != nil {
+		return err
+	}
+	if err := s.migrate(); err != nil {
+		if c := primary(err); c == codeNotADB || c == codeCorrupt {
+			return fmt.Errorf("not a database or corrupt (%w); refusing to start with it", err)
+		}
+		return err
+	}
+	if err := s.loadCounters(); err != nil {
+		return err
+	}
+	return s.wal.open(s.path + "-wal")
+}
+
+// checkWAL makes sure journal_mode really is WAL (it silently stays
+// something else on filesystems that cannot share memory).
+func (s *Store) checkWAL() error {
+	st, err := s.c.prepare("PRAGMA journal_mode")
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if _, err := st.step(); err != nil {
+		return err
+	}
+	mode := string(st.colBlob(0, nil))
+	st.reset()
+	if mode != "wal" {
+		return fmt.Errorf("journal_mode is %q, want wal", mode)
+	}
+	return nil
+}
+
+var (
+	qMaxID     = newQuery("SELECT coalesce(max(id), 0) FROM keys WHERE db = ?1")
+	qLoadStats = newQuery("SELECT db, keys FROM dbstats")
+	qSaveStats = newQuery("INSERT INTO dbstats (db, keys) VALUES (?1, ?2) ON CONFLICT (db) DO UPDATE SET keys = excluded.keys")
+	qBegin     = newQuery("BEGIN")
+	qCommit    = newQuery("COMMIT")
+	qRollback  = newQuery("ROLLBACK")
+)
+
+func (s *Store) loadCounters() error {
+	for db := 0; db < NumDBs; db++ {
+		st := s.q(qMaxID)
+		st.int(1, int64(db))
+		if _, err := st.step(); err != nil {
+			return err
+		}
+		s.nextID = max(s.nextID, st.colInt(0)+1)
+		st.reset()
+	}
+	st := s.q(qLoadStats)
+	defer st.reset()
+	for {
+		row, err := st.step()
+		if err != nil {
+			return err
+		}
+		if !row {
+			return nil
+		}
+		if db := st.colInt(0); db >= 0 && db < NumDBs {
+			s.keyCounts[db] = st.colInt(1)
+		}
+	}
+}
+
+// Close closes the database. The WAL stays for SQLite to checkpoint on its
+// next open, or is checkpointed here when possible.
+func (s *Store) Close() error {
+	if s.inTx {
+		s.Rollback()
+	}
+	for _, st := range s.stmts {
+		if st != nil {
+			st.close()
+		}
+	}
+	s.stmts = nil
+	s.wal.close()
+	return s.c.close()
+}
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Begin opens the transaction that the actor's next round runs in.
+func (s *Store) Begin() error {
+	if s.inTx {
+		return nil
+	}
+	if err := s.q(qBegin).exec(); err != nil {
+		return err
+	}
+	s.inTx, s.dirty = true, false
+	return nil
+}
+
+// Commit ends the round's transaction. wrote reports whether it changed
+// anything; seq then names the commit for SyncWAL and durability tracking.
+func (s *Store) Commit() (wrote bool, seq uint64, err error) {
+	if !s.inTx {
+		return false, s.commits, nil
+	}
+	if s.dirty {
+		for db := range s.keyDeltas {
+			if s.keyDeltas[db] == 0 {
+				continue
+			}
+			st := s.q(qSaveStats)
+			st.int(1, int64(db))
+			st.int(2, s.keyCounts[db]+s.keyDeltas[db])
+			if err := st.exec(); err != nil {
+				s.Rollback()
+				return false, s.commits, err
+			}
+		}
+	}
+	if err := s.q(qCommit).exec(); err != nil {
+		s.Rollback()
+		return false, s.commits, err
+	}
+	s.inTx = false
+	if !s.dirty {
+		return false, s.commits, nil
+	}
+	for db := range s.keyDeltas {
+		s.keyCounts[db] += s.keyDeltas[db]
+		s.keyDeltas[db] = 0
+	}
+	s.dirty = false
+	s.commits++
+	return true, s.commits, nil
+}
+
+// Rollback abandons the round's transaction and its counter changes.
+func (s *Store) Rollback() {
+	if !s.c.autocommit() {
+		s.q(qRollback).exec()
+	}
+	s.inTx, s.dirty = false, false
+	s.keyDeltas = [NumDBs]int64{}
+}
+
+// InTx reports whether a round's transaction is open.
+func (s *Store) InTx() bool { return s.inTx }
+
+// Dirty reports whether the open transaction has written anything.
+func (s *Store) Dirty() bool { return s.dirty }
+
+// Commits is the number of writing transactions committed so far.
+func (s *Store) Commits() uint64 { return s.commits }
+
+// DiskFull reports whether err is SQLite running out of space.
+func DiskFull(err error) bool { return primary(err) == codeFull }
+
+// IOError reports whether err is an I/O error from SQLite.
+func IOError(err error) bool { return primary(err) == codeIOErr }
+
+// walFile keeps an fd on the WAL so that its fsync can run on another
+// goroutine while the actor goes on committing. SQLite holds no POSIX locks
+// on the -wal file, so opening and closing our own fd on it is harmless
+// (unlike on the main database file).
+type walFile struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	ino  uint64
+}
+
+func (w *walFile) open(path string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.path = path
+	return w.reopenLocked()
+}
+
+func (w *walFile) reopenLocked() error {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	f, err := os.OpenFile(w.path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open WAL for fsync: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	w.f, w.ino = f, fi.Sys().(*syscall.Stat_t).Ino
+	return nil
+}
+
+func (w *walFile) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+// SyncWAL makes every commit made before the call durable by fsyncing the
+// WAL (and, if SQLite recreated the file, reopening it first). It is safe to
+// call from any goroutine, concurrently with commits. An error means the
+// durability of those commits is unknown: the caller must stop
+// acknowledging writes, never retry and pretend.
+func (s *Store) SyncWAL() error { return s.wal.sync() }
+
+func (w *walFile) sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fi, err := os.Stat(w.path); err == nil {
+		if ino := fi.Sys().(*syscall.Stat_t).Ino; ino != w.ino || w.f == nil {
+			if err := w.reopenLocked(); err != nil {
+				return err
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if w.f == nil {
+		return nil
+	}
+	if err := syscall.Fdatasync(int(w.f.Fd())); err != nil {
+		return fmt.Errorf("storage: fdatasync WAL: %w", err)
+	}
+	return nil
+}

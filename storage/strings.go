@@ -1,0 +1,119 @@
+package storage
+
+var (
+	qGetString = newQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
+	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), length(value) FROM keys WHERE db = ?1 AND key = ?2")
+	// One statement for the common cases: a new key is inserted, a string is
+	// overwritten in place (keeping its id, and its expiry when asked to and
+	// still alive). A key of another type makes the WHERE fail: no row comes
+	// back and SetString replaces the key.
+	qSetString = newQuery(`INSERT INTO keys (db, key, id, type, expire_at, version, value)
+		VALUES (?1, ?2, ?3, 1, nullif(?4, 0), 1, ?5)
+		ON CONFLICT (db, key) DO UPDATE SET
+			value = excluded.value,
+			expire_at = CASE WHEN ?6 AND (expire_at IS NULL OR expire_at >= ?7)
+				THEN expire_at ELSE excluded.expire_at END,
+			version = version + 1
+		WHERE type = 1
+		RETURNING version`)
+)
+
+// GetString appends the value of a live string key to dst. found is false
+// for a missing key; a key of another type is ErrWrongType.
+func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err error) {
+	st := s.q(qGetString)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return dst, false, err
+	}
+	t, exp := Type(st.colInt(0)), st.colInt(1)
+	if expired(exp, s.Now) {
+		st.reset()
+		_, err := s.Delete(db, key)
+		return dst, false, err
+	}
+	if t != TypeString {
+		st.reset()
+		return dst, false, ErrWrongType
+	}
+	dst = st.colBlob(2, dst)
+	st.reset()
+	return dst, true, nil
+}
+
+// StringLen is the length of a live string key's value (0 when missing).
+func (s *Store) StringLen(db int, key []byte) (int64, error) {
+	st := s.q(qStrLen)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return 0, err
+	}
+	t, exp, n := Type(st.colInt(0)), st.colInt(1), st.colInt(2)
+	st.reset()
+	if expired(exp, s.Now) {
+		_, err := s.Delete(db, key)
+		return 0, err
+	}
+	if t != TypeString {
+		return 0, ErrWrongType
+	}
+	return n, nil
+}
+
+// SetString makes key a string holding val, whatever it was before. expireAt
+// (unix ms, 0 for none) is the new expiry; with keepTTL a live key keeps its
+// current expiry instead.
+func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
+	for attempt := 0; ; attempt++ {
+		st := s.q(qSetString)
+		st.int(1, int64(db))
+		st.blob(2, key)
+		st.int(3, s.nextID)
+		st.int(4, expireAt)
+		st.blob(5, val)
+		keep := int64(0)
+		if keepTTL {
+			keep = 1
+		}
+		st.int(6, keep)
+		st.int(7, s.Now)
+		row, err := st.step()
+		if err != nil {
+			return err
+		}
+		if row {
+			if st.colInt(0) == 1 {
+				s.nextID++
+				s.keyDeltas[db]++
+			}
+			st.reset()
+			s.dirty = true
+			return nil
+		}
+		st.reset()
+		if attempt > 0 {
+			panic("storage: SetString found a key of another type after deleting it")
+		}
+		// A key of another type: replace it. KEEPTTL keeps a live key's
+		// expiry whatever its type, as Redis does.
+		if keepTTL {
+			m, ok, err := s.Lookup(db, key)
+			if err != nil {
+				return err
+			}
+			if ok {
+				expireAt = m.ExpireAt
+			}
+			keepTTL = false
+		}
+		if _, err := s.Delete(db, key); err != nil {
+			return err
+		}
+	}
+}
