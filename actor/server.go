@@ -140,7 +140,7 @@ func cmdCommandInfo(c *Ctx) error {
 		if cmd := lookupFull(name); cmd != nil {
 			writeCommandInfo(c, cmd)
 		} else {
-			c.w.NullArray()
+			c.w.Null()
 		}
 	}
 	return nil
@@ -170,7 +170,7 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 	}
 	w.Set(len(cmd.meta.Tips))
 	for _, t := range cmd.meta.Tips {
-		w.Simple(strings.ToLower(t))
+		w.BulkString(strings.ToLower(t))
 	}
 	w.Array(len(cmd.meta.KeySpecs))
 	for _, k := range cmd.meta.KeySpecs {

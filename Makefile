@@ -1,0 +1,49 @@
+# Cellar's entry points. README.md documents the two that matter:
+#   make run    build and start the server (embedded SQLite in ./data)
+#   make test   everything CI checks: formatting, vet, race-enabled tests
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/cellar-db/cellar.Version=$(VERSION)
+
+.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/cellar ./cmd/cellar
+
+run: build
+	./bin/cellar $(ARGS)
+
+# Tools the tests talk to (redis-server to compare against, redis-cli and
+# redis-benchmark as real clients) come from Debian's packages.
+deps:
+	@scripts/deps.sh
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+lint: fmt-check vet
+
+test: deps lint
+	$(GO) test -race -count=1 -timeout 60m ./...
+
+fuzz:
+	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
+
+# Regenerates actor/commands.json from Redis's command metadata (a checkout
+# of the workplace's shared/redis-commands-7.0 next to this repository).
+commands:
+	$(GO) run ./actor/cmdgen -src ../shared/redis-commands-7.0
+
+bench: build deps
+	$(GO) run ./bench $(BENCH_ARGS)
+
+bench-quick: build deps
+	$(GO) run ./bench -quick $(BENCH_ARGS)
+
+clean:
+	rm -rf bin data bench/work

@@ -1,0 +1,112 @@
+package cellar
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+func load(t *testing.T, args []string, environ ...string) (Config, error) {
+	t.Helper()
+	var usage strings.Builder
+	return LoadConfig(args, environ, &usage)
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := load(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 6379 || cfg.Bind != "127.0.0.1" || cfg.DBPath() != "data/cellar.db" || cfg.Durability != "everysec" {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+}
+
+// Precedence: defaults < YAML < environment < flags.
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	os.WriteFile(path, []byte("port: 7001\nloglevel: warn\nsqlite:\n  cache_kb: 100\ndurability: off\n"), 0o644)
+	cfg, err := load(t, []string{"--config", path, "--durability", "always"},
+		"CELLAR_PORT=7002", "CELLAR_SQLITE__CACHE_KB=200", "UNRELATED=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7002 || cfg.SQLite.CacheKB != 200 || cfg.LogLevel != "warn" || cfg.Durability != "always" {
+		t.Fatalf("precedence: %+v", cfg)
+	}
+	cfg, err = load(t, []string{"--port", "7003"}, "CELLAR_PORT=7002", "CELLAR_CONFIG="+path)
+	if err != nil || cfg.Port != 7003 || cfg.LogLevel != "warn" {
+		t.Fatalf("flag over env, CELLAR_CONFIG: %+v %v", cfg, err)
+	}
+	cfg, err = load(t, nil, "CELLAR_EXPIRY__INTERVAL=250ms")
+	if err != nil || cfg.Expiry.Interval != 250*time.Millisecond {
+		t.Fatalf("duration from env: %+v %v", cfg.Expiry, err)
+	}
+}
+
+// Invalid values name the key and the reason, as a ConfigError (exit 2).
+func TestInvalid(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		environ []string
+		want    string
+	}{
+		{[]string{"--port", "70000"}, nil, "port: must be between 0 and 65535, not 70000"},
+		{[]string{"--port", "abc"}, nil, "'port'"},
+		{[]string{"--durability", "sometimes"}, nil, `durability: must be always, everysec or off, not "sometimes"`},
+		{nil, []string{"CELLAR_MAXCLIENTS=0"}, "maxclients: must be at least 1, not 0"},
+		{nil, []string{"CELLAR_NO_SUCH_KEY=1"}, "unknown key no_such_key"},
+		{nil, []string{"CELLAR_OFFLOAD__MIN_WORKERS=9"}, "offload.min_workers"},
+		{[]string{"--loglevel", "loud"}, nil, "loglevel: must be debug, info, warn or error"},
+		{[]string{"--nosuchflag"}, nil, "unknown flag"},
+		{[]string{"--config", "/nonexistent/cellar.yaml"}, nil, "config file /nonexistent/cellar.yaml"},
+		{[]string{"extra"}, nil, `unexpected argument "extra"`},
+	} {
+		_, err := load(t, c.args, c.environ...)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: got %v, want a ConfigError containing %q", c.args, c.environ, err, c.want)
+		}
+	}
+	if _, err := load(t, []string{"--help"}); !errors.Is(err, ErrHelp) {
+		t.Errorf("--help: %v", err)
+	}
+	if _, err := load(t, []string{"--version"}); !errors.Is(err, ErrVersion) {
+		t.Errorf("--version: %v", err)
+	}
+}
+
+// deploy/cellar.yaml documents every key with its default value, so that
+// the example file and the code cannot drift apart.
+func TestExampleFileMatchesDefaults(t *testing.T) {
+	k := koanf.New(".")
+	if err := k.Load(file.Provider("deploy/cellar.yaml"), yaml.Parser()); err != nil {
+		t.Fatal(err)
+	}
+	known := knownKeys()
+	for key := range known {
+		if !k.Exists(key) {
+			t.Errorf("deploy/cellar.yaml does not document %q", key)
+		}
+	}
+	for _, key := range k.Keys() {
+		if !known[key] {
+			t.Errorf("deploy/cellar.yaml has %q, which Cellar does not know", key)
+		}
+	}
+	cfg, err := load(t, []string{"--config", "deploy/cellar.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg != DefaultConfig() {
+		t.Errorf("deploy/cellar.yaml's values differ from the defaults:\n file: %+v\n code: %+v", cfg, DefaultConfig())
+	}
+}

@@ -1,0 +1,282 @@
+// Package tests holds Cellar's black-box suite: it starts the real server
+// in-process on port 0 (or points at CELLAR_TEST_ADDR, for instance a real
+// Redis, to compare) and talks to it over TCP the way clients do: go-redis
+// for semantics, a raw connection for exact reply bytes, malformed and split
+// input, and pipelines.
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/cellar-db/cellar"
+)
+
+// testServer is a Cellar (or an external server) under test.
+type testServer struct {
+	t        testing.TB
+	cfg      cellar.Config
+	srv      *cellar.Server
+	addr     string
+	external bool
+	logBuf   *syncBuffer
+}
+
+// syncBuffer collects the server log for assertions.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startServer starts Cellar with its data in a fresh temporary directory;
+// opts adjust the configuration. With CELLAR_TEST_ADDR set, the suite uses
+// that server instead (flushed first) and tests that need Cellar itself
+// call needCellar.
+func startServer(t testing.TB, opts ...func(*cellar.Config)) *testServer {
+	t.Helper()
+	if addr := os.Getenv("CELLAR_TEST_ADDR"); addr != "" {
+		s := &testServer{t: t, addr: addr, external: true}
+		s.client().FlushAll(context.Background())
+		return s
+	}
+	cfg := cellar.DefaultConfig()
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	cfg.LogLevel = "warn"
+	cfg.ShutdownTimeout = 10 * time.Second
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &testServer{t: t, cfg: cfg, logBuf: &syncBuffer{}}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *testServer) start() {
+	s.t.Helper()
+	log := cellar.NewLogger(s.cfg, zerolog.LevelWriterAdapter{Writer: s.logBuf})
+	srv, err := cellar.Start(s.cfg, log)
+	if err != nil {
+		s.t.Fatalf("start Cellar: %v", err)
+	}
+	s.srv = srv
+	s.addr = srv.Addr().String()
+}
+
+func (s *testServer) stop() {
+	if s.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.t.Errorf("shutdown: %v", err)
+	}
+	s.srv = nil
+}
+
+// restart stops Cellar gracefully and starts it again on the same data,
+// keeping the port when it can.
+func (s *testServer) restart() {
+	s.t.Helper()
+	needCellar(s.t, s)
+	s.stop()
+	s.start()
+}
+
+// needCellar marks a test that exercises Cellar itself (restart, config,
+// limits), which an external server cannot stand in for.
+func needCellar(t testing.TB, s *testServer) {
+	t.Helper()
+	if s.external {
+		t.Skip("needs Cellar itself, not CELLAR_TEST_ADDR")
+	}
+}
+
+// client returns a go-redis client with its defaults (HELLO 3, CLIENT
+// SETINFO), closed at the end of the test.
+func (s *testServer) client(opts ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: s.addr}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawConn is a TCP connection that speaks bytes: tests assert exact replies.
+type rawConn struct {
+	t testing.TB
+	c net.Conn
+	r *bufio.Reader
+}
+
+func (s *testServer) raw() *rawConn {
+	s.t.Helper()
+	c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	if err != nil {
+		s.t.Fatalf("dial: %v", err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return &rawConn{t: s.t, c: c, r: bufio.NewReaderSize(c, 1<<16)}
+}
+
+// encode builds a RESP array of bulk strings.
+func encode(args ...string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.Bytes()
+}
+
+func (r *rawConn) send(b []byte) {
+	r.t.Helper()
+	r.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the raw bytes of one complete reply.
+func (r *rawConn) read() string {
+	r.t.Helper()
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	s, err := readReply(r.r)
+	if err != nil {
+		r.t.Fatalf("read reply: %v (got %q)", err, s)
+	}
+	return s
+}
+
+// do sends one command and returns its raw reply.
+func (r *rawConn) do(args ...string) string {
+	r.t.Helper()
+	r.send(encode(args...))
+	return r.read()
+}
+
+// expect sends one command and checks its raw reply.
+func (r *rawConn) expect(want string, args ...string) {
+	r.t.Helper()
+	if got := r.do(args...); got != want {
+		r.t.Fatalf("%q: got %q, want %q", args, got, want)
+	}
+}
+
+// expectClosed checks that the server closes the connection (reading EOF
+// or a reset) with nothing more sent.
+func (r *rawConn) expectClosed() {
+	r.t.Helper()
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := r.r.ReadByte()
+	if err == nil {
+		rest, _ := r.r.Peek(r.r.Buffered())
+		r.t.Fatalf("connection still open; read %q", append([]byte{b}, rest...))
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		r.t.Fatal("connection still open after 10s")
+	}
+}
+
+// readReply reads one RESP2/RESP3 reply and returns its exact bytes.
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return line, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return line, fmt.Errorf("bad line %q", line)
+	}
+	out := line
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+', '-', ':', '_', ',', '#', '(':
+		return out, nil
+	case '$', '=', '!':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return out, err
+		}
+		if n < 0 {
+			return out, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return out, err
+		}
+		return out + string(buf), nil
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return out, err
+		}
+		if line[0] == '%' || line[0] == '|' {
+			n *= 2
+		}
+		for i := 0; i < n; i++ {
+			s, err := readReply(r)
+			out += s
+			if err != nil {
+				return out, err
+			}
+		}
+		return out, nil
+	}
+	return out, fmt.Errorf("not RESP: %q", line)
+}
+
+// waitFor polls cond until it holds, failing after timeout. The polling
+// interval only bounds how quickly the condition is noticed; nothing relies
+// on it for ordering.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Reply builders for exact-byte assertions.
+func bulk(s string) string   { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+func status(s string) string { return "+" + s + "\r\n" }
+func errr(s string) string   { return "-" + s + "\r\n" }
+func integer(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
+func array(items ...string) string {
+	return "*" + strconv.Itoa(len(items)) + "\r\n" + strings.Join(items, "")
+}
+
+const nullBulk = "$-1\r\n"
+
+var ctx = context.Background()
