@@ -173,7 +173,6 @@ type message struct {
 type inbox struct {
 	mu     sync.Mutex
 	msgs   []message
-	spare  []message
 	bell   chan struct{}
 	queued atomic.Int64 // commands submitted and not yet executed
 }
@@ -188,10 +187,13 @@ func (in *inbox) put(m message) {
 	}
 }
 
-func (in *inbox) take() []message {
+// take returns everything queued and gives the inbox spare (an empty
+// slice the caller no longer uses) to queue into next. Two buffers take
+// turns; neither is ever held by both sides.
+func (in *inbox) take(spare []message) []message {
 	in.mu.Lock()
 	msgs := in.msgs
-	in.msgs = in.spare[:0]
+	in.msgs = spare[:0]
 	in.mu.Unlock()
 	return msgs
 }
@@ -211,6 +213,7 @@ type Actor struct {
 
 	sessions map[uint64]*session
 	ctx      Ctx
+	spare    []message // the inbox buffer not lent to the inbox right now
 
 	// The current round.
 	out      []routed
@@ -306,15 +309,20 @@ func (a *Actor) Run() {
 		case <-ticker.C:
 		case <-a.stop:
 			// Finish what was submitted before the stop.
-			for msgs := a.in.take(); len(msgs) > 0; msgs = a.in.take() {
+			for {
+				msgs := a.takeInbox()
+				if len(msgs) == 0 {
+					a.spare = msgs
+					return
+				}
 				a.round(msgs)
 			}
-			return
 		}
 		for {
-			msgs := a.in.take()
+			msgs := a.takeInbox()
 			due := !time.Now().Before(a.nextSweep) || a.sweepMore
 			if len(msgs) == 0 && !due {
+				a.spare = msgs
 				break
 			}
 			a.round(msgs)
@@ -336,6 +344,15 @@ func (a *Actor) Stop(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	a.durable.drain(ctx)
+}
+
+// takeInbox swaps the actor's spare buffer for the inbox's messages. The
+// caller gives the returned slice back through a.spare once done with it
+// (round does so).
+func (a *Actor) takeInbox() []message {
+	spare := a.spare
+	a.spare = nil
+	return a.in.take(spare)
 }
 
 // round executes every message taken from the inbox in one transaction,
@@ -360,7 +377,7 @@ func (a *Actor) round(msgs []message) {
 		}
 		msgs[i] = message{}
 	}
-	a.in.spare = msgs[:0]
+	a.spare = msgs[:0]
 	if !now.Before(a.nextSweep) || a.sweepMore {
 		a.housekeeping(now)
 	}

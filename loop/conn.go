@@ -103,7 +103,10 @@ func (c *conn) readable() {
 	if consumed == len(buf) {
 		c.need = 0
 	}
-	c.gc.Discard(consumed)
+	if consumed > 0 {
+		// Never Discard(0): gnet treats n <= 0 as "discard everything".
+		c.gc.Discard(consumed)
+	}
 	if len(b.ends) > 0 {
 		c.submit(b)
 	} else {
