@@ -70,12 +70,12 @@ func TestMalformedInput(t *testing.T) {
 	s := startServer(t)
 	ping := string(encode("PING"))
 	for in, want := range map[string]string{
-		"*x\r\n":                         "-ERR Protocol error: invalid multibulk length\r\n",
-		"*1\r\n$-1\r\n":                  "-ERR Protocol error: invalid bulk length\r\n",
-		"*1\r\n$abc\r\n":                 "-ERR Protocol error: invalid bulk length\r\n",
-		"*1\r\n$4\nPING\r\n":             "-ERR Protocol error: invalid bulk length\r\n",
-		"*2\r\n$4\r\nECHO\r\n:1\r\n":     "-ERR Protocol error: expected '$', got ':'\r\n",
-		"PING \"unbalanced\r\n":          "-ERR Protocol error: unbalanced quotes in request\r\n",
+		"*x\r\n":                        "-ERR Protocol error: invalid multibulk length\r\n",
+		"*1\r\n$-1\r\n":                 "-ERR Protocol error: invalid bulk length\r\n",
+		"*1\r\n$abc\r\n":                "-ERR Protocol error: invalid bulk length\r\n",
+		"*1\r\n$4\nPING\r\n":            "-ERR Protocol error: invalid bulk length\r\n",
+		"*2\r\n$4\r\nECHO\r\n:1\r\n":    "-ERR Protocol error: expected '$', got ':'\r\n",
+		"PING \"unbalanced\r\n":         "-ERR Protocol error: unbalanced quotes in request\r\n",
 		ping + "*1\r\n$99999999999\r\n": "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n",
 	} {
 		r := s.raw()
