@@ -217,7 +217,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	gc.SetContext(c)
 	lp.conns[c.id] = c
 	s.act.Open(actor.ConnInfo{
-		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: addrString(gc.LocalAddr()),
+		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: localAddr(gc),
 		FD: gc.Fd(), Sink: lp,
 	})
 	return nil, gnet.None
@@ -228,6 +228,22 @@ func addrString(a net.Addr) string {
 		return ""
 	}
 	return a.String()
+}
+
+// localAddr is the socket's own address. gnet reports the listener's
+// configured address, which says port 0 when the port was picked for us.
+func localAddr(gc gnet.Conn) string {
+	sa, err := unix.Getsockname(gc.Fd())
+	if err != nil {
+		return addrString(gc.LocalAddr())
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return (&net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}).String()
+	case *unix.SockaddrInet6:
+		return (&net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}).String()
+	}
+	return addrString(gc.LocalAddr())
 }
 
 // OnTraffic parses what the connection sent.

@@ -30,7 +30,7 @@ var (
 	qExpiring = newQuery("SELECT count(*) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL")
 	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id")
 	qFlushDB  = newQuery("DELETE FROM keys WHERE db = ?1")
-	qSwapDB   = newQuery("UPDATE keys SET db = CASE db WHEN ?1 THEN ?2 ELSE ?1 END WHERE db IN (?1, ?2)")
+	qMoveDB   = newQuery("UPDATE keys SET db = ?2 WHERE db = ?1")
 )
 
 // Lookup finds a live key. A key found expired is deleted (lazy expiry) and
@@ -383,11 +383,17 @@ func (s *Store) SwapDB(a, b int) error {
 	if a == b {
 		return nil
 	}
-	st := s.q(qSwapDB)
-	st.int(1, int64(a))
-	st.int(2, int64(b))
-	if err := st.exec(); err != nil {
-		return err
+	// Three moves through a database number no client can select: SQLite
+	// checks (db, key) uniqueness row by row, so a one-statement swap would
+	// collide on keys present in both.
+	const parked = -1
+	for _, mv := range [][2]int{{a, parked}, {b, a}, {parked, b}} {
+		st := s.q(qMoveDB)
+		st.int(1, int64(mv[0]))
+		st.int(2, int64(mv[1]))
+		if err := st.exec(); err != nil {
+			return err
+		}
 	}
 	s.dirty = true
 	ca, cb := s.DBSize(a), s.DBSize(b)
