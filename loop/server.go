@@ -116,16 +116,29 @@ func (s *Server) Start() error {
 	if s.cfg.TCPKeepAlive > 0 {
 		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
 	}
-	addr := fmt.Sprintf("tcp://%s:%d", s.cfg.Bind, s.cfg.Port)
+	// gnet reports a port in use as an unrelated setsockopt error; probing
+	// the address first gives the user the real reason.
+	hostPort := net.JoinHostPort(s.cfg.Bind, fmt.Sprint(s.cfg.Port))
+	if s.cfg.Port != 0 {
+		l, err := net.Listen("tcp", hostPort)
+		if err != nil {
+			if errors.Is(err, unix.EADDRINUSE) {
+				return fmt.Errorf("loop: %s is already in use", hostPort)
+			}
+			return fmt.Errorf("loop: listen on %s: %w", hostPort, err)
+		}
+		l.Close()
+	}
+	addr := "tcp://" + hostPort
 	go func() { s.runErr <- gnet.Run(s, addr, opts...) }()
 	select {
 	case <-s.booted:
 		return nil
 	case err := <-s.runErr:
 		if errors.Is(err, unix.EADDRINUSE) {
-			return fmt.Errorf("loop: %s:%d is already in use", s.cfg.Bind, s.cfg.Port)
+			return fmt.Errorf("loop: %s is already in use", hostPort)
 		}
-		return fmt.Errorf("loop: listen on %s:%d: %w", s.cfg.Bind, s.cfg.Port, err)
+		return fmt.Errorf("loop: listen on %s: %w", hostPort, err)
 	}
 }
 

@@ -21,6 +21,12 @@ import (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
+// stderr writes to os.Stderr but has no Close: the diode closes the writer
+// it wraps, and the process still needs stderr for its last words.
+type stderr struct{}
+
+func (stderr) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
+
 func run(args []string) int {
 	var usage strings.Builder
 	cfg, err := cellar.LoadConfig(args, os.Environ(), &usage)
@@ -42,7 +48,7 @@ func run(args []string) int {
 
 	// A diode keeps a slow stderr from ever blocking the loops or the actor;
 	// if it overflows, lines are dropped and the count is logged.
-	out := diode.NewWriter(os.Stderr, 10000, 0, func(missed int) {
+	out := diode.NewWriter(stderr{}, 10000, 0, func(missed int) {
 		fmt.Fprintf(os.Stderr, "cellar: log writer dropped %d messages\n", missed)
 	})
 	defer out.Close()
