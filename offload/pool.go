@@ -249,7 +249,11 @@ func (p *Pool) work() {
 			idle.Reset(p.cfg.IdleTimeout)
 		case <-idle.C:
 			p.mu.Lock()
-			if p.workers > p.cfg.MinWorkers && !p.closed {
+			// Never retire with work queued: the timer and a new job can be
+			// ready together, and a retired worker could strand the job
+			// behind busy ones. (Submit decides on spawning under the same
+			// lock, so one of the two sees the other.)
+			if p.workers > p.cfg.MinWorkers && !p.closed && len(p.queue) == 0 {
 				p.workers--
 				p.idle--
 				p.retired.Add(1)
