@@ -195,6 +195,12 @@ func cmdLInsert(c *Ctx) error {
 	if err != nil {
 		return err
 	}
+	if n > 0 {
+		// A list with elements has no waiters (they would have been
+		// served), so this wakes nobody today; it keeps the rule simple:
+		// every command that adds elements signals.
+		c.a.signalReady(c.db, c.args[1])
+	}
 	c.w.Int(n)
 	return nil
 }
