@@ -546,3 +546,81 @@ func BenchmarkListRead(b *testing.B) {
 		})
 	}
 }
+
+// Renumbering at scale: LREM of scattered elements and LINSERT in the
+// middle of a few thousand elements keep order and contiguity.
+func TestListRenumberLarge(t *testing.T) {
+	s := openTest(t)
+	const n = 5000
+	var m []string
+	var vs [][]byte
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("e%d", i%7)
+		if i%97 == 0 {
+			v = "x"
+		}
+		m = append(m, v)
+		vs = append(vs, []byte(v))
+	}
+	inTx(t, s, func() {
+		if _, err := s.ListPush(0, []byte("big"), Right, vs, false); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check := func(what string) {
+		t.Helper()
+		if got := listAll(t, s, 0, "big"); !slices.Equal(got, m) {
+			t.Fatalf("%s: list differs from the model (len %d vs %d)", what, len(got), len(m))
+		}
+		checkContiguous(t, s, 0, "big")
+	}
+	inTx(t, s, func() {
+		removed, err := s.ListRem(0, []byte("big"), 0, []byte("x"))
+		must(t, err)
+		m = slices.DeleteFunc(m, func(v string) bool { return v == "x" })
+		if removed != n/97+1 {
+			t.Fatalf("removed %d", removed)
+		}
+	})
+	check("LREM 0 x")
+	inTx(t, s, func() {
+		removed, err := s.ListRem(0, []byte("big"), -300, []byte("e3"))
+		must(t, err)
+		k := 0
+		for i := len(m) - 1; i >= 0 && k < 300; i-- {
+			if m[i] == "e3" {
+				m = slices.Delete(m, i, i+1)
+				k++
+			}
+		}
+		if removed != 300 {
+			t.Fatalf("removed %d", removed)
+		}
+	})
+	check("LREM -300 e3")
+	for _, pivot := range []string{"e5", "e6"} {
+		inTx(t, s, func() {
+			// The first e5 is near the head, so the head side moves; to
+			// move the tail side, insert before an element near the end.
+			_, err := s.ListInsert(0, []byte("big"), true, []byte(pivot), []byte("new-"+pivot))
+			must(t, err)
+			i := slices.Index(m, pivot)
+			m = slices.Insert(m, i, "new-"+pivot)
+		})
+		check("LINSERT BEFORE " + pivot)
+	}
+	inTx(t, s, func() {
+		must(t, s.ListSet(0, []byte("big"), -2, []byte("tailpivot")))
+		m[len(m)-2] = "tailpivot"
+		_, err := s.ListInsert(0, []byte("big"), false, []byte("tailpivot"), []byte("after"))
+		must(t, err)
+		m = slices.Insert(m, len(m)-1, "after")
+	})
+	check("LINSERT AFTER near the tail")
+	inTx(t, s, func() {
+		_, err := s.ListRem(0, []byte("big"), 1, []byte("e0"))
+		must(t, err)
+		m = slices.Delete(m, slices.Index(m, "e0"), slices.Index(m, "e0")+1)
+	})
+	check("LREM 1 e0")
+}
