@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"container/heap"
 	"errors"
 	"math/big"
@@ -199,14 +200,13 @@ func (c *Ctx) block(w *waiter, timeoutMs int64) error {
 	}
 	w.s, w.db, w.resp = c.s, c.db, c.s.resp
 	w.hidx, w.oi, w.rec = -1, pendingOut, -1
+	// Copies: a waiter does not keep its whole batch's memory alive.
 	keys := make([][]byte, len(w.keys))
 	for i, k := range w.keys {
-		keys[i] = []byte(k) // the batch's memory is not kept alive by a waiter
+		keys[i] = bytes.Clone(k)
 	}
 	w.keys = keys
-	if w.dst != nil {
-		w.dst = []byte(string(w.dst))
-	}
+	w.dst = bytes.Clone(w.dst)
 	for _, k := range w.wkeys {
 		q := b.queues[k]
 		if q == nil {

@@ -255,6 +255,10 @@ func TestBlockingDisconnect(t *testing.T) {
 	waitBlocked(t, admin, 0)
 	r.expect(integer(1), "RPUSH", "q3", "kept")
 	r.expect(integer(1), "LLEN", "q3")
+	// Nothing was written to (or attempted on) a closed connection.
+	if s.logBuf != nil && strings.Contains(s.logBuf.String(), `"level":"error"`) {
+		t.Fatalf("the server logged errors:\n%s", s.logBuf.String())
+	}
 }
 
 // E.13.6: an expired list is absent before and while waiting; a key that
