@@ -407,7 +407,11 @@ func (a *Actor) serve(w *waiter) bool {
 		return false
 	case blockMove:
 		src := w.keys[0]
-		if n, err := a.st.ListLen(w.db, src); err != nil || n == 0 {
+		n, err := a.st.ListLen(w.db, src)
+		if err != nil && !errors.Is(err, storage.ErrWrongType) {
+			a.fail(err)
+		}
+		if n == 0 {
 			return false
 		}
 		v, ok, err := a.st.ListMove(w.db, src, w.dst, w.from, w.to)
