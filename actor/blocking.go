@@ -323,20 +323,25 @@ func (a *Actor) signalDB(db int) {
 // waiter or drops the key, so serving ends.
 func (a *Actor) serveReady() {
 	b := &a.blk
-	if a.roundErr != nil {
-		// The round's writes will be rolled back; nothing is served from
-		// them.
+	defer func() {
 		clear(b.readySet)
 		b.ready = b.ready[:0]
-		return
-	}
+	}()
 	a.st.Now = a.nowMs
 	for i := 0; i < len(b.ready); i++ {
+		if a.roundErr != nil {
+			// The round's writes will be rolled back; nothing more is
+			// served from them (the waiters keep waiting).
+			return
+		}
 		k := b.ready[i]
 		again := false
 		for served := 0; ; served++ {
 			q := b.queues[k]
 			if q == nil {
+				break
+			}
+			if a.roundErr != nil {
 				break
 			}
 			if served == a.cfg.WakeupBatchSize {
@@ -352,9 +357,12 @@ func (a *Actor) serveReady() {
 				break
 			}
 			if !a.serve(q.front()) {
-				// Cannot happen: the key is a non-empty list among the
-				// waiter's keys. Never spin on it.
-				a.log.Error().Int("db", k.db).Msg("a waiter could not be served from a ready key")
+				// Only a storage failure (which dooms the round) gets
+				// here: the key is a non-empty list among the waiter's
+				// keys. Never spin on it.
+				if a.roundErr == nil {
+					a.log.Error().Int("db", k.db).Msg("a waiter could not be served from a ready key")
+				}
 				break
 			}
 		}
@@ -364,7 +372,6 @@ func (a *Actor) serveReady() {
 			delete(b.readySet, k)
 		}
 	}
-	b.ready = b.ready[:0]
 }
 
 // fail records a storage error that dooms the round.
