@@ -78,6 +78,11 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Port:          cfg.Port,
 		Bind:          cfg.Bind,
 		Params:        s.params(),
+
+		MaxWaitersPerKey: cfg.Blocking.MaxWaitersPerKey,
+		MaxTotalWaiters:  cfg.Blocking.MaxTotalWaiters,
+		MaxKeysPerWait:   cfg.Blocking.MaxKeysPerWait,
+		WakeupBatchSize:  cfg.Blocking.WakeupBatchSize,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err != nil {
 		pool.Close(context.Background())

@@ -39,9 +39,10 @@ type Config struct {
 	TCPKeepAlive            time.Duration `koanf:"tcp_keepalive"`
 	ShutdownTimeout         time.Duration `koanf:"shutdown_timeout"`
 
-	SQLite  SQLiteConfig  `koanf:"sqlite"`
-	Offload OffloadConfig `koanf:"offload"`
-	Expiry  ExpiryConfig  `koanf:"expiry"`
+	SQLite   SQLiteConfig   `koanf:"sqlite"`
+	Offload  OffloadConfig  `koanf:"offload"`
+	Expiry   ExpiryConfig   `koanf:"expiry"`
+	Blocking BlockingConfig `koanf:"blocking"`
 }
 
 // SQLiteConfig tunes the database.
@@ -64,6 +65,18 @@ type ExpiryConfig struct {
 	Batch    int           `koanf:"batch"`
 }
 
+// BlockingConfig bounds blocked clients (BLPOP and the other blocking list
+// commands). A blocking command that would pass a limit is refused with
+// "ERR too many blocked clients".
+type BlockingConfig struct {
+	MaxWaitersPerKey int `koanf:"max_waiters_per_key"`
+	MaxTotalWaiters  int `koanf:"max_total_waiters"`
+	MaxKeysPerWait   int `koanf:"max_keys_per_wait"`
+	// WakeupBatchSize is how many waiters one ready key serves before
+	// other ready keys get their turn.
+	WakeupBatchSize int `koanf:"wakeup_batch_size"`
+}
+
 // DefaultConfig is Cellar's configuration when nothing is set: the embedded
 // SQLite database in ./data, on 127.0.0.1:6379, durability everysec.
 func DefaultConfig() Config {
@@ -83,6 +96,7 @@ func DefaultConfig() Config {
 		SQLite:                  SQLiteConfig{CacheKB: 64 << 10, WALAutoCheckpoint: 1000},
 		Offload:                 OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                  ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
+		Blocking:                BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 	}
 }
 
@@ -271,6 +285,14 @@ func (c Config) Validate() error {
 		return bad("expiry.interval", "must be positive")
 	case c.Expiry.Batch < 1:
 		return bad("expiry.batch", "must be at least 1, not %d", c.Expiry.Batch)
+	case c.Blocking.MaxWaitersPerKey < 1:
+		return bad("blocking.max_waiters_per_key", "must be at least 1, not %d", c.Blocking.MaxWaitersPerKey)
+	case c.Blocking.MaxTotalWaiters < 1:
+		return bad("blocking.max_total_waiters", "must be at least 1, not %d", c.Blocking.MaxTotalWaiters)
+	case c.Blocking.MaxKeysPerWait < 1:
+		return bad("blocking.max_keys_per_wait", "must be at least 1, not %d", c.Blocking.MaxKeysPerWait)
+	case c.Blocking.WakeupBatchSize < 1:
+		return bad("blocking.wakeup_batch_size", "must be at least 1, not %d", c.Blocking.WakeupBatchSize)
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)

@@ -69,6 +69,16 @@ type Config struct {
 	// Port, Bind and Dir are reported by INFO and CONFIG GET.
 	Port int
 	Bind string
+
+	// Blocked-client limits (seed 000, E.14). A blocking command that
+	// would pass one is refused with "ERR too many blocked clients".
+	MaxWaitersPerKey int // waiters queued on one key
+	MaxTotalWaiters  int // waiters in all
+	MaxKeysPerWait   int // distinct keys one blocking command watches
+	// WakeupBatchSize is how many waiters one ready key serves before the
+	// other ready keys get their turn (serving goes on until no ready key
+	// has both elements and waiters, so it never strands an element).
+	WakeupBatchSize int
 }
 
 func (c Config) withDefaults() Config {
@@ -80,6 +90,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 200
+	}
+	if c.MaxWaitersPerKey <= 0 {
+		c.MaxWaitersPerKey = 10000
+	}
+	if c.MaxTotalWaiters <= 0 {
+		c.MaxTotalWaiters = 50000
+	}
+	if c.MaxKeysPerWait <= 0 {
+		c.MaxKeysPerWait = 128
+	}
+	if c.WakeupBatchSize <= 0 {
+		c.WakeupBatchSize = 1
 	}
 	return c
 }
@@ -139,10 +161,15 @@ type Completion struct {
 	Kill bool
 }
 
-// routed is a completion with the sink it goes to.
+// routed is a completion with the sink it goes to. w is set while the
+// batch is suspended on a waiter registered in the current round (the
+// completion is held, not delivered); drop when that waiter was cancelled
+// (nothing is delivered).
 type routed struct {
 	sink Sink
 	c    Completion
+	w    *waiter
+	drop bool
 }
 
 // NetStats is what the loops count for INFO; safe from any goroutine.
@@ -216,10 +243,14 @@ type Actor struct {
 	spare    []message // the inbox buffer not lent to the inbox right now
 
 	// The current round.
-	out      []routed
-	recs     []cmdRec
-	roundErr error
-	nowMs    int64
+	out        []routed
+	recs       []cmdRec
+	roundErr   error
+	nowMs      int64
+	roundStart time.Time
+	outHeld    int // entries of out with w set or drop
+
+	blk blocking
 
 	durable   *syncer
 	nextSweep time.Time
@@ -263,6 +294,10 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		start:    time.Now(),
 		sessions: map[uint64]*session{},
 	}
+	a.blk.queues = map[waitKey]*waitQueue{}
+	a.blk.readySet = map[waitKey]bool{}
+	a.blk.timer = time.NewTimer(time.Hour)
+	a.blk.timer.Stop()
 	a.in.bell = make(chan struct{}, 1)
 	a.durable = newSyncer(st, pool, log)
 	return a, nil
@@ -307,6 +342,8 @@ func (a *Actor) Run() {
 		select {
 		case <-a.in.bell:
 		case <-ticker.C:
+		case <-a.blk.timer.C:
+			a.blk.timerAt = time.Time{}
 		case <-a.stop:
 			// Finish what was submitted before the stop.
 			for {
@@ -320,13 +357,15 @@ func (a *Actor) Run() {
 		}
 		for {
 			msgs := a.takeInbox()
-			due := !time.Now().Before(a.nextSweep) || a.sweepMore
+			now := time.Now()
+			due := !now.Before(a.nextSweep) || a.sweepMore || a.timeoutDue(now)
 			if len(msgs) == 0 && !due {
 				a.spare = msgs
 				break
 			}
 			a.round(msgs)
 		}
+		a.armTimer()
 	}
 }
 
@@ -360,9 +399,11 @@ func (a *Actor) takeInbox() []message {
 func (a *Actor) round(msgs []message) {
 	now := time.Now()
 	a.nowMs = now.UnixMilli()
+	a.roundStart = now
 	if err := a.st.Begin(); err != nil {
 		a.roundErr = err
 	}
+	a.expireWaiters(now)
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.kind {
@@ -375,6 +416,9 @@ func (a *Actor) round(msgs []message) {
 		case msgCall:
 			m.fn()
 		}
+		if len(a.blk.ready) > 0 {
+			a.serveReady()
+		}
 		msgs[i] = message{}
 	}
 	a.spare = msgs[:0]
@@ -386,13 +430,16 @@ func (a *Actor) round(msgs []message) {
 
 // finishRound commits the round and sends its completions on their way.
 func (a *Actor) finishRound() {
-	if a.roundErr != nil {
+	failed := a.roundErr != nil
+	if failed {
 		a.st.Rollback()
 		a.failRound(a.roundErr)
 	} else if _, _, err := a.st.Commit(); err != nil {
+		failed = true
 		a.failRound(err)
 	}
 	a.roundErr = nil
+	a.settleHeld(failed)
 	a.recs = a.recs[:0]
 	if len(a.out) == 0 {
 		return
@@ -464,9 +511,24 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	w := proto.Writer{Buf: make([]byte, 0, 64), Proto: s.resp}
 	for i := 0; i < n && !s.closing; i++ {
 		start := len(w.Buf)
-		keyspace := a.execute(s, b.Cmd(i), &w)
+		// The loop ends a batch after a blocking command; one anywhere
+		// else (and any while the session already waits) runs in its
+		// non-blocking form, as in MULTI, rather than reorder replies.
+		noBlock := i != n-1 || s.blocked != nil
+		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
 		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
 		w.Proto = s.resp
+		if s.blocked != nil && s.blocked.oi == pendingOut {
+			a.out[oi].c.Reply = w.Buf
+			a.linkSuspended(s, oi)
+			break
+		}
+		if len(a.blk.ready) > 0 {
+			// Serve waiters before the next command runs, so that the
+			// push, the wake and the pop are one step.
+			a.out[oi].c.Reply = w.Buf
+			a.serveReady()
+		}
 	}
 	a.out[oi].c.Reply = w.Buf
 	a.out[oi].c.Close = s.closing
@@ -474,7 +536,7 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 
 // execute runs one command for s and appends its reply. It reports whether
 // the command touched the keyspace (so a failed commit must retract it).
-func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer) (keyspace bool) {
+func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool) (keyspace bool) {
 	a.stats.commands++
 	cmd := Lookup(args[0])
 	if cmd == nil {
@@ -512,7 +574,7 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer) (keyspace bo
 	s.lastCmd = cmd.Name
 	a.st.Now = a.nowMs
 	c := &a.ctx
-	*c = Ctx{a: a, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs}
+	*c = Ctx{a: a, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock}
 	start := len(w.Buf)
 	if err := cmd.Handler(c); err != nil {
 		w.Buf = w.Buf[:start] // drop anything half written

@@ -121,6 +121,7 @@ var families = [][]*Command{
 	serverCommands,
 	stringCommands,
 	keyCommands,
+	listCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -31,6 +31,9 @@ type session struct {
 	closing bool
 	// killed: another client killed it; the loop closes it and tells us.
 	killed bool
+	// blocked is the waiter of the blocking command the session's
+	// suspended batch waits on; nil when not blocked.
+	blocked *waiter
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -47,14 +50,17 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 // loop closing the socket after EOF, an error, CLIENT KILL or shutdown). It
 // is idempotent: a second call finds nothing and does nothing.
 //
-// Canonical order (DESIGN.md invariant 5): cancel waiters, release pending
-// replies, free buffers, update counters, log. Cellar's waiters and pending
-// batch state arrive with the blocking commands; today a session holds no
-// pending work, so the order reduces to forgetting it.
+// Canonical order (DESIGN.md invariant 5): cancel waiters (a blocked
+// client's waiter leaves every queue and the timer heap, so no later push
+// can pick it), release pending replies (the suspended batch's replies go
+// with the waiter, never written), free buffers, update counters, log.
 func (a *Actor) endSession(id uint64) bool {
 	s := a.sessions[id]
 	if s == nil {
 		return false
+	}
+	if s.blocked != nil {
+		a.cancelWaiter(s.blocked)
 	}
 	delete(a.sessions, id)
 	if e := a.log.Debug(); e.Enabled() {
@@ -67,6 +73,11 @@ func (a *Actor) endSession(id uint64) bool {
 // then reports the close, which ends the session.
 func (a *Actor) kill(s *session) {
 	s.killed = true
+	// A killed client that was blocked gets no reply, and from now on no
+	// element: its waiter goes before the close is even requested.
+	if s.blocked != nil {
+		a.cancelWaiter(s.blocked)
+	}
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Kill: true}})
 }
 
@@ -86,6 +97,7 @@ var connectionCommands = []*Command{
 		{Name: "client|info", Summary: "Describes the connection.", Handler: cmdClientInfo},
 		{Name: "client|list", Summary: "Describes every connection.", Handler: cmdClientList},
 		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
+		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
 		{Name: "client|no-evict", Summary: "Accepted for compatibility; Cellar never evicts clients.", Handler: cmdClientOnOff},
 		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
@@ -325,6 +337,9 @@ func cmdClientOnOff(c *Ctx) error {
 // order. Buffer sizes that only the loop knows are reported as 0.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	flags := "N"
+	if s.blocked != nil {
+		flags = "b"
+	}
 	app := func(k, v string) {
 		b = append(b, k...)
 		b = append(b, '=')
@@ -521,6 +536,7 @@ func cmdClientHelp(c *Ctx) error {
 		"LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]", "    A description of every (matching) connection.",
 		"KILL <ip:port>", "    Close the connection at that address.",
 		"KILL <option> <value> [<option> <value> [...]]", "    Close the connections matching every filter: ID, TYPE, USER, ADDR, LADDR, SKIPME (yes|no).",
+		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    End the client's blocking command as if it timed out (default) or with an error.",
 		"SETNAME <name>", "    Name this connection.",
 		"GETNAME", "    This connection's name.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",

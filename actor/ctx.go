@@ -20,6 +20,10 @@ type Ctx struct {
 	st   *storage.Store
 	db   int
 	now  int64 // unix ms, the command's time snapshot
+	// noBlock makes a blocking command answer as its non-blocking form
+	// would when it finds nothing (inside MULTI/EXEC, or not last in its
+	// batch), as Redis's CLIENT_DENY_BLOCKING does.
+	noBlock bool
 }
 
 // argEq reports whether args[i] equals word, ignoring ASCII case.

@@ -28,14 +28,21 @@
 //     the actor hands each round's completions over in one call per sink.
 //  4. Generation-checked delivery: completions name their connection by
 //     client id, never reused; the loop drops those for closed connections.
+//     A blocked client's waiter completes at most once: whichever of push,
+//     timeout, CLIENT UNBLOCK, disconnect or CLIENT KILL comes first
+//     unregisters it everywhere; the others find it done (blocking.go).
 //  5. One cleanup path: a session ends only in endSession, whatever the
-//     trigger (loop close, CLIENT KILL, shutdown).
+//     trigger (loop close, CLIENT KILL, shutdown); it cancels the session's
+//     waiter first, so no element is ever popped for a gone client.
 //  6. No reply before its data is as durable as configured: a round's
 //     writes commit before any of its replies leave; with durability
 //     "always" the replies wait for the WAL fsync that covers the commit
 //     (group commit on the offload pool), and so does any reply given while
-//     an earlier commit is not yet fsynced.
+//     an earlier commit is not yet fsynced. A woken waiter's reply joins the
+//     completions of the round whose write woke it and popped for it.
 //  7. Bounded: the inbox is bounded by the loops' back-pressure (they stop
 //     reading when Backlog is high); per-session state is bounded by the
-//     command arguments' limits.
+//     command arguments' limits; waiters by Config's MaxWaitersPerKey,
+//     MaxTotalWaiters and MaxKeysPerWait (refused beyond them); timeouts
+//     share one heap and one timer.
 package actor

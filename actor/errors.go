@@ -126,6 +126,8 @@ func replyFor(err error) (reply string, fatal bool) {
 		return string(ErrWrongType), false
 	case errors.Is(err, storage.ErrNoSuchKey):
 		return string(ErrNoSuchKey), false
+	case errors.Is(err, storage.ErrIndexRange):
+		return string(ErrIndexOutOfRange), false
 	case storage.DiskFull(err):
 		return "ERR write failed, nothing was changed: database or disk is full", true
 	}

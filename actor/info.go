@@ -65,9 +65,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
-		kv("blocked_clients", 0)
+		kv("blocked_clients", a.blk.waiters)
 		kv("tracking_clients", 0)
-		kv("clients_in_timeout_table", 0)
+		kv("clients_in_timeout_table", len(a.blk.timers))
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

@@ -228,6 +228,7 @@ func cmdRename(c *Ctx) error {
 	if err := c.st.Rename(c.db, src, dst); err != nil {
 		return err
 	}
+	c.a.signalReady(c.db, dst)
 	if nx {
 		c.w.Int(1)
 	} else {
@@ -275,6 +276,7 @@ func cmdCopy(c *Ctx) error {
 		return err
 	}
 	if ok {
+		c.a.signalReady(dstDB, c.args[2])
 		c.w.Int(1)
 	} else {
 		c.w.Int(0)
@@ -308,6 +310,7 @@ func cmdMove(c *Ctx) error {
 	if err := c.st.Move(c.db, c.args[1], dst); err != nil {
 		return err
 	}
+	c.a.signalReady(dst, c.args[1])
 	c.w.Int(1)
 	return nil
 }

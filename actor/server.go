@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ func cmdSwapDB(c *Ctx) error {
 	if err := c.st.SwapDB(int(a), int(b)); err != nil {
 		return err
 	}
+	// Clients blocked on a key of either database may find a list there
+	// now, as in Redis.
+	c.a.signalDB(int(a))
+	c.a.signalDB(int(b))
 	c.w.OK()
 	return nil
 }
@@ -488,8 +493,25 @@ func (a *Actor) params() []Param {
 		{Name: "maxmemory", Get: func() string { return "0" }},
 		{Name: "maxmemory-policy", Get: func() string { return "noeviction" }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
+		intParam("blocking-max-waiters-per-key", &a.cfg.MaxWaitersPerKey),
+		intParam("blocking-max-total-waiters", &a.cfg.MaxTotalWaiters),
+		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),
+		intParam("blocking-wakeup-batch-size", &a.cfg.WakeupBatchSize),
 	}
 	return append(own, a.cfg.Params...)
+}
+
+// intParam is a positive integer setting of the actor's, settable at run
+// time.
+func intParam(name string, v *int) Param {
+	return Param{Name: name, Get: func() string { return strconv.Itoa(*v) }, Set: func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return errors.New("argument must be a positive integer")
+		}
+		*v = n
+		return nil
+	}}
 }
 
 // CONFIG GET parameter [parameter ...]

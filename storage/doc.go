@@ -11,6 +11,9 @@
 //
 // Invariants:
 //   - Binary safety: keys, values, fields and members are BLOBs everywhere.
+//   - A list's elements sit at contiguous positions of list_items (index i
+//     at head+i), and a list is never empty: every write that empties one
+//     deletes its key (lists.go).
 //   - Every key has exactly one row in keys; a collection's elements live in
 //     its type's table under the key's id, and go when the key goes
 //     (delete, overwrite by another type, expiry, FLUSHDB).

@@ -99,6 +99,8 @@ func (s *Store) dropElements(t Type, id int64) error {
 	switch t {
 	case TypeString:
 		return nil
+	case TypeList:
+		return s.dropList(id)
 	}
 	return nil
 }
@@ -108,6 +110,8 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 	switch t {
 	case TypeString:
 		return nil
+	case TypeList:
+		return s.copyList(from, to)
 	}
 	return nil
 }
@@ -376,7 +380,9 @@ func (s *Store) FlushDB(db int) error {
 }
 
 // dropAllElements removes the elements of every collection in db.
-func (s *Store) dropAllElements(db int) error { return nil }
+func (s *Store) dropAllElements(db int) error {
+	return s.dropAllLists(db)
+}
 
 // SwapDB exchanges the contents of two databases.
 func (s *Store) SwapDB(a, b int) error {

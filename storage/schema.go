@@ -33,6 +33,18 @@ CREATE TABLE dbstats (
 	db   INTEGER PRIMARY KEY,
 	keys INTEGER NOT NULL
 );`},
+	{2, "lists", `
+-- A list's elements, under its key's id. Positions are contiguous integers:
+-- the head is the smallest, index i is at head+i, so both ends and any index
+-- are one B-tree descent away. LPUSH takes head-1, RPUSH tail+1; commands
+-- that open or close a gap in the middle (LINSERT, LREM) renumber the
+-- shorter side. The ends are read from this index, never stored twice.
+CREATE TABLE list_items (
+	id    INTEGER NOT NULL,               -- keys.id of the list
+	pos   INTEGER NOT NULL,
+	value BLOB    NOT NULL,
+	PRIMARY KEY (id, pos)
+) WITHOUT ROWID;`},
 }
 
 // schemaVersion is the version this build writes.

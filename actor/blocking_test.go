@@ -1,0 +1,287 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// These tests drive the actor directly, to reach what the loop never
+// sends (a blocking command that is not last in its batch) and interleavings
+// inside one round (suspend and wake, suspend and disconnect, a failed
+// commit) that the wire cannot arrange deterministically.
+
+type chanSink chan Completion
+
+func (s chanSink) Deliver(cs []Completion) {
+	for _, c := range cs {
+		s <- c
+	}
+}
+
+type harness struct {
+	t    *testing.T
+	a    *Actor
+	sink chanSink
+	seq  map[uint64]uint64
+}
+
+func newHarness(t *testing.T) *harness {
+	st, err := storage.Open(storage.Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := offload.New(offload.Config{})
+	a, err := New(Config{}, st, pool, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Run()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Stop(ctx)
+		pool.Close(ctx)
+		st.Close()
+	})
+	h := &harness{t: t, a: a, sink: make(chanSink, 1000), seq: map[uint64]uint64{}}
+	return h
+}
+
+func (h *harness) open(id uint64) { h.a.Open(ConnInfo{ID: id, Sink: h.sink}) }
+
+// submit sends one batch of commands for conn id.
+func (h *harness) submit(id uint64, cmds ...[]string) {
+	h.seq[id]++
+	b := &Batch{ConnID: id, Seq: h.seq[id]}
+	for _, cmd := range cmds {
+		for _, arg := range cmd {
+			b.Args = append(b.Args, []byte(arg))
+		}
+		b.Ends = append(b.Ends, int32(len(b.Args)))
+	}
+	h.a.Submit(b)
+}
+
+// hold stops the actor between rounds until the returned func is called,
+// so that the messages sent meanwhile are taken in one round.
+func (h *harness) hold() func() {
+	entered, release := make(chan struct{}), make(chan struct{})
+	h.a.in.put(message{kind: msgCall, fn: func() { close(entered); <-release }})
+	<-entered
+	return func() { close(release) }
+}
+
+func (h *harness) next() Completion {
+	h.t.Helper()
+	select {
+	case c := <-h.sink:
+		return c
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("no completion")
+	}
+	return Completion{}
+}
+
+func (h *harness) expect(id uint64, want string) {
+	h.t.Helper()
+	c := h.next()
+	if c.ConnID != id || string(c.Reply) != want {
+		h.t.Fatalf("completion for %d: %q, want %q for %d", c.ConnID, c.Reply, want, id)
+	}
+}
+
+func (h *harness) expectNothing() {
+	h.t.Helper()
+	// A PING on a fresh connection is answered after everything submitted
+	// before it: anything owed would have arrived first.
+	h.open(999)
+	h.submit(999, []string{"PING"})
+	h.expect(999, "+PONG\r\n")
+	h.a.Closed(999)
+}
+
+// waitWaiters polls until n waiters are registered.
+func (h *harness) waitWaiters(n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.waiters() != n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %d waiters", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (h *harness) waiters() int {
+	var n int
+	h.a.Call(func() { n = h.a.blk.waiters })
+	return n
+}
+
+// A blocking command that is not last in its batch (the loop never sends
+// one, MULTI will) answers as its non-blocking form.
+func TestBlockingCommandNotLastDoesNotBlock(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.submit(1, []string{"BLPOP", "q", "0"}, []string{"BLMOVE", "q", "d", "LEFT", "RIGHT", "0"},
+		[]string{"BRPOPLPUSH", "q", "d", "0"}, []string{"BLMPOP", "0", "1", "q", "LEFT"}, []string{"PING"})
+	h.expect(1, "*-1\r\n$-1\r\n$-1\r\n*-1\r\n+PONG\r\n")
+	if n := h.waiters(); n != 0 {
+		t.Fatalf("%d waiters", n)
+	}
+}
+
+// Suspended and woken in the same round: the reply carries the batch's
+// earlier replies, then the element.
+func TestSuspendAndWakeInOneRound(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	release := h.hold()
+	h.submit(1, []string{"SET", "a", "1"}, []string{"BLPOP", "q", "0"})
+	h.submit(2, []string{"RPUSH", "q", "x"}, []string{"LPOP", "q"})
+	release()
+	got := map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[1] != "+OK\r\n*2\r\n$1\r\nq\r\n$1\r\nx\r\n" || got[2] != ":1\r\n$-1\r\n" {
+		t.Fatalf("replies %v", got)
+	}
+}
+
+// Suspended, then disconnected in the same round: nothing is delivered,
+// and a later push stays in the list.
+func TestSuspendAndDisconnectInOneRound(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	release := h.hold()
+	h.submit(1, []string{"BLPOP", "q", "0"})
+	h.a.Closed(1)
+	release()
+	h.submit(2, []string{"RPUSH", "q", "x"}, []string{"LLEN", "q"})
+	h.expect(2, ":1\r\n:1\r\n")
+	h.expectNothing()
+}
+
+// Suspended, then unblocked by another client in the same round.
+func TestSuspendAndUnblockInOneRound(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	release := h.hold()
+	h.submit(1, []string{"PING"}, []string{"BRPOP", "q", "0"})
+	h.submit(2, []string{"CLIENT", "UNBLOCK", "1", "ERROR"})
+	release()
+	got := map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[1] != "+PONG\r\n-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" || got[2] != ":1\r\n" {
+		t.Fatalf("replies %v", got)
+	}
+}
+
+var errInjected = errors.New("injected commit failure")
+
+// doom makes the current round fail as a failed commit would.
+func (h *harness) doom() {
+	h.a.in.put(message{kind: msgCall, fn: func() { h.a.roundErr = errInjected }})
+}
+
+// A round whose commit fails cancels the waiters it registered and
+// answers their batches with the error; it retracts the replies of
+// waiters it woke (their pops are rolled back with the push), so nothing
+// is delivered that is not in the database.
+func TestFailedRoundAndWaiters(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	failure := "-ERR internal error: " + errInjected.Error() + "\r\n"
+
+	release := h.hold()
+	h.submit(1, []string{"PING"}, []string{"BLPOP", "q", "0"})
+	h.doom()
+	release()
+	h.expect(1, "+PONG\r\n"+failure)
+	if n := h.waiters(); n != 0 {
+		t.Fatalf("%d waiters after the failed round", n)
+	}
+
+	// A waiter from an earlier round, woken in a failed round.
+	h.submit(1, []string{"BLPOP", "q", "0"})
+	h.waitWaiters(1)
+	release = h.hold()
+	h.submit(2, []string{"RPUSH", "q", "x"})
+	h.doom()
+	release()
+	got := map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[1] != failure || got[2] != failure {
+		t.Fatalf("replies %v", got)
+	}
+	h.submit(2, []string{"LLEN", "q"})
+	h.expect(2, ":0\r\n")
+}
+
+func TestParseTimeout(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		ms   int64
+		err  error
+		name string
+	}{
+		{"0", 0, nil, "zero"},
+		{"1", 1000, nil, "integer"},
+		{"0.5", 500, nil, "decimal"},
+		{"0.0001", 1, nil, "rounds up"},
+		{"-0.0001", 0, nil, "rounds up to zero"},
+		{"-0.0015", 0, ErrTimeoutNegative, "negative"},
+		{"1e3", 1000000, nil, "exponent"},
+		{"0x10", 16000, nil, "hex"},
+		{"9223372036854775.807", 9223372036854775807, nil, "largest"},
+		{"9223372036854775.808", 0, ErrTimeoutNegative, "overflow"},
+		{"inf", 0, ErrTimeoutNegative, "infinity"},
+		{"nan", 0, ErrTimeoutNotFloat, "nan"},
+		{"abc", 0, ErrTimeoutNotFloat, "word"},
+		{"", 0, ErrTimeoutNotFloat, "empty"},
+		{" 1", 0, ErrTimeoutNotFloat, "space"},
+	} {
+		ms, err := parseTimeout([]byte(c.in))
+		if ms != c.ms || !errors.Is(err, c.err) {
+			t.Errorf("%s: parseTimeout(%q) = %d, %v; want %d, %v", c.name, c.in, ms, err, c.ms, c.err)
+		}
+	}
+}
+
+// A key's queue keeps its completed waiters proportional to its live ones.
+func TestWaitQueueCompacts(t *testing.T) {
+	q := &waitQueue{}
+	live := &waiter{}
+	q.ws = append(q.ws, live)
+	q.live = 1
+	for i := 0; i < 1000; i++ {
+		q.ws = append(q.ws, &waiter{done: true})
+		q.compact()
+	}
+	if len(q.ws) > 2*q.live+17 {
+		t.Fatalf("queue holds %d entries for %d live waiters", len(q.ws), q.live)
+	}
+	if q.front() != live {
+		t.Fatal("front is not the live waiter")
+	}
+}

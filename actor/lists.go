@@ -1,0 +1,481 @@
+package actor
+
+import (
+	"github.com/cellar-db/cellar/storage"
+)
+
+var listCommands = []*Command{
+	{Name: "lpush", Summary: "Inserts elements at the head of a list, creating it if needed.", Handler: cmdPush},
+	{Name: "rpush", Summary: "Appends elements to the tail of a list, creating it if needed.", Handler: cmdPush},
+	{Name: "lpushx", Summary: "Inserts elements at the head of a list that exists.", Handler: cmdPush},
+	{Name: "rpushx", Summary: "Appends elements to the tail of a list that exists.", Handler: cmdPush},
+	{Name: "lpop", Summary: "Removes and returns elements from the head of a list.", Handler: cmdPop},
+	{Name: "rpop", Summary: "Removes and returns elements from the tail of a list.", Handler: cmdPop},
+	{Name: "llen", Summary: "Returns the length of a list.", Handler: cmdLLen},
+	{Name: "lrange", Summary: "Returns a range of a list's elements by index.", Handler: cmdLRange},
+	{Name: "lindex", Summary: "Returns the element of a list at an index.", Handler: cmdLIndex},
+	{Name: "lset", Summary: "Replaces the element of a list at an index.", Handler: cmdLSet},
+	{Name: "linsert", Summary: "Inserts an element before or after the first occurrence of another.", Handler: cmdLInsert},
+	{Name: "lrem", Summary: "Removes occurrences of an element from a list.", Handler: cmdLRem},
+	{Name: "ltrim", Summary: "Keeps only a range of a list's elements, by index.", Handler: cmdLTrim},
+	{Name: "lpos", Summary: "Returns the indexes of the elements of a list equal to a value.", Handler: cmdLPos},
+	{Name: "lmove", Summary: "Moves an element from one end of a list to an end of another.", Handler: cmdLMove},
+	{Name: "rpoplpush", Summary: "Moves the tail element of a list to the head of another (LMOVE RIGHT LEFT).", Handler: cmdLMove},
+	{Name: "lmpop", Summary: "Pops elements from the first non-empty list of several.", Handler: cmdLMPop},
+	{Name: "blpop", Summary: "Pops the head element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop},
+	{Name: "brpop", Summary: "Pops the tail element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop},
+	{Name: "blmove", Summary: "Moves an element between lists, waiting for the source to have one.", Handler: cmdBLMove},
+	{Name: "brpoplpush", Summary: "Moves the tail element of a list to the head of another, waiting for one.", Handler: cmdBLMove},
+	{Name: "blmpop", Summary: "Pops elements from the first non-empty list of several, waiting for one.", Handler: cmdBLMPop},
+}
+
+// LPUSH|RPUSH|LPUSHX|RPUSHX key element [element ...]
+func cmdPush(c *Ctx) error {
+	end := storage.Left
+	if c.cmd.Name[0] == 'r' {
+		end = storage.Right
+	}
+	onlyExisting := c.cmd.Name[len(c.cmd.Name)-1] == 'x'
+	key := c.args[1]
+	n, err := c.st.ListPush(c.db, key, end, c.args[2:], onlyExisting)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		c.a.signalReady(c.db, key)
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// LPOP|RPOP key [count]
+func cmdPop(c *Ctx) error {
+	end := storage.Left
+	if c.cmd.Name == "rpop" {
+		end = storage.Right
+	}
+	if len(c.args) > 3 {
+		return errWrongArgs(c.cmd.Name)
+	}
+	withCount := len(c.args) == 3
+	count := int64(1)
+	if withCount {
+		v, ok := parseIntOK(c.args[2])
+		if !ok || v < 0 {
+			return ErrCountNegative
+		}
+		count = v
+	}
+	if withCount && count == 0 {
+		// Redis answers an empty array for an existing list, after the
+		// usual lookup.
+		n, err := c.st.ListLen(c.db, c.args[1])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			c.w.NullArray()
+		} else {
+			c.w.Array(0)
+		}
+		return nil
+	}
+	vals, err := c.st.ListPop(c.db, c.args[1], end, count)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(vals) == 0 && withCount:
+		c.w.NullArray()
+	case len(vals) == 0:
+		c.w.Null()
+	case withCount:
+		c.w.Array(len(vals))
+		for _, v := range vals {
+			c.w.Bulk(v)
+		}
+	default:
+		c.w.Bulk(vals[0])
+	}
+	return nil
+}
+
+// LLEN key
+func cmdLLen(c *Ctx) error {
+	n, err := c.st.ListLen(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	c.countRead(n > 0)
+	c.w.Int(n)
+	return nil
+}
+
+// countRead counts a read command's keyspace hit or miss.
+func (c *Ctx) countRead(hit bool) {
+	if hit {
+		c.a.stats.keyspaceHits++
+	} else {
+		c.a.stats.keyspaceMisses++
+	}
+}
+
+// LRANGE key start stop
+func cmdLRange(c *Ctx) error {
+	start, err := c.intArg(2)
+	if err != nil {
+		return err
+	}
+	stop, err := c.intArg(3)
+	if err != nil {
+		return err
+	}
+	err = c.st.ListRange(c.db, c.args[1], start, stop, func(n int64) { c.w.Array(int(n)) }, c.w.Bulk)
+	return err
+}
+
+// LINDEX key index. Redis looks the key up before it parses the index.
+func cmdLIndex(c *Ctx) error {
+	idx, perr := c.intArg(2)
+	if perr != nil {
+		n, err := c.st.ListLen(c.db, c.args[1])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			c.w.Null()
+			return nil
+		}
+		return perr
+	}
+	v, ok, err := c.st.ListIndex(c.db, c.args[1], idx, nil)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Null()
+		return nil
+	}
+	c.w.Bulk(v)
+	return nil
+}
+
+// LSET key index element. Redis looks the key up before it parses the
+// index.
+func cmdLSet(c *Ctx) error {
+	idx, perr := c.intArg(2)
+	if perr != nil {
+		n, err := c.st.ListLen(c.db, c.args[1])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNoSuchKey
+		}
+		return perr
+	}
+	if err := c.st.ListSet(c.db, c.args[1], idx, c.args[3]); err != nil {
+		return err
+	}
+	c.w.OK()
+	return nil
+}
+
+// LINSERT key BEFORE|AFTER pivot element
+func cmdLInsert(c *Ctx) error {
+	var before bool
+	switch {
+	case c.argEq(2, "before"):
+		before = true
+	case c.argEq(2, "after"):
+	default:
+		return ErrSyntax
+	}
+	n, err := c.st.ListInsert(c.db, c.args[1], before, c.args[3], c.args[4])
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		// A list with elements has no waiters (they would have been
+		// served), so this wakes nobody today; it keeps the rule simple:
+		// every command that adds elements signals.
+		c.a.signalReady(c.db, c.args[1])
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// LREM key count element
+func cmdLRem(c *Ctx) error {
+	count, err := c.intArg(2)
+	if err != nil {
+		return err
+	}
+	n, err := c.st.ListRem(c.db, c.args[1], count, c.args[3])
+	if err != nil {
+		return err
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// LTRIM key start stop
+func cmdLTrim(c *Ctx) error {
+	start, err := c.intArg(2)
+	if err != nil {
+		return err
+	}
+	stop, err := c.intArg(3)
+	if err != nil {
+		return err
+	}
+	if err := c.st.ListTrim(c.db, c.args[1], start, stop); err != nil {
+		return err
+	}
+	c.w.OK()
+	return nil
+}
+
+// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+func cmdLPos(c *Ctx) error {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for j := 3; j < len(c.args); j++ {
+		more := j+1 < len(c.args)
+		switch {
+		case c.argEq(j, "rank") && more:
+			v, err := c.intArg(j + 1)
+			if err != nil {
+				return err
+			}
+			if v == 0 {
+				return ReplyError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+			}
+			if v == -1<<63 {
+				// Redis negates it, which overflows back to itself, and
+				// every match then passes "matches >= rank": the same as
+				// RANK -1.
+				v = -1
+			}
+			rank = v
+		case c.argEq(j, "count") && more:
+			v, ok := parseIntOK(c.args[j+1])
+			if !ok || v < 0 {
+				return ReplyError("ERR COUNT can't be negative")
+			}
+			count = v
+		case c.argEq(j, "maxlen") && more:
+			v, ok := parseIntOK(c.args[j+1])
+			if !ok || v < 0 {
+				return ReplyError("ERR MAXLEN can't be negative")
+			}
+			maxlen = v
+		default:
+			return ErrSyntax
+		}
+		j++
+	}
+	limit := count
+	if count == -1 {
+		limit = 1
+	}
+	var found []int64
+	exists, err := c.st.ListPos(c.db, c.args[1], c.args[2], rank, limit, maxlen, func(i int64) { found = append(found, i) })
+	if err != nil {
+		return err
+	}
+	c.countRead(exists)
+	switch {
+	case count != -1:
+		c.w.Array(len(found))
+		for _, i := range found {
+			c.w.Int(i)
+		}
+	case len(found) == 0:
+		c.w.Null()
+	default:
+		c.w.Int(found[0])
+	}
+	return nil
+}
+
+// listEnd parses LEFT|RIGHT.
+func listEnd(b []byte) (storage.End, error) {
+	switch {
+	case eqFold(b, "left"):
+		return storage.Left, nil
+	case eqFold(b, "right"):
+		return storage.Right, nil
+	}
+	return 0, ErrSyntax
+}
+
+// moveEnds parses the wherefrom/whereto of LMOVE and BLMOVE, or gives
+// RPOPLPUSH's RIGHT LEFT.
+func moveEnds(c *Ctx) (from, to storage.End, err error) {
+	if c.cmd.Name == "rpoplpush" || c.cmd.Name == "brpoplpush" {
+		return storage.Right, storage.Left, nil
+	}
+	if from, err = listEnd(c.args[3]); err != nil {
+		return
+	}
+	to, err = listEnd(c.args[4])
+	return
+}
+
+// move runs LMOVE's body and writes its reply: the element, or nil when
+// src is missing.
+func move(c *Ctx, from, to storage.End) error {
+	src, dst := c.args[1], c.args[2]
+	v, ok, err := c.st.ListMove(c.db, src, dst, from, to)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Null()
+		return nil
+	}
+	c.a.signalReady(c.db, dst)
+	c.w.Bulk(v)
+	return nil
+}
+
+// LMOVE source destination LEFT|RIGHT LEFT|RIGHT, RPOPLPUSH source destination
+func cmdLMove(c *Ctx) error {
+	from, to, err := moveEnds(c)
+	if err != nil {
+		return err
+	}
+	return move(c, from, to)
+}
+
+// mpopArgs parses the numkeys key [key ...] LEFT|RIGHT [COUNT count] part of
+// LMPOP and BLMPOP, starting at args[at].
+func mpopArgs(c *Ctx, at int) (keys [][]byte, end storage.End, count int64, err error) {
+	numkeys, ok := parseIntOK(c.args[at])
+	if !ok || numkeys < 1 {
+		return nil, 0, 0, ErrNumKeysPositive
+	}
+	if numkeys >= int64(len(c.args)-at-1) {
+		return nil, 0, 0, ErrSyntax
+	}
+	where := at + 1 + int(numkeys)
+	if end, err = listEnd(c.args[where]); err != nil {
+		return nil, 0, 0, err
+	}
+	count = -1
+	for j := where + 1; j < len(c.args); j++ {
+		if count == -1 && c.argEq(j, "count") && j+1 < len(c.args) {
+			v, ok := parseIntOK(c.args[j+1])
+			if !ok || v < 1 {
+				return nil, 0, 0, ReplyError("ERR count should be greater than 0")
+			}
+			count = v
+			j++
+			continue
+		}
+		return nil, 0, 0, ErrSyntax
+	}
+	if count == -1 {
+		count = 1
+	}
+	return c.args[at+1 : where], end, count, nil
+}
+
+// popFirst pops up to count elements from the first of keys that holds a
+// list with elements, and writes kind's reply. A key of another type met
+// before that is WRONGTYPE, as in Redis. It reports whether it popped.
+func popFirst(c *Ctx, keys [][]byte, end storage.End, count int64, kind blockKind) (bool, error) {
+	for _, key := range keys {
+		vals, err := c.st.ListPop(c.db, key, end, count)
+		if err != nil {
+			return false, err
+		}
+		if len(vals) > 0 {
+			writePopped(c.w, kind, key, vals)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+func cmdLMPop(c *Ctx) error {
+	keys, end, count, err := mpopArgs(c, 1)
+	if err != nil {
+		return err
+	}
+	popped, err := popFirst(c, keys, end, count, blockMPop)
+	if err == nil && !popped {
+		c.w.NullArray()
+	}
+	return err
+}
+
+// BLPOP|BRPOP key [key ...] timeout
+func cmdBPop(c *Ctx) error {
+	last := len(c.args) - 1
+	ms, err := parseTimeout(c.args[last])
+	if err != nil {
+		return err
+	}
+	end := storage.Left
+	if c.cmd.Name == "brpop" {
+		end = storage.Right
+	}
+	keys := c.args[1:last]
+	popped, err := popFirst(c, keys, end, 1, blockPop)
+	if err != nil || popped {
+		return err
+	}
+	if c.noBlock {
+		c.w.NullArray()
+		return nil
+	}
+	return c.block(&waiter{kind: blockPop, keys: keys, from: end}, ms)
+}
+
+// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+func cmdBLMPop(c *Ctx) error {
+	keys, end, count, err := mpopArgs(c, 2)
+	if err != nil {
+		return err
+	}
+	ms, err := parseTimeout(c.args[1])
+	if err != nil {
+		return err
+	}
+	popped, err := popFirst(c, keys, end, count, blockMPop)
+	if err != nil || popped {
+		return err
+	}
+	if c.noBlock {
+		c.w.NullArray()
+		return nil
+	}
+	return c.block(&waiter{kind: blockMPop, keys: keys, from: end, count: count}, ms)
+}
+
+// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout,
+// BRPOPLPUSH source destination timeout
+func cmdBLMove(c *Ctx) error {
+	from, to, err := moveEnds(c)
+	if err != nil {
+		return err
+	}
+	ms, err := parseTimeout(c.args[len(c.args)-1])
+	if err != nil {
+		return err
+	}
+	n, err := c.st.ListLen(c.db, c.args[1])
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return move(c, from, to)
+	}
+	if c.noBlock {
+		c.w.Null()
+		return nil
+	}
+	return c.block(&waiter{kind: blockMove, keys: c.args[1:2], from: from, to: to, dst: c.args[2]}, ms)
+}
