@@ -92,13 +92,20 @@ func (c *conn) readable() {
 		if len(c.args) == 0 {
 			continue
 		}
-		b.add(c.args)
 		if actor.IsBlocking(actor.Lookup(c.args[0])) {
-			// Like Redis with a blocked client, read nothing more until
-			// the blocking command has its reply.
+			// A blocking command travels in a batch of its own, so the
+			// replies to the commands before it leave without waiting for
+			// it; and, like Redis with a blocked client, nothing more is
+			// read until it has its reply.
+			if len(b.ends) > 0 {
+				c.submit(b)
+				b = c.lp.newBatch()
+			}
+			b.add(c.args)
 			c.barrier = c.nextSeq + 1
 			break
 		}
+		b.add(c.args)
 	}
 	if consumed == len(buf) {
 		c.need = 0

@@ -199,3 +199,24 @@ func TestResp3(t *testing.T) {
 	r.expect("$1\r\nx\r\n", "CLIENT", "GETNAME")
 	r.expect("-NOPROTO unsupported protocol version\r\n", "HELLO", "4")
 }
+
+// Replies to commands pipelined before a blocking command leave at once;
+// commands after it wait for its reply, as with Redis.
+func TestPipelineAroundBlockingCommand(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.send(append(append(encode("SET", "a", "1"), encode("BLPOP", "q", "0")...), encode("GET", "a")...))
+	if got := r.read(); got != "+OK\r\n" {
+		t.Fatalf("reply before the blocked one: %q", got)
+	}
+	waitFor(t, 5*time.Second, "the client to block", func() bool {
+		return strings.Contains(s.raw().do("INFO", "clients"), "blocked_clients:1\r\n")
+	})
+	s.raw().expect(":1\r\n", "RPUSH", "q", "x")
+	if got, want := r.read(), "*2\r\n$1\r\nq\r\n$1\r\nx\r\n"; got != want {
+		t.Fatalf("BLPOP: %q, want %q", got, want)
+	}
+	if got := r.read(); got != bulk("1") {
+		t.Fatalf("GET after BLPOP: %q", got)
+	}
+}
