@@ -31,18 +31,36 @@ type Config struct {
 	RequirePass string `koanf:"requirepass"`
 	LogLevel    string `koanf:"loglevel"`
 
-	MaxClients              int           `koanf:"maxclients"`
-	Loops                   int           `koanf:"loops"`
-	ProtoMaxBulkLen         int64         `koanf:"proto_max_bulk_len"`
-	ClientQueryBufferLimit  int           `koanf:"client_query_buffer_limit"`
-	ClientOutputBufferLimit int           `koanf:"client_output_buffer_limit"`
-	TCPKeepAlive            time.Duration `koanf:"tcp_keepalive"`
-	ShutdownTimeout         time.Duration `koanf:"shutdown_timeout"`
+	MaxClients             int           `koanf:"maxclients"`
+	Loops                  int           `koanf:"loops"`
+	ProtoMaxBulkLen        int64         `koanf:"proto_max_bulk_len"`
+	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
+	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
+	ShutdownTimeout        time.Duration `koanf:"shutdown_timeout"`
+
+	OutputBuffer OutputBufferConfig `koanf:"output_buffer"`
+	// MaxBacklog is how many bytes of requests may wait for the actor
+	// before the loops stop reading from sockets (TCP pushes back on the
+	// clients until it catches up).
+	MaxBacklog int64 `koanf:"max_backlog"`
 
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
 	Offload  OffloadConfig  `koanf:"offload"`
 	Expiry   ExpiryConfig   `koanf:"expiry"`
 	Blocking BlockingConfig `koanf:"blocking"`
+}
+
+// OutputBufferConfig bounds what a client that does not read its replies
+// can make the server hold (Redis's client-output-buffer-limit for normal
+// clients, which Redis leaves unlimited by default).
+type OutputBufferConfig struct {
+	// HardLimit: a client with more unsent output is disconnected at once.
+	HardLimit int64 `koanf:"hard_limit"`
+	// SoftLimit: while a client has more unsent output, Cellar reads
+	// nothing more from it; if it stays above for SoftSeconds it is
+	// disconnected. 0 disables both.
+	SoftLimit   int64         `koanf:"soft_limit"`
+	SoftSeconds time.Duration `koanf:"soft_seconds"`
 }
 
 // SQLiteConfig tunes the database.
@@ -81,22 +99,23 @@ type BlockingConfig struct {
 // SQLite database in ./data, on 127.0.0.1:6379, durability everysec.
 func DefaultConfig() Config {
 	return Config{
-		Bind:                    "127.0.0.1",
-		Port:                    6379,
-		Dir:                     "./data",
-		DBFilename:              "cellar.db",
-		Durability:              "everysec",
-		LogLevel:                "info",
-		MaxClients:              10000,
-		ProtoMaxBulkLen:         512 << 20,
-		ClientQueryBufferLimit:  1 << 30,
-		ClientOutputBufferLimit: 256 << 20,
-		TCPKeepAlive:            300 * time.Second,
-		ShutdownTimeout:         10 * time.Second,
-		SQLite:                  SQLiteConfig{CacheKB: 64 << 10, WALAutoCheckpoint: 1000},
-		Offload:                 OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
-		Expiry:                  ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
-		Blocking:                BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
+		Bind:                   "127.0.0.1",
+		Port:                   6379,
+		Dir:                    "./data",
+		DBFilename:             "cellar.db",
+		Durability:             "everysec",
+		LogLevel:               "info",
+		MaxClients:             10000,
+		ProtoMaxBulkLen:        512 << 20,
+		ClientQueryBufferLimit: 1 << 30,
+		OutputBuffer:           OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second},
+		MaxBacklog:             64 << 20,
+		TCPKeepAlive:           300 * time.Second,
+		ShutdownTimeout:        10 * time.Second,
+		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, WALAutoCheckpoint: 1000},
+		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
+		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
+		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 	}
 }
 
@@ -263,8 +282,14 @@ func (c Config) Validate() error {
 		return bad("proto_max_bulk_len", "must be at least 1048576, not %d", c.ProtoMaxBulkLen)
 	case c.ClientQueryBufferLimit < 1<<20:
 		return bad("client_query_buffer_limit", "must be at least 1048576, not %d", c.ClientQueryBufferLimit)
-	case c.ClientOutputBufferLimit < 0:
-		return bad("client_output_buffer_limit", "must be 0 (no limit) or more, not %d", c.ClientOutputBufferLimit)
+	case c.OutputBuffer.HardLimit < 1<<20:
+		return bad("output_buffer.hard_limit", "must be at least 1048576, not %d", c.OutputBuffer.HardLimit)
+	case c.OutputBuffer.SoftLimit < 0 || c.OutputBuffer.SoftLimit > c.OutputBuffer.HardLimit:
+		return bad("output_buffer.soft_limit", "must be between 0 and output_buffer.hard_limit (%d), not %d", c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit)
+	case c.OutputBuffer.SoftSeconds < 0:
+		return bad("output_buffer.soft_seconds", "must not be negative")
+	case c.MaxBacklog < 1<<20:
+		return bad("max_backlog", "must be at least 1048576, not %d", c.MaxBacklog)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
 	case c.ShutdownTimeout <= 0:

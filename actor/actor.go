@@ -58,6 +58,10 @@ type Config struct {
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
+	// MaxReply is the output buffer hard limit: a batch whose replies grow
+	// past it is abandoned and its client disconnected, as Redis does at
+	// client-output-buffer-limit's hard limit (0: no limit).
+	MaxReply int64
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration
@@ -134,6 +138,9 @@ type Batch struct {
 	Seq    uint64
 	Args   [][]byte
 	Ends   []int32
+	// Bytes is the memory the batch holds, counted in the actor's backlog
+	// until it has run.
+	Bytes int64
 }
 
 // Len is the number of commands in the batch.
@@ -201,7 +208,7 @@ type inbox struct {
 	mu     sync.Mutex
 	msgs   []message
 	bell   chan struct{}
-	queued atomic.Int64 // commands submitted and not yet executed
+	queued atomic.Int64 // bytes of batches submitted and not yet executed
 }
 
 func (in *inbox) put(m message) {
@@ -311,15 +318,15 @@ func (a *Actor) Open(info ConnInfo) { a.in.put(message{kind: msgOpen, open: info
 
 // Submit hands a batch to the actor. Called by the loop (any goroutine).
 func (a *Actor) Submit(b *Batch) {
-	a.in.queued.Add(int64(b.Len()))
+	a.in.queued.Add(b.Bytes)
 	a.in.put(message{kind: msgBatch, batch: b})
 }
 
 // Closed tells the actor a connection is gone. Called by the loop.
 func (a *Actor) Closed(id uint64) { a.in.put(message{kind: msgClosed, id: id}) }
 
-// Backlog is the number of submitted commands not yet executed; the loops
-// stop reading sockets while it is above their limit.
+// Backlog is the memory held by submitted batches not yet executed; the
+// loops stop reading sockets while it is above their limit.
 func (a *Actor) Backlog() int64 { return a.in.queued.Load() }
 
 // Call runs fn on the actor goroutine between rounds and waits for it (for
@@ -500,7 +507,7 @@ func deliver(rs []routed) {
 // runBatch executes one connection's batch and queues its completion.
 func (a *Actor) runBatch(b *Batch, now time.Time) {
 	n := b.Len()
-	defer a.in.queued.Add(-int64(n))
+	defer a.in.queued.Add(-b.Bytes)
 	s := a.sessions[b.ConnID]
 	if s == nil || s.killed {
 		return // the connection is gone; nothing to reply to
@@ -518,6 +525,10 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
 		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
 		w.Proto = s.resp
+		if a.cfg.MaxReply > 0 && int64(len(w.Buf)) > a.cfg.MaxReply {
+			a.overflow(s, oi, len(w.Buf))
+			return
+		}
 		if s.blocked != nil && s.blocked.oi == pendingOut {
 			a.out[oi].c.Reply = w.Buf
 			a.linkSuspended(s, oi)
@@ -532,6 +543,20 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	}
 	a.out[oi].c.Reply = w.Buf
 	a.out[oi].c.Close = s.closing
+}
+
+// overflow abandons a batch whose replies passed the output hard limit and
+// disconnects its client, before the replies take more memory.
+func (a *Actor) overflow(s *session, oi int32, size int) {
+	a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", size).
+		Msg("closing client whose replies reached the output buffer hard limit")
+	first := len(a.recs)
+	for first > 0 && a.recs[first-1].out == oi {
+		first--
+	}
+	a.recs = a.recs[:first]
+	a.out[oi].c = Completion{ConnID: s.id, Kill: true}
+	s.killed = true
 }
 
 // execute runs one command for s and appends its reply. It reports whether

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -40,6 +42,15 @@ type conn struct {
 	final    *actor.Completion  // a reply the loop itself owes last (protocol error)
 	closeErr error              // why the connection is closing, for the log
 
+	// stalled: waiting (in eventLoop.stalled) for the actor's backlog to
+	// fall under its limit.
+	stalled bool
+
+	// outPaused: unsent output is above the soft limit (since outSince);
+	// input is not read until it drains.
+	outPaused bool
+	outSince  time.Time
+
 	// inTraffic is set while gnet's OnTraffic runs for this connection: a
 	// close requested then is returned to gnet as an action (wantClose)
 	// rather than done re-entrantly.
@@ -53,11 +64,15 @@ func (c *conn) readable() {
 	if c.state != stateOpen || c.lp.srv.stopping.Load() {
 		return
 	}
-	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 {
+	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 || c.outPaused {
 		return
 	}
 	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog {
-		c.lp.stalled = append(c.lp.stalled, c.id)
+		if !c.stalled {
+			c.stalled = true
+			c.lp.stalled = append(c.lp.stalled, c.id)
+			c.lp.stalledN.Add(1)
+		}
 		return
 	}
 	n := c.gc.InboundBuffered()
@@ -192,11 +207,16 @@ func (c *conn) write(cmp actor.Completion) {
 	if c.state == stateClosed {
 		return
 	}
-	if max := c.lp.srv.cfg.MaxOutputBuffer; max > 0 && c.gc.OutboundBuffered() > max {
-		c.lp.srv.log.Warn().Uint64("client", c.id).Int("bytes", c.gc.OutboundBuffered()).
-			Msg("closing client that reached the output buffer limit")
+	cfg := &c.lp.srv.cfg
+	if out := int64(c.gc.OutboundBuffered()); cfg.OutputHardLimit > 0 && out > cfg.OutputHardLimit {
+		c.lp.srv.log.Warn().Uint64("client", c.id).Int64("bytes", out).
+			Msg("closing client that reached the output buffer hard limit")
 		c.closeNow(errOutputBuffer)
 		return
+	} else if cfg.OutputSoftLimit > 0 && out > cfg.OutputSoftLimit && !c.outPaused {
+		c.outPaused, c.outSince = true, time.Now()
+		c.lp.outPaused = append(c.lp.outPaused, c.id)
+		c.lp.outPausedN.Add(1)
 	}
 	if cmp.Close {
 		c.closeNow(nil)
@@ -241,6 +261,7 @@ func (c *conn) teardown(err error) {
 	c.early, c.final = nil, nil
 	c.args, c.parser = nil, nil
 	srv.clients.Add(-1)
+	// A connection paused on its output leaves outPaused at the next check.
 	if e := srv.log.Debug(); e.Enabled() {
 		if err == nil {
 			err = c.closeErr
@@ -255,11 +276,16 @@ func (c *conn) teardown(err error) {
 // eventLoop is Cellar's state for one gnet event loop: its connections and
 // the mailbox through which completions reach them.
 type eventLoop struct {
-	srv     *Server
-	el      gnet.EventLoop
-	conns   map[uint64]*conn // loop goroutine only
-	stalled []uint64         // connections waiting for the actor to catch up
-	batches []*batchBuilder  // free list, loop goroutine only
+	srv      *Server
+	el       gnet.EventLoop
+	conns    map[uint64]*conn // loop goroutine only
+	stalled  []uint64         // connections waiting for the actor to catch up
+	stalledN atomic.Int64     // len(stalled), for the ticker
+	batches  []*batchBuilder  // free list, loop goroutine only
+
+	outPaused  []uint64     // connections paused on their output
+	outPausedN atomic.Int64 // len(outPaused), for the ticker
+	checkFn    gnet.RunnableFunc
 
 	mu        sync.Mutex
 	mail      []actor.Completion
@@ -310,16 +336,57 @@ func (lp *eventLoop) drain(context.Context) error {
 		}
 		lp.spare = mail[:0]
 	}
-	// Connections that stalled on the actor's backlog may go on now.
-	if len(lp.stalled) > 0 && lp.srv.act.Backlog() <= lp.srv.cfg.MaxBacklog {
-		stalled := lp.stalled
-		lp.stalled = nil
-		for _, id := range stalled {
-			if c := lp.conns[id]; c != nil {
-				c.readable()
-			}
+	lp.resumeStalled()
+	return nil
+}
+
+// resumeStalled lets the connections that stalled on the actor's backlog go
+// on, once it is under its limit. It runs after each mailbox drain and from
+// the ticker (a loop may have nothing in flight to drain).
+func (lp *eventLoop) resumeStalled() {
+	if len(lp.stalled) == 0 || lp.srv.act.Backlog() > lp.srv.cfg.MaxBacklog {
+		return
+	}
+	stalled := lp.stalled
+	lp.stalled = nil
+	lp.stalledN.Store(0)
+	for _, id := range stalled {
+		if c := lp.conns[id]; c != nil {
+			c.stalled = false
+			c.readable()
 		}
 	}
+}
+
+// check runs on the loop every tickEvery while connections wait: it resumes
+// those stalled on the actor's backlog once it is low again, resumes those
+// whose output drained below the soft limit, and closes those that stayed
+// above it for the soft limit time.
+func (lp *eventLoop) check(context.Context) error {
+	lp.resumeStalled()
+	cfg := &lp.srv.cfg
+	keep := lp.outPaused[:0]
+	now := time.Now()
+	for _, id := range lp.outPaused {
+		c := lp.conns[id]
+		if c == nil || c.state == stateClosed {
+			continue
+		}
+		switch out := int64(c.gc.OutboundBuffered()); {
+		case out <= cfg.OutputSoftLimit:
+			c.outPaused = false
+			c.readable()
+		case cfg.OutputSoftTime > 0 && now.Sub(c.outSince) > cfg.OutputSoftTime:
+			lp.srv.log.Warn().Uint64("client", c.id).Int64("bytes", out).Dur("for", now.Sub(c.outSince)).
+				Msg("closing client that stayed above the output buffer soft limit")
+			c.outPaused = false
+			c.closeNow(errOutputBuffer)
+		default:
+			keep = append(keep, id)
+		}
+	}
+	lp.outPaused = keep
+	lp.outPausedN.Store(int64(len(keep)))
 	return nil
 }
 
@@ -369,5 +436,6 @@ func (b *batchBuilder) finish(id, seq uint64) *actor.Batch {
 	}
 	ends := make([]int32, len(b.ends))
 	copy(ends, b.ends)
-	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends}
+	bytes := int64(len(arena) + 24*len(args) + 4*len(ends) + 128)
+	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes}
 }

@@ -28,14 +28,18 @@ type Config struct {
 	// MaxQueryBuffer closes a connection whose unparsed input exceeds it
 	// (Redis's client-query-buffer-limit).
 	MaxQueryBuffer int
-	// MaxOutputBuffer closes a connection whose unsent replies exceed it
-	// (Redis's client-output-buffer-limit normal hard limit; 0 = none).
-	MaxOutputBuffer int
+	// Output limits, with Redis's client-output-buffer-limit semantics: a
+	// connection with more than OutputHardLimit bytes of unsent replies is
+	// closed at once; above OutputSoftLimit its input is no longer read,
+	// and if it stays above for OutputSoftTime it is closed (0: never).
+	OutputHardLimit int64
+	OutputSoftLimit int64
+	OutputSoftTime  time.Duration
 	// MaxInflight is how many batches one connection may have at the actor
 	// before the loop stops parsing its input.
 	MaxInflight int
-	// MaxBacklog is the actor backlog (commands) above which no connection
-	// is parsed until the actor catches up.
+	// MaxBacklog is the actor backlog (bytes of submitted requests) above
+	// which no connection is parsed until the actor catches up.
 	MaxBacklog   int64
 	TCPKeepAlive time.Duration
 }
@@ -60,7 +64,7 @@ func (c Config) withDefaults() Config {
 		c.MaxInflight = 64
 	}
 	if c.MaxBacklog <= 0 {
-		c.MaxBacklog = 1 << 20
+		c.MaxBacklog = 64 << 20
 	}
 	return c
 }
@@ -82,6 +86,8 @@ type Server struct {
 	netOut    atomic.Uint64
 	rejected  atomic.Uint64
 	stopping  atomic.Bool
+	tickStop  chan struct{}
+	tickDone  chan struct{}
 	loopsMu   sync.Mutex
 	loops     map[gnet.EventLoop]*eventLoop
 	drainRuns atomic.Uint64 // mailbox drains, for tests of the counting mailbox
@@ -90,12 +96,14 @@ type Server struct {
 // New makes a server that feeds act. Start it with Start.
 func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 	s := &Server{
-		cfg:    cfg.withDefaults(),
-		log:    log,
-		act:    act,
-		booted: make(chan struct{}),
-		runErr: make(chan error, 1),
-		loops:  map[gnet.EventLoop]*eventLoop{},
+		cfg:      cfg.withDefaults(),
+		log:      log,
+		act:      act,
+		booted:   make(chan struct{}),
+		runErr:   make(chan error, 1),
+		loops:    map[gnet.EventLoop]*eventLoop{},
+		tickStop: make(chan struct{}),
+		tickDone: make(chan struct{}),
 	}
 	act.SetNetStats(s)
 	return s
@@ -133,6 +141,7 @@ func (s *Server) Start() error {
 	go func() { s.runErr <- gnet.Run(s, addr, opts...) }()
 	select {
 	case <-s.booted:
+		go s.tick()
 		return nil
 	case err := <-s.runErr:
 		if errors.Is(err, unix.EADDRINUSE) {
@@ -161,12 +170,41 @@ func (s *Server) StopReading() { s.stopping.Store(true) }
 // the offload pool first: after the engine stops, a late Execute could
 // write into a reused file descriptor (ENGINEERING.md).
 func (s *Server) Stop(ctx context.Context) error {
+	close(s.tickStop)
+	<-s.tickDone
 	err := s.engine.Stop(ctx)
 	select {
 	case <-s.runErr:
 	case <-ctx.Done():
 	}
 	return err
+}
+
+// tickEvery is how often the loops look at waiting connections: resume
+// those stalled on the actor's backlog or paused on output that drained,
+// close those past the soft limit time.
+const tickEvery = 20 * time.Millisecond
+
+// tick drives the output checks until Stop. Its Execute calls end before
+// the engine stops (ENGINEERING.md's shutdown hazard).
+func (s *Server) tick() {
+	defer close(s.tickDone)
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.tickStop:
+			return
+		case <-t.C:
+		}
+		s.loopsMu.Lock()
+		for _, lp := range s.loops {
+			if lp.outPausedN.Load() > 0 || lp.stalledN.Load() > 0 {
+				lp.el.Execute(context.Background(), lp.checkFn)
+			}
+		}
+		s.loopsMu.Unlock()
+	}
 }
 
 // OnBoot records the engine and the bound address.
@@ -202,6 +240,7 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 	if lp == nil {
 		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}}
 		lp.drainFn = gnet.RunnableFunc(lp.drain)
+		lp.checkFn = gnet.RunnableFunc(lp.check)
 		s.loops[el] = lp
 	}
 	return lp
