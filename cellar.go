@@ -57,6 +57,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Path:           cfg.DBPath(),
 		CacheKB:        cfg.SQLite.CacheKB,
 		AutoCheckpoint: cfg.SQLite.WALAutoCheckpoint,
+		MaxPageCount:   cfg.SQLite.MaxPageCount,
 	})
 	if err != nil {
 		return nil, err

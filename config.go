@@ -67,6 +67,9 @@ type OutputBufferConfig struct {
 type SQLiteConfig struct {
 	CacheKB           int `koanf:"cache_kb"`
 	WALAutoCheckpoint int `koanf:"wal_autocheckpoint"`
+	// MaxPageCount caps the database at this many pages (0: no cap); at
+	// the cap, writes fail with an error and reads go on.
+	MaxPageCount int64 `koanf:"max_page_count"`
 }
 
 // OffloadConfig sizes the pool for blocking disk work.
@@ -296,6 +299,8 @@ func (c Config) Validate() error {
 		return bad("shutdown_timeout", "must be positive")
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
+	case c.SQLite.MaxPageCount < 0:
+		return bad("sqlite.max_page_count", "must be 0 (no cap) or more, not %d", c.SQLite.MaxPageCount)
 	case c.SQLite.WALAutoCheckpoint < 0:
 		return bad("sqlite.wal_autocheckpoint", "must not be negative")
 	case c.Offload.QueueSize < 1:

@@ -259,6 +259,13 @@ type Actor struct {
 
 	blk blocking
 
+	// After a storage failure (disk full, I/O error) the actor runs
+	// carefully for a while: each batch commits on its own and each write
+	// command runs under a savepoint, so a write that fails is refused
+	// alone and reads go on. careful says whether this round does.
+	carefulUntil time.Time
+	careful      bool
+
 	durable   *syncer
 	nextSweep time.Time
 	sweepMore bool
@@ -282,6 +289,7 @@ type stats struct {
 	keyspaceHits    uint64
 	keyspaceMisses  uint64
 	failedCommits   uint64
+	failedWrites    uint64
 	lastCommitError string
 }
 
@@ -407,8 +415,11 @@ func (a *Actor) round(msgs []message) {
 	now := time.Now()
 	a.nowMs = now.UnixMilli()
 	a.roundStart = now
-	if err := a.st.Begin(); err != nil {
-		a.roundErr = err
+	a.careful = now.Before(a.carefulUntil)
+	if !a.careful {
+		if err := a.st.Begin(); err != nil {
+			a.roundErr = err
+		}
 	}
 	a.expireWaiters(now)
 	for i := range msgs {
@@ -417,7 +428,11 @@ func (a *Actor) round(msgs []message) {
 		case msgOpen:
 			a.openSession(m.open, now)
 		case msgBatch:
-			a.runBatch(m.batch, now)
+			if a.careful {
+				a.runCareful(m.batch, now)
+			} else {
+				a.runBatch(m.batch, now)
+			}
 		case msgClosed:
 			a.endSession(m.id)
 		case msgCall:
@@ -464,13 +479,21 @@ func (a *Actor) finishRound() {
 // this round with an error: nothing of the round was committed, so nothing
 // may be acknowledged. Replies of commands that did not touch the keyspace
 // (PING, SELECT, ...) stand.
-func (a *Actor) failRound(err error) {
+func (a *Actor) failRound(err error) { a.failRecs(err, 0) }
+
+// carefulFor is how long the actor stays careful after a storage failure.
+const carefulFor = 10 * time.Second
+
+// failRecs fails the replies recorded from recs[from] on (see failRound),
+// and makes the actor careful for a while.
+func (a *Actor) failRecs(err error, from int) {
 	reply, _ := replyFor(err)
 	a.stats.failedCommits++
 	a.stats.lastCommitError = err.Error()
-	a.log.Error().Err(err).Int("commands", len(a.recs)).Msg("commit failed; the round's writes are refused")
+	a.carefulUntil = time.Now().Add(carefulFor)
+	a.log.Error().Err(err).Int("commands", len(a.recs)-from).Msg("commit failed; its writes are refused")
 	w := proto.Writer{}
-	for i := 0; i < len(a.recs); {
+	for i := from; i < len(a.recs); {
 		oi := a.recs[i].out
 		old := a.out[oi].c.Reply
 		w.Buf = make([]byte, 0, len(old))
@@ -501,6 +524,25 @@ func deliver(rs []routed) {
 		}
 		sink.Deliver(group)
 		rs = rest
+	}
+}
+
+// runCareful runs a batch in a transaction of its own (careful mode): if
+// its commit fails, only its replies are retracted.
+func (a *Actor) runCareful(b *Batch, now time.Time) {
+	if err := a.st.Begin(); err != nil {
+		a.roundErr = err
+	}
+	from := len(a.recs)
+	a.runBatch(b, now)
+	if a.roundErr != nil {
+		a.st.Rollback()
+		a.failRecs(a.roundErr, from)
+		a.roundErr = nil
+		return
+	}
+	if _, _, err := a.st.Commit(); err != nil {
+		a.failRecs(err, from)
 	}
 }
 
@@ -601,13 +643,36 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 	c := &a.ctx
 	*c = Ctx{a: a, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock}
 	start := len(w.Buf)
-	if err := cmd.Handler(c); err != nil {
-		w.Buf = w.Buf[:start] // drop anything half written
-		reply, fatal := replyFor(err)
-		w.Error(reply)
-		if fatal {
+	guard := a.careful && cmd.Is(FlagWrite)
+	if guard {
+		if err := a.st.Savepoint(); err != nil {
+			reply, _ := replyFor(err)
+			w.Error(reply)
 			a.roundErr = err
+			return true
 		}
+	}
+	err := cmd.Handler(c)
+	if err == nil {
+		if guard {
+			if rerr := a.st.Release(); rerr != nil {
+				a.roundErr = rerr
+			}
+		}
+		return keyspace
+	}
+	w.Buf = w.Buf[:start] // drop anything half written
+	reply, fatal := replyFor(err)
+	w.Error(reply)
+	switch {
+	case guard && fatal && a.st.Undo():
+		// Only this write is refused; the batch goes on.
+		a.stats.failedWrites++
+		a.carefulUntil = time.Now().Add(carefulFor)
+	case guard && !fatal:
+		a.st.Release()
+	case fatal:
+		a.roundErr = err
 	}
 	return keyspace
 }
@@ -617,6 +682,20 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 func (a *Actor) housekeeping(now time.Time) {
 	a.nextSweep = now.Add(a.cfg.SweepInterval)
 	a.sweepMore = false
+	if a.careful {
+		// The sweep needs its own transaction, like every batch now.
+		if err := a.st.Begin(); err != nil {
+			return
+		}
+		defer func() {
+			if a.roundErr != nil {
+				a.st.Rollback()
+				a.roundErr = nil
+			} else {
+				a.st.Commit()
+			}
+		}()
+	}
 	if a.roundErr == nil {
 		a.st.Now = a.nowMs
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)

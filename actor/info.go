@@ -110,6 +110,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
 		kv("failed_commits", a.stats.failedCommits)
+		kv("failed_writes", a.stats.failedWrites)
+		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))
 	case "stats":
 		var in, out, rejected uint64
 		if a.net != nil {
@@ -167,6 +169,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, exp)
 		}
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func executable() string {

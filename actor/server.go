@@ -2,6 +2,7 @@ package actor
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -493,6 +494,17 @@ func (a *Actor) params() []Param {
 		{Name: "maxmemory", Get: func() string { return "0" }},
 		{Name: "maxmemory-policy", Get: func() string { return "noeviction" }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
+		{Name: "sqlite-max-page-count", Get: func() string {
+			n, _ := a.st.MaxPageCount()
+			return strconv.FormatInt(n, 10)
+		}, Set: func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("must be 0 (no cap) or a number of pages, not %q", v)
+			}
+			_, err = a.st.SetMaxPageCount(n)
+			return err
+		}},
 		intParam("blocking-max-waiters-per-key", &a.cfg.MaxWaitersPerKey),
 		intParam("blocking-max-total-waiters", &a.cfg.MaxTotalWaiters),
 		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),

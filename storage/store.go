@@ -62,6 +62,9 @@ type Options struct {
 	// AutoCheckpoint is the WAL size in pages that triggers a checkpoint at
 	// commit (SQLite's wal_autocheckpoint); 0 leaves SQLite's default.
 	AutoCheckpoint int
+	// MaxPageCount caps the database file at this many pages
+	// (SQLite's max_page_count); 0 leaves it unlimited.
+	MaxPageCount int64
 }
 
 // Store is the keyspace in one SQLite database. See the package doc for who
@@ -80,6 +83,7 @@ type Store struct {
 	nextID    int64
 	keyCounts [NumDBs]int64
 	keyDeltas [NumDBs]int64
+	saved     [NumDBs]int64 // keyDeltas at the last Savepoint
 
 	// Now is the time, in unix milliseconds, that expiry is judged against.
 	// The actor sets it before each command, like Redis's command time
@@ -168,6 +172,9 @@ func (s *Store) init(o Options) error {
 	if o.AutoCheckpoint > 0 {
 		pragmas += fmt.Sprintf("PRAGMA wal_autocheckpoint = %d;", o.AutoCheckpoint)
 	}
+	if o.MaxPageCount > 0 {
+		pragmas += fmt.Sprintf("PRAGMA max_page_count = %d;", o.MaxPageCount)
+	}
 	if err := s.c.exec(pragmas); err != nil {
 		if c := primary(err); c == codeNotADB || c == codeCorrupt {
 			return fmt.Errorf("not a database or corrupt (%w); refusing to start with it", err)
@@ -215,6 +222,9 @@ var (
 	qBegin     = newQuery("BEGIN")
 	qCommit    = newQuery("COMMIT")
 	qRollback  = newQuery("ROLLBACK")
+	qSavepoint = newQuery("SAVEPOINT cmd")
+	qRelease   = newQuery("RELEASE cmd")
+	qUndo      = newQuery("ROLLBACK TO cmd")
 )
 
 func (s *Store) loadCounters() error {
@@ -318,6 +328,62 @@ func (s *Store) Rollback() {
 	}
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
+}
+
+// Savepoint marks the state a single command can be undone to (Undo), and
+// Release forgets the mark. The actor uses them after storage failures, so
+// that one failing write is refused alone, atomically, without taking the
+// round's other commands with it.
+func (s *Store) Savepoint() error {
+	if err := s.q(qSavepoint).exec(); err != nil {
+		return err
+	}
+	s.saved = s.keyDeltas
+	return nil
+}
+
+// Release forgets the last Savepoint, keeping what was done since.
+func (s *Store) Release() error { return s.q(qRelease).exec() }
+
+// Undo rolls back to the last Savepoint and forgets it. It reports false
+// when SQLite has already abandoned the whole transaction (it does so for
+// some failures), in which case the caller must treat the round as failed.
+func (s *Store) Undo() bool {
+	if s.c.autocommit() {
+		return false
+	}
+	if s.q(qUndo).exec() != nil || s.q(qRelease).exec() != nil {
+		return false
+	}
+	s.keyDeltas = s.saved
+	return true
+}
+
+// MaxPageCount is the database size cap in pages.
+func (s *Store) MaxPageCount() (int64, error) { return s.SetMaxPageCount(-1) }
+
+// SetMaxPageCount changes the database size cap (0: unlimited; negative:
+// leave it) and reports the cap in effect (SQLite never sets it below the
+// current size).
+func (s *Store) SetMaxPageCount(n int64) (int64, error) {
+	sql := "PRAGMA max_page_count"
+	switch {
+	case n == 0:
+		sql += " = 4294967294" // SQLite's largest: no cap
+	case n > 0:
+		sql += fmt.Sprintf(" = %d", n)
+	}
+	st, err := s.c.prepare(sql)
+	if err != nil {
+		return 0, err
+	}
+	defer st.close()
+	if _, err := st.step(); err != nil {
+		return 0, err
+	}
+	got := st.colInt(0)
+	st.reset()
+	return got, nil
 }
 
 // InTx reports whether a round's transaction is open.
