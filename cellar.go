@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Version:       Version,
 		Port:          cfg.Port,
 		Bind:          cfg.Bind,
+		SnapshotPath:  filepath.Join(cfg.Dir, cfg.SnapshotFilename),
+		Shutdown:      s.shutdownSoon,
 		Params:        s.params(),
 
 		MaxWaitersPerKey: cfg.Blocking.MaxWaitersPerKey,
@@ -152,6 +155,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.log.Info().Msg("Cellar stopped")
 	})
 	return s.stopErr
+}
+
+// shutdownSoon starts a graceful shutdown on its own goroutine (the SHUTDOWN
+// command asks for it from the actor, which Shutdown waits for).
+func (s *Server) shutdownSoon() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
 }
 
 // params is the CONFIG GET/SET view of the settings outside the actor.

@@ -23,13 +23,15 @@ import (
 // in upper case with "__" between nesting levels (CELLAR_SQLITE__CACHE_KB).
 // deploy/cellar.yaml documents every key; a test keeps the two in step.
 type Config struct {
-	Bind        string `koanf:"bind"`
-	Port        int    `koanf:"port"`
-	Dir         string `koanf:"dir"`
-	DBFilename  string `koanf:"dbfilename"`
-	Durability  string `koanf:"durability"`
-	RequirePass string `koanf:"requirepass"`
-	LogLevel    string `koanf:"loglevel"`
+	Bind       string `koanf:"bind"`
+	Port       int    `koanf:"port"`
+	Dir        string `koanf:"dir"`
+	DBFilename string `koanf:"dbfilename"`
+	// SnapshotFilename is the file in Dir that SAVE and BGSAVE write.
+	SnapshotFilename string `koanf:"snapshot_filename"`
+	Durability       string `koanf:"durability"`
+	RequirePass      string `koanf:"requirepass"`
+	LogLevel         string `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -106,6 +108,7 @@ func DefaultConfig() Config {
 		Port:                   6379,
 		Dir:                    "./data",
 		DBFilename:             "cellar.db",
+		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
 		LogLevel:               "info",
 		MaxClients:             10000,
@@ -277,6 +280,8 @@ func (c Config) Validate() error {
 		return bad("dir", "must not be empty")
 	case c.DBFilename == "" || strings.ContainsRune(c.DBFilename, '/'):
 		return bad("dbfilename", "must be a plain file name, not %q", c.DBFilename)
+	case c.SnapshotFilename == "" || strings.ContainsRune(c.SnapshotFilename, '/') || c.SnapshotFilename == c.DBFilename:
+		return bad("snapshot_filename", "must be a plain file name other than dbfilename, not %q", c.SnapshotFilename)
 	case c.MaxClients < 1:
 		return bad("maxclients", "must be at least 1, not %d", c.MaxClients)
 	case c.Loops < 0:

@@ -74,6 +74,12 @@ type Config struct {
 	Port int
 	Bind string
 
+	// SnapshotPath is where SAVE and BGSAVE write the database's copy.
+	SnapshotPath string
+	// Shutdown, called on the actor goroutine, asks the server to stop
+	// (the SHUTDOWN command); it must not block.
+	Shutdown func()
+
 	// Blocked-client limits (seed 000, E.14). A blocking command that
 	// would pass one is refused with "ERR too many blocked clients".
 	MaxWaitersPerKey int // waiters queued on one key
@@ -257,7 +263,8 @@ type Actor struct {
 	roundStart time.Time
 	outHeld    int // entries of out with w set or drop
 
-	blk blocking
+	blk  blocking
+	snap snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write
@@ -315,6 +322,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.blk.timer.Stop()
 	a.in.bell = make(chan struct{}, 1)
 	a.durable = newSyncer(st, pool, log)
+	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	return a, nil
 }
 

@@ -43,6 +43,7 @@ const (
 	blockPop  blockKind = iota // BLPOP, BRPOP: [key, element]
 	blockMPop                  // BLMPOP: [key, [elements]]
 	blockMove                  // BLMOVE, BRPOPLPUSH: the element, moved to dst
+	blockJob                   // SAVE, SHUTDOWN SAVE: waits for an offload job, on no key
 )
 
 // waitKey names a watched key: its database and its bytes.
@@ -561,7 +562,9 @@ func cmdClientUnblock(c *Ctx) error {
 		return err
 	}
 	target := c.a.sessions[uint64(id)]
-	if id <= 0 || target == nil || target.blocked == nil {
+	if id <= 0 || target == nil || target.blocked == nil || target.blocked.kind == blockJob {
+		// A client waiting for SAVE is not a blocked client in Redis's
+		// sense: CLIENT UNBLOCK does not apply to it.
 		c.w.Int(0)
 		return nil
 	}

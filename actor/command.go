@@ -93,6 +93,10 @@ type Command struct {
 	Summary string // Cellar's own one-line description (COMMAND DOCS)
 	Handler Handler
 	Subs    []*Command
+	// Defers marks a command whose reply waits for background work (SAVE
+	// waits for its snapshot): like a blocking command it travels alone in
+	// its batch and the loop reads nothing more until it has its reply.
+	Defers bool
 
 	Arity              int
 	Flags              Flag
@@ -121,6 +125,7 @@ var families = [][]*Command{
 	serverCommands,
 	stringCommands,
 	keyCommands,
+	persistenceCommands,
 	listCommands,
 }
 
@@ -406,7 +411,8 @@ func (c *Command) arityOK(argc int) bool {
 	return argc >= -c.Arity
 }
 
-// IsBlocking reports whether the command may park its connection; the loop
-// ends a batch after such a command and waits for its reply before parsing
-// on, as Redis stops reading from a blocked client.
-func IsBlocking(c *Command) bool { return c != nil && c.Is(FlagBlocking) }
+// IsBlocking reports whether the command may park its connection (a
+// blocking command, or one whose reply waits for background work); the
+// loop sends it in a batch of its own and waits for its reply before
+// parsing on, as Redis stops reading from a blocked client.
+func IsBlocking(c *Command) bool { return c != nil && (c.Is(FlagBlocking) || c.Defers) }

@@ -1,0 +1,213 @@
+package actor
+
+import (
+	"context"
+	"time"
+
+	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// Snapshots and shutdown. A snapshot (SAVE, BGSAVE, SHUTDOWN SAVE) is a
+// consistent copy of the database written by an offload worker through a
+// connection of its own (storage.Snapshot); the actor never waits for it.
+// SAVE's reply waits like a blocked client's: the batch is suspended on a
+// keyless waiter that the job's completion finishes.
+
+// snapshots is the actor's snapshot state. Only the actor touches it.
+type snapshots struct {
+	running   bool
+	scheduled bool          // BGSAVE SCHEDULE asked for another run after this one
+	waiting   []func(error) // called, on the actor, when the running one ends
+	lastSave  int64         // unix seconds of the last good snapshot (LASTSAVE)
+	lastOK    bool
+	saves     uint64
+}
+
+var persistenceCommands = []*Command{
+	{Name: "save", Summary: "Writes a consistent snapshot of the database and replies when it is on disk.", Handler: cmdSave, Defers: true},
+	{Name: "bgsave", Summary: "Starts writing a consistent snapshot of the database in the background.", Handler: cmdBgSave},
+	{Name: "lastsave", Summary: "Returns the unix time of the last successful snapshot.", Handler: cmdLastSave},
+	{Name: "shutdown", Summary: "Stops the server gracefully, optionally after a snapshot.", Handler: cmdShutdown, Defers: true},
+}
+
+// snapshot starts a snapshot job unless one runs; done is called on the
+// actor when it ends.
+func (a *Actor) snapshot(done func(error)) error {
+	sn := &a.snap
+	if sn.running {
+		return ReplyError("ERR Background save already in progress")
+	}
+	sn.running = true
+	sn.waiting = append(sn.waiting, done)
+	src, dst := a.st.Path(), a.cfg.SnapshotPath
+	job := &offload.Job{Run: func() {
+		err := storage.Snapshot(src, dst)
+		a.in.put(message{kind: msgCall, fn: func() { a.snapshotDone(err) }})
+	}}
+	if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
+		sn.running = false
+		sn.waiting = sn.waiting[:len(sn.waiting)-1]
+		return ReplyError("ERR cannot start the snapshot: " + err.Error())
+	}
+	return nil
+}
+
+func (a *Actor) snapshotDone(err error) {
+	sn := &a.snap
+	sn.running = false
+	sn.lastOK = err == nil
+	if err == nil {
+		sn.lastSave = time.Now().Unix()
+		sn.saves++
+		a.log.Info().Str("file", a.cfg.SnapshotPath).Msg("snapshot written")
+	} else {
+		a.log.Error().Err(err).Msg("snapshot failed")
+	}
+	waiting := sn.waiting
+	sn.waiting = nil
+	for _, f := range waiting {
+		if f != nil {
+			f(err)
+		}
+	}
+	if sn.scheduled {
+		sn.scheduled = false
+		a.snapshot(nil)
+	}
+}
+
+// suspendOnJob parks the running command's batch until finish is called
+// (on the actor) with its reply. The batch must travel alone (Defers).
+func (c *Ctx) suspendOnJob() (finish func(reply []byte), err error) {
+	if c.noBlock {
+		return nil, ReplyError("ERR " + c.cmd.Name + " cannot wait here (inside MULTI or behind a blocked command)")
+	}
+	w := &waiter{kind: blockJob}
+	if err := c.block(w, 0); err != nil {
+		return nil, err
+	}
+	a := c.a
+	return func(reply []byte) { a.complete(w, reply, false) }, nil
+}
+
+// SAVE
+func cmdSave(c *Ctx) error {
+	if c.a.snap.running {
+		return ReplyError("ERR Background save already in progress")
+	}
+	finish, err := c.suspendOnJob()
+	if err != nil {
+		return err
+	}
+	resp := c.s.resp
+	return c.a.snapshot(func(err error) {
+		if err != nil {
+			finish(errorReply(resp, "ERR snapshot failed: "+err.Error()))
+			return
+		}
+		finish([]byte("+OK\r\n"))
+	})
+}
+
+// BGSAVE [SCHEDULE]
+func cmdBgSave(c *Ctx) error {
+	schedule := false
+	if len(c.args) == 2 {
+		if !c.argEq(1, "schedule") {
+			return ErrSyntax
+		}
+		schedule = true
+	}
+	if c.a.snap.running {
+		if schedule {
+			c.a.snap.scheduled = true
+			c.w.Simple("Background saving scheduled")
+			return nil
+		}
+		return ReplyError("ERR Background save already in progress")
+	}
+	if err := c.a.snapshot(nil); err != nil {
+		return err
+	}
+	c.w.Simple("Background saving started")
+	return nil
+}
+
+// LASTSAVE
+func cmdLastSave(c *Ctx) error {
+	c.w.Int(c.a.snap.lastSave)
+	return nil
+}
+
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+func cmdShutdown(c *Ctx) error {
+	var save, nosave, now, force, abort bool
+	for i := 1; i < len(c.args); i++ {
+		switch {
+		case c.argEq(i, "nosave"):
+			nosave = true
+		case c.argEq(i, "save"):
+			save = true
+		case c.argEq(i, "now"):
+			now = true
+		case c.argEq(i, "force"):
+			force = true
+		case c.argEq(i, "abort"):
+			abort = true
+		default:
+			return ErrSyntax
+		}
+	}
+	if (save && nosave) || (abort && (save || nosave || now || force)) {
+		return ErrSyntax
+	}
+	if abort {
+		return ReplyError("ERR No shutdown in progress.")
+	}
+	if !save {
+		c.a.shutdown(c.s)
+		return nil
+	}
+	finish, err := c.suspendOnJob()
+	if err != nil {
+		return err
+	}
+	s, resp := c.s, c.s.resp
+	start := func() error {
+		return c.a.snapshot(func(err error) {
+			if err != nil && !force {
+				finish(errorReply(resp, "ERR Errors trying to SHUTDOWN. Check logs."))
+				return
+			}
+			finish(nil)
+			c.a.shutdown(s)
+		})
+	}
+	if c.a.snap.running {
+		// Wait for the running snapshot, then take a fresh one.
+		c.a.snap.waiting = append(c.a.snap.waiting, func(error) {
+			if err := start(); err != nil {
+				finish(errorReply(resp, err.Error()))
+			}
+		})
+		return nil
+	}
+	return start()
+}
+
+// shutdown closes s without a reply, as Redis does, and asks the server to
+// stop.
+func (a *Actor) shutdown(s *session) {
+	s.closing = true
+	a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Msg("SHUTDOWN requested by a client")
+	if a.cfg.Shutdown != nil {
+		a.cfg.Shutdown()
+	}
+}
+
+// errorReply encodes an error reply (the same in RESP2 and RESP3).
+func errorReply(resp int, text string) []byte {
+	_ = resp
+	return []byte("-" + text + "\r\n")
+}
