@@ -55,10 +55,10 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	}
 	dur, _ := actor.ParseDurability(cfg.Durability)
 	store, err := storage.Open(storage.Options{
-		Path:           cfg.DBPath(),
-		CacheKB:        cfg.SQLite.CacheKB,
-		AutoCheckpoint: cfg.SQLite.WALAutoCheckpoint,
-		MaxPageCount:   cfg.SQLite.MaxPageCount,
+		Path:            cfg.DBPath(),
+		CacheKB:         cfg.SQLite.CacheKB,
+		CheckpointPages: cfg.SQLite.CheckpointPages,
+		MaxPageCount:    cfg.SQLite.MaxPageCount,
 	})
 	if err != nil {
 		return nil, err

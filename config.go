@@ -67,8 +67,10 @@ type OutputBufferConfig struct {
 
 // SQLiteConfig tunes the database.
 type SQLiteConfig struct {
-	CacheKB           int `koanf:"cache_kb"`
-	WALAutoCheckpoint int `koanf:"wal_autocheckpoint"`
+	CacheKB int `koanf:"cache_kb"`
+	// CheckpointPages: when the WAL grows past this many pages, Cellar
+	// checkpoints it (mostly on the offload pool).
+	CheckpointPages int `koanf:"checkpoint_pages"`
 	// MaxPageCount caps the database at this many pages (0: no cap); at
 	// the cap, writes fail with an error and reads go on.
 	MaxPageCount int64 `koanf:"max_page_count"`
@@ -118,7 +120,7 @@ func DefaultConfig() Config {
 		MaxBacklog:             64 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
-		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, WALAutoCheckpoint: 1000},
+		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, CheckpointPages: 1000},
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
@@ -306,8 +308,8 @@ func (c Config) Validate() error {
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.MaxPageCount < 0:
 		return bad("sqlite.max_page_count", "must be 0 (no cap) or more, not %d", c.SQLite.MaxPageCount)
-	case c.SQLite.WALAutoCheckpoint < 0:
-		return bad("sqlite.wal_autocheckpoint", "must not be negative")
+	case c.SQLite.CheckpointPages < 16:
+		return bad("sqlite.checkpoint_pages", "must be at least 16, not %d", c.SQLite.CheckpointPages)
 	case c.Offload.QueueSize < 1:
 		return bad("offload.queue_size", "must be at least 1, not %d", c.Offload.QueueSize)
 	case c.Offload.MaxWorkers < 1:

@@ -273,6 +273,10 @@ type Actor struct {
 	carefulUntil time.Time
 	careful      bool
 
+	// ckptRunning: phase 1 of a checkpoint runs on the pool; ckptRest:
+	// it is done and phase 2 is due between rounds.
+	ckptRunning, ckptRest bool
+
 	durable   *syncer
 	nextSweep time.Time
 	sweepMore bool
@@ -387,6 +391,9 @@ func (a *Actor) Run() {
 				break
 			}
 			a.round(msgs)
+		}
+		if a.ckptRest {
+			a.checkpointRest()
 		}
 		a.armTimer()
 	}
@@ -715,6 +722,9 @@ func (a *Actor) housekeeping(now time.Time) {
 			// whatever clients sent meanwhile.
 			a.sweepMore = n == a.cfg.SweepBatch
 		}
+	}
+	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
+		a.startCheckpoint()
 	}
 	if a.cfg.Durability == Everysec && now.Sub(a.lastSync) >= time.Second {
 		a.lastSync = now

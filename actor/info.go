@@ -112,6 +112,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("last_fsync_latency_usec", y.fsyncNs.Load()/1000)
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
+		kv("checkpoints", a.st.Checkpoints())
+		kv("wal_bytes", a.st.WALSize())
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))

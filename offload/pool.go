@@ -237,7 +237,14 @@ func (p *Pool) work() {
 	for {
 		select {
 		case j := <-p.queue:
-			p.setIdle(-1)
+			p.mu.Lock()
+			p.idle--
+			// Submit may have counted this worker as idle before it took
+			// the job; if jobs wait and nobody is free, add a worker now.
+			if p.workers < p.cfg.MaxWorkers && len(p.queue) > p.idle && !p.closed {
+				p.spawnLocked()
+			}
+			p.mu.Unlock()
 			p.run(j)
 			p.setIdle(+1)
 			if !idle.Stop() {

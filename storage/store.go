@@ -59,9 +59,10 @@ type Options struct {
 	Path string
 	// CacheKB is SQLite's page cache size in KiB.
 	CacheKB int
-	// AutoCheckpoint is the WAL size in pages that triggers a checkpoint at
-	// commit (SQLite's wal_autocheckpoint); 0 leaves SQLite's default.
-	AutoCheckpoint int
+	// CheckpointPages is the WAL size, in pages, above which the actor
+	// should checkpoint (NeedsCheckpoint). SQLite's own autocheckpoint,
+	// which would run inside the actor's commits, is turned off.
+	CheckpointPages int
 	// MaxPageCount caps the database file at this many pages
 	// (SQLite's max_page_count); 0 leaves it unlimited.
 	MaxPageCount int64
@@ -91,6 +92,10 @@ type Store struct {
 	Now int64
 
 	wal walFile
+
+	ckpt        *Checkpointer
+	ckptBytes   int64
+	checkpoints uint64
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -149,7 +154,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c}
+	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}}
 	if err := s.init(o); err != nil {
 		c.close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
@@ -169,9 +174,14 @@ func (s *Store) init(o Options) error {
 		PRAGMA cache_size = -%d;
 		PRAGMA temp_store = MEMORY;
 		PRAGMA foreign_keys = OFF;`, cache)
-	if o.AutoCheckpoint > 0 {
-		pragmas += fmt.Sprintf("PRAGMA wal_autocheckpoint = %d;", o.AutoCheckpoint)
+	// Checkpoints are Cellar's business (checkpoint.go), never a commit's.
+	s.ckptBytes = int64(o.CheckpointPages) * 4096
+	if s.ckptBytes <= 0 {
+		s.ckptBytes = 1000 * 4096
 	}
+	// When the WAL starts over, SQLite cuts the file back to this size, so
+	// the file's length tells how much of it is in use.
+	pragmas += fmt.Sprintf("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d;", s.ckptBytes)
 	if o.MaxPageCount > 0 {
 		pragmas += fmt.Sprintf("PRAGMA max_page_count = %d;", o.MaxPageCount)
 	}
@@ -266,6 +276,9 @@ func (s *Store) Close() error {
 	}
 	s.stmts = nil
 	s.wal.close()
+	// The actor's connection must be the last one open, so that closing it
+	// checkpoints the whole WAL and removes it.
+	s.ckpt.close()
 	return s.c.close()
 }
 

@@ -117,3 +117,37 @@ func TestShutdownCommand(t *testing.T) {
 	s.start()
 	s.raw().expect(bulk("kept"), "GET", "k")
 }
+
+// Under continuous writes the WAL is checkpointed (phase 1 on the offload
+// pool, phase 2 on the actor) and starts over, so it stays bounded.
+func TestWALStaysBounded(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.SQLite.CheckpointPages = 64 })
+	needCellar(t, s)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	val := strings.Repeat("v", 1000)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := s.raw()
+			for i := 0; !stop.Load(); i++ {
+				r.expect("+OK\r\n", "SET", fmt.Sprintf("w%d:%d", w, i%2000), val)
+			}
+		}(w)
+	}
+	probe := s.raw()
+	var maxWAL int64
+	waitFor(t, 60*time.Second, "five checkpoints", func() bool {
+		n, _ := strconv.ParseInt(infoField(t, probe, "persistence", "wal_bytes"), 10, 64)
+		maxWAL = max(maxWAL, n)
+		c, _ := strconv.Atoi(infoField(t, probe, "persistence", "checkpoints"))
+		return c >= 5
+	})
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("largest WAL seen: %d bytes (checkpoint at %d)", maxWAL, 64*4096)
+	if maxWAL > 16<<20 {
+		t.Fatalf("the WAL grew to %d bytes with checkpoints every %d", maxWAL, 64*4096)
+	}
+}
