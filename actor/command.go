@@ -122,6 +122,9 @@ var families = [][]*Command{
 	stringCommands,
 	keyCommands,
 	listCommands,
+	hashCommands,
+	setCommands,
+	zsetCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

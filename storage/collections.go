@@ -44,6 +44,10 @@ var (
 // OpenColl finds the live key and checks that it is of type t. A key of
 // another type is ErrWrongType; a missing key is (nil, nil).
 func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
+	return s.openColl(db, key, []Type{t})
+}
+
+func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
 	st := s.q(qCollLookup)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -58,10 +62,12 @@ func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
 		_, err := s.Delete(db, key)
 		return nil, err
 	}
-	if kt != t {
-		return nil, ErrWrongType
+	for _, t := range types {
+		if kt == t {
+			return &Coll{DB: db, Key: key, Type: t, ID: id, ExpireAt: exp, Len: n, saved: n}, nil
+		}
 	}
-	return &Coll{DB: db, Key: key, Type: t, ID: id, ExpireAt: exp, Len: n, saved: n}, nil
+	return nil, ErrWrongType
 }
 
 // OpenOrCreateColl is OpenColl that creates an empty key of type t when
@@ -446,4 +452,10 @@ func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
 		}
 	}
 	return out, nil
+}
+
+// OpenAnyColl is OpenColl for a key that may be of any of types (the
+// sorted-set operations also read sets); c.Type says which it is.
+func (s *Store) OpenAnyColl(db int, key []byte, types ...Type) (*Coll, error) {
+	return s.openColl(db, key, types)
 }
