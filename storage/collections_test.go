@@ -310,7 +310,7 @@ func TestZSetLexSameScore(t *testing.T) {
 // index, never a scan of the table.
 func TestZSetPlansUseIndexes(t *testing.T) {
 	s := openTest(t)
-	for _, q := range []*query{qZScore, qZBelow, qZAbove, qZScore2[0], qZScore2[1], qZRank[0], qZRank[1], qZCountScore, qZMinimum, qZMaximum, qZLex[1][0], qZLex[2][1], qHGet, qSIsMember, hashElems.from} {
+	for _, q := range []*query{qZScore, qZBelow, qZAbove, qZTieBelow, qZTieAbove, qZScore2[0], qZScore2[1], qZRank[0], qZRank[1], qZCountScore, qZMinimum, qZMaximum, qZLex[1][0], qZLex[2][1], qHGet, qSIsMember, hashElems.from} {
 		st, err := s.c.prepare("EXPLAIN QUERY PLAN " + q.sql)
 		must(t, err)
 		var plan []string
@@ -327,5 +327,38 @@ func TestZSetPlansUseIndexes(t *testing.T) {
 		if !strings.Contains(p, "SEARCH") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN ") {
 			t.Errorf("%s\n  plan: %s", q.sql, p)
 		}
+	}
+}
+
+// TestExpiredCollectionIsGone: an expired collection is never visible, and
+// its elements go with it (lazily on access, or by the sweeper).
+func TestExpiredCollectionIsGone(t *testing.T) {
+	s := openTest(t)
+	inTx(t, s, func() {
+		for _, k := range []string{"lazy", "swept"} {
+			c := openColl(t, s, k, TypeSet)
+			s.SetAdd(c, []byte("m"))
+			must(t, s.SaveColl(c, false))
+			must(t, s.SetExpire(0, []byte(k), s.Now+10))
+		}
+	})
+	s.Now += 11
+	inTx(t, s, func() {
+		c, err := s.OpenColl(0, []byte("lazy"), TypeSet)
+		if err != nil || c != nil {
+			t.Fatalf("expired set opened: %+v %v", c, err)
+		}
+		if n, err := s.SweepExpired(10); err != nil || n != 1 {
+			t.Fatalf("sweep: %d %v", n, err)
+		}
+		c = openColl(t, s, "lazy", TypeSet)
+		if c.Len != 0 {
+			t.Fatalf("recreated set has %d elements", c.Len)
+		}
+		must(t, s.SaveColl(c, false))
+	})
+	assertNoRows(t, s, "sets")
+	if n := s.DBSize(0); n != 0 {
+		t.Fatalf("DBSize %d", n)
 	}
 }
