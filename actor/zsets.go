@@ -466,8 +466,9 @@ func cmdZRange(c *Ctx) error {
 		return err
 	}
 	r.Rev, r.Offset, r.Limit = rev, offset, limit
-	// Redis skips a negative offset's worth of elements forever.
-	empty = empty || offset < 0
+	// Redis skips a negative offset's worth of elements forever (a rank
+	// range has no offset: LIMIT -1 -1 passes there unnoticed).
+	empty = empty || (offset < 0 && kind != storage.ZByRank)
 	z, err := c.readColl(key, storage.TypeZSet)
 	if err != nil {
 		return err
@@ -749,17 +750,18 @@ func (s *zsrc) size() int64 {
 	return s.coll.Len
 }
 
-// score looks member up in s: its weighted score, and whether it is there.
+// score looks member up in s: its weighted score, and whether it is
+// there. Like Redis's ZINTER, it leaves a NaN product for aggregate.
 func (s *zsrc) score(c *Ctx, member []byte) (float64, bool, error) {
 	if s.coll == nil {
 		return 0, false, nil
 	}
 	if s.coll.Type == storage.TypeSet {
 		ok, err := c.st.SetHas(s.coll, member)
-		return weigh(s.weight, 1), ok, err
+		return s.weight * 1, ok, err
 	}
 	v, ok, err := c.st.ZScore(s.coll, member)
-	return weigh(s.weight, v), ok, err
+	return s.weight * v, ok, err
 }
 
 // weigh multiplies a score by a weight, NaN (0 × inf) counting as 0 as in
@@ -771,12 +773,21 @@ func weigh(w, v float64) float64 {
 	return 0
 }
 
+// aggregate folds b into a as Redis's zunionInterAggregate does, C
+// comparisons included: a NaN b (a weight of ±inf times a score of 0)
+// leaves MIN and MAX unchanged and makes SUM 0.
 func aggregate(agg int, a, b float64) float64 {
 	switch agg {
 	case aggMin:
-		return math.Min(a, b)
+		if b < a {
+			return b
+		}
+		return a
 	case aggMax:
-		return math.Max(a, b)
+		if b > a {
+			return b
+		}
+		return a
 	}
 	if r := a + b; !math.IsNaN(r) {
 		return r

@@ -301,93 +301,101 @@ func (s *Store) zRangeByLex(c *Coll, r ZRange, fn func(e *Elem) bool) error {
 		st.int(6, r.Limit)
 		return zsetElems.each(st, fn)
 	}
-	run, err := s.lexRun(c, r)
-	if err != nil {
+	all, start, err := s.lexStart(c, r)
+	if err != nil || start < 0 {
 		return err
 	}
+	// Redis skips the offset without looking, then goes on while the
+	// bound ahead holds.
+	step, ahead := 1, r.leMax
 	if r.Rev {
-		for i, j := 0, len(run)-1; i < j; i, j = i+1, j-1 {
-			run[i], run[j] = run[j], run[i]
-		}
+		step, ahead = -1, r.geMin
 	}
-	run = window(run, r.Offset, r.Limit)
-	for i := range run {
-		if !fn(&run[i]) {
+	i := start + step*int(min(r.Offset, int64(len(all))))
+	for n := int64(0); i >= 0 && i < len(all) && (r.Limit < 0 || n < r.Limit); i, n = i+step, n+1 {
+		if !ahead(all[i].Member) || !fn(&all[i]) {
 			break
 		}
 	}
 	return nil
 }
 
-// window applies an offset and limit (limit < 0: no limit) to a slice.
-func window(es []Elem, offset, limit int64) []Elem {
-	if offset >= int64(len(es)) {
-		return nil
+// geMin and leMax test a member against a lexicographic range's bounds.
+func (r ZRange) geMin(m []byte) bool {
+	switch r.LexMin.Kind {
+	case LexIncl:
+		return bytes.Compare(m, r.LexMin.Member) >= 0
+	case LexExcl:
+		return bytes.Compare(m, r.LexMin.Member) > 0
 	}
-	es = es[offset:]
-	if limit >= 0 && limit < int64(len(es)) {
-		es = es[:limit]
-	}
-	return es
+	return true
 }
 
-// lexRun is what Redis returns for a lexicographic range over a sorted set
-// whose scores differ (its documentation leaves this unspecified): walking
-// in (score, member) order, from the first member at or above the minimum,
-// the run of members up to the first one above the maximum (reversed: from
-// the last member at or below the maximum, down to the first one below the
-// minimum). It reads the whole set.
-func (s *Store) lexRun(c *Coll, r ZRange) ([]Elem, error) {
-	var all []Elem
-	err := s.zRangeByRank(c, ZRange{Kind: ZByRank, Start: 0, Stop: c.Len - 1}, func(e *Elem) bool {
+func (r ZRange) leMax(m []byte) bool {
+	switch r.LexMax.Kind {
+	case LexIncl:
+		return bytes.Compare(m, r.LexMax.Member) <= 0
+	case LexExcl:
+		return bytes.Compare(m, r.LexMax.Member) < 0
+	}
+	return true
+}
+
+// lexStart is where Redis starts a lexicographic range over a sorted set
+// whose scores differ (its documentation leaves the result unspecified;
+// this is what its compact encoding does): walking in (score, member)
+// order, the first member at or above the minimum, if that one is at or
+// below the maximum (reversed: from the end, the first member at or below
+// the maximum, if it is at or above the minimum). start is -1 when there is
+// none. It reads the whole set.
+func (s *Store) lexStart(c *Coll, r ZRange) (all []Elem, start int, err error) {
+	err = s.zRangeByRank(c, ZRange{Kind: ZByRank, Start: 0, Stop: c.Len - 1}, func(e *Elem) bool {
 		all = append(all, e.clone())
 		return true
 	})
 	if err != nil || len(all) == 0 {
-		return nil, err
-	}
-	geMin := func(m []byte) bool {
-		switch r.LexMin.Kind {
-		case LexIncl:
-			return bytes.Compare(m, r.LexMin.Member) >= 0
-		case LexExcl:
-			return bytes.Compare(m, r.LexMin.Member) > 0
-		}
-		return true
-	}
-	leMax := func(m []byte) bool {
-		switch r.LexMax.Kind {
-		case LexIncl:
-			return bytes.Compare(m, r.LexMax.Member) <= 0
-		case LexExcl:
-			return bytes.Compare(m, r.LexMax.Member) < 0
-		}
-		return true
+		return nil, -1, err
 	}
 	// Redis first rules out ranges that miss the set's ends.
-	if !geMin(all[len(all)-1].Member) || !leMax(all[0].Member) {
-		return nil, nil
+	if !r.geMin(all[len(all)-1].Member) || !r.leMax(all[0].Member) {
+		return nil, -1, nil
 	}
 	if !r.Rev {
-		i := 0
-		for i < len(all) && !geMin(all[i].Member) {
-			i++
+		for i := range all {
+			if r.geMin(all[i].Member) {
+				if r.leMax(all[i].Member) {
+					return all, i, nil
+				}
+				break
+			}
 		}
-		j := i
-		for j < len(all) && leMax(all[j].Member) {
-			j++
+		return nil, -1, nil
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if r.leMax(all[i].Member) {
+			if r.geMin(all[i].Member) {
+				return all, i, nil
+			}
+			break
 		}
-		return all[i:j], nil
 	}
-	j := len(all) - 1
-	for j >= 0 && !leMax(all[j].Member) {
-		j--
+	return nil, -1, nil
+}
+
+// lexRun is the members a lexicographic range over a sorted set with
+// differing scores counts and removes (ZLEXCOUNT, ZREMRANGEBYLEX): from
+// the forward start, the run of members at or below the maximum.
+func (s *Store) lexRun(c *Coll, r ZRange) ([]Elem, error) {
+	r.Rev = false
+	all, start, err := s.lexStart(c, r)
+	if err != nil || start < 0 {
+		return nil, err
 	}
-	i := j
-	for i >= 0 && geMin(all[i].Member) {
-		i--
+	end := start
+	for end < len(all) && r.leMax(all[end].Member) {
+		end++
 	}
-	return all[i+1 : j+1], nil
+	return all[start:end], nil
 }
 
 // ZCount counts the members a score or lexicographic range selects (its
@@ -415,7 +423,6 @@ func (s *Store) ZCount(c *Coll, r ZRange) (int64, error) {
 			return 0, err
 		}
 		if !uniform {
-			r.Rev = false
 			run, err := s.lexRun(c, r)
 			return int64(len(run)), err
 		}
@@ -458,7 +465,6 @@ func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
 			return 0, err
 		}
 		if !uniform {
-			r.Rev = false
 			run, err := s.lexRun(c, r)
 			if err != nil {
 				return 0, err
