@@ -186,17 +186,36 @@ func randomCountArg(c *Ctx, i int, withValues bool) (int64, error) {
 	return v, nil
 }
 
-// sample draws count elements for the random commands: a positive count
-// gives distinct elements (at most all of them), a negative one |count|
-// picks with repeats.
-func (c *Ctx) sample(coll *storage.Coll, count int64) ([]storage.Elem, error) {
+// writeRandom writes the reply of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER
+// with a count: distinct elements for a positive count (at most all of
+// them), |count| picks with repeats for a negative one, each with its
+// value or score when with is set. Picks with repeats stream into the
+// reply, which may not outgrow proto-max-bulk-len.
+func (c *Ctx) writeRandom(coll *storage.Coll, count int64, with bool, second func(e *storage.Elem)) error {
 	if count >= 0 {
-		return c.st.Sample(coll, count, true)
+		es, err := c.st.Sample(coll, count)
+		if err != nil {
+			return err
+		}
+		writePairs(c, es, with, second)
+		return nil
 	}
 	if -count > maxRandomCount {
-		return nil, ErrRandomCountTooLarge
+		return ErrRandomCountTooLarge
 	}
-	return c.st.Sample(coll, -count, false)
+	start := len(c.w.Buf)
+	limit := start + int(c.a.cfg.MaxBulkLen)
+	writePairsHeader(c, int(-count), with)
+	tooBig := false
+	err := c.st.SampleRepeats(coll, -count, func(e *storage.Elem) bool {
+		writePair(c, e, with, second)
+		tooBig = len(c.w.Buf) > limit
+		return !tooBig
+	})
+	if err == nil && tooBig {
+		err = ErrRandomReplyTooLarge
+	}
+	return err
 }
 
 // numKeysArg parses a numkeys argument at i (SINTERCARD, ZUNION, ZMPOP,

@@ -75,6 +75,7 @@ const (
 	ErrLimitNeedsByScore   ReplyError = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
 	ErrWithScoresByLex     ReplyError = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 	ErrRandomCountTooLarge ReplyError = "ERR count is out of range: Cellar returns at most 16777216 elements with repeats"
+	ErrRandomReplyTooLarge ReplyError = "ERR reply would exceed proto-max-bulk-len: ask for fewer random elements"
 )
 
 // errAtLeastOneKey is the numkeys error of ZUNION, ZINTER, ZDIFF, their

@@ -343,7 +343,7 @@ func cmdHRandField(c *Ctx) error {
 			}
 			return err
 		}
-		es, err := c.st.Sample(h, 1, true)
+		es, err := c.st.Sample(h, 1)
 		if err != nil {
 			return err
 		}
@@ -370,33 +370,32 @@ func cmdHRandField(c *Ctx) error {
 		c.w.Array(0)
 		return nil
 	}
-	es, err := c.sample(h, count)
-	if err != nil {
-		return err
-	}
-	writePairs(c, es, withValues, func(e *storage.Elem) { c.w.Bulk(e.Value) })
-	return nil
+	return c.writeRandom(h, count, withValues, func(e *storage.Elem) { c.w.Bulk(e.Value) })
 }
 
 // writePairs writes elements, each with its value or score when with is
 // set: a flat array in RESP2, an array of pairs in RESP3 (the reply shape
 // of HRANDFIELD, ZRANDMEMBER and ZRANGE).
 func writePairs(c *Ctx, es []storage.Elem, with bool, second func(e *storage.Elem)) {
-	switch {
-	case !with:
-		c.w.Array(len(es))
-	case c.w.Resp3():
-		c.w.Array(len(es))
-	default:
-		c.w.Array(2 * len(es))
-	}
+	writePairsHeader(c, len(es), with)
 	for i := range es {
-		if with && c.w.Resp3() {
-			c.w.Array(2)
-		}
-		c.w.Bulk(es[i].Member)
-		if with {
-			second(&es[i])
-		}
+		writePair(c, &es[i], with, second)
+	}
+}
+
+func writePairsHeader(c *Ctx, n int, with bool) {
+	if with && !c.w.Resp3() {
+		n *= 2
+	}
+	c.w.Array(n)
+}
+
+func writePair(c *Ctx, e *storage.Elem, with bool, second func(e *storage.Elem)) {
+	if with && c.w.Resp3() {
+		c.w.Array(2)
+	}
+	c.w.Bulk(e.Member)
+	if with {
+		second(e)
 	}
 }

@@ -170,7 +170,7 @@ func cmdSPop(c *Ctx) error {
 		}
 		return nil
 	}
-	es, err := c.st.Sample(s, max(count, 1), true)
+	es, err := c.st.Sample(s, max(count, 1))
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func cmdSRandMember(c *Ctx) error {
 			}
 			return err
 		}
-		es, err := c.st.Sample(s, 1, true)
+		es, err := c.st.Sample(s, 1)
 		if err != nil {
 			return err
 		}
@@ -232,15 +232,7 @@ func cmdSRandMember(c *Ctx) error {
 		c.w.Array(0)
 		return nil
 	}
-	es, err := c.sample(s, count)
-	if err != nil {
-		return err
-	}
-	c.w.Array(len(es))
-	for i := range es {
-		c.w.Bulk(es[i].Member)
-	}
-	return nil
+	return c.writeRandom(s, count, false, nil)
 }
 
 // SMOVE source destination member

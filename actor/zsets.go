@@ -695,7 +695,7 @@ func cmdZRandMember(c *Ctx) error {
 			}
 			return err
 		}
-		es, err := c.st.Sample(z, 1, true)
+		es, err := c.st.Sample(z, 1)
 		if err != nil {
 			return err
 		}
@@ -721,12 +721,7 @@ func cmdZRandMember(c *Ctx) error {
 		c.w.Array(0)
 		return nil
 	}
-	es, err := c.sample(z, count)
-	if err != nil {
-		return err
-	}
-	writeScored(c, es, withScores)
-	return nil
+	return c.writeRandom(z, count, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
 }
 
 // Aggregations of ZUNION and ZINTER.

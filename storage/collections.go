@@ -384,50 +384,74 @@ func (s *Store) ScanElements(c *Coll, cursor uint64, count int, fn func(e *Elem)
 // and picks uniformly in memory.
 const smallSample = 1024
 
-// Sample returns n random elements of c. distinct: n different elements
-// (all of them when n >= Len), as SRANDMEMBER, SPOP, HRANDFIELD and
-// ZRANDMEMBER with a positive count return; otherwise n independent picks,
-// repeats allowed (their negative counts). Small collections are sampled
-// uniformly; a large one from a uniformly random point of its hash order
-// (a window of consecutive rows for distinct samples), so the cost is
-// O(n log N) whatever N.
-func (s *Store) Sample(c *Coll, n int64, distinct bool) ([]Elem, error) {
+// repeatPool bounds the rows SampleRepeats reads for one call.
+const repeatPool = 1 << 16
+
+// Sample returns n different random elements of c (all of them when
+// n >= Len), as SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER with a
+// positive count return. A small collection is sampled uniformly; a large
+// one as a window of consecutive rows from a uniformly random point of its
+// hash order, so the cost is O(n + log N) whatever N.
+func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
 	if n <= 0 || c.Len <= 0 {
 		return nil, nil
 	}
-	if distinct && n >= c.Len {
+	if n >= c.Len {
 		return s.AllElements(c)
 	}
-	if c.Len <= smallSample || n >= c.Len {
-		all, err := s.AllElements(c)
-		if err != nil || len(all) == 0 {
-			return nil, err
-		}
-		if distinct {
-			for i := int64(0); i < n; i++ {
-				j := i + rand.Int64N(int64(len(all))-i)
-				all[i], all[j] = all[j], all[i]
-			}
-			return all[:n], nil
-		}
-		out := make([]Elem, n)
-		for i := range out {
-			out[i] = all[rand.IntN(len(all))]
-		}
-		return out, nil
-	}
-	if distinct {
+	if c.Len > smallSample {
 		return s.window(c, n)
 	}
-	out := make([]Elem, 0, n)
-	for i := int64(0); i < n; i++ {
-		one, err := s.window(c, 1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, one...)
+	all, err := s.AllElements(c)
+	if err != nil || len(all) == 0 {
+		return nil, err
 	}
-	return out, nil
+	n = min(n, int64(len(all)))
+	for i := int64(0); i < n; i++ {
+		j := i + rand.Int64N(int64(len(all))-i)
+		all[i], all[j] = all[j], all[i]
+	}
+	return all[:n], nil
+}
+
+// SampleRepeats calls fn with n random elements of c, repeats allowed (the
+// negative counts of the random commands); fn returning false stops it. A
+// collection of up to 65 536 elements is sampled uniformly; a larger one
+// by one seek per pick for small n, else by uniform picks from a window of
+// up to 65 536 consecutive rows at a random point of the hash order. Memory
+// and reads stay bounded whatever n; the caller bounds the reply.
+func (s *Store) SampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) error {
+	if n <= 0 || c.Len <= 0 {
+		return nil
+	}
+	if c.Len > repeatPool && n <= smallSample {
+		for i := int64(0); i < n; i++ {
+			one, err := s.window(c, 1)
+			if err != nil {
+				return err
+			}
+			if len(one) > 0 && !fn(&one[0]) {
+				return nil
+			}
+		}
+		return nil
+	}
+	var pool []Elem
+	var err error
+	if c.Len <= repeatPool {
+		pool, err = s.AllElements(c)
+	} else {
+		pool, err = s.window(c, min(n, repeatPool))
+	}
+	if err != nil || len(pool) == 0 {
+		return err
+	}
+	for i := int64(0); i < n; i++ {
+		if !fn(&pool[rand.IntN(len(pool))]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // window reads n consecutive rows of c's hash order from a random point,

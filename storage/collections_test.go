@@ -166,7 +166,7 @@ func TestSetSampleAndScan(t *testing.T) {
 		}
 	}
 	for _, k := range []int64{1, 5, 999, 2999, 3000, 5000} {
-		got, err := s.Sample(c, k, true)
+		got, err := s.Sample(c, k)
 		must(t, err)
 		distinct := map[string]bool{}
 		for _, e := range got {
@@ -176,10 +176,16 @@ func TestSetSampleAndScan(t *testing.T) {
 			t.Fatalf("distinct sample of %d: %d elements, %d distinct", k, len(got), len(distinct))
 		}
 	}
-	got, err := s.Sample(c, 10000, false)
-	must(t, err)
-	if len(got) != 10000 {
-		t.Fatalf("sample with repeats: %d", len(got))
+	picks := 0
+	must(t, s.SampleRepeats(c, 10000, func(e *Elem) bool {
+		if ok, _ := s.SetHas(c, e.Member); !ok {
+			t.Fatalf("picked %q, not a member", e.Member)
+		}
+		picks++
+		return true
+	}))
+	if picks != 10000 {
+		t.Fatalf("sample with repeats: %d", picks)
 	}
 }
 

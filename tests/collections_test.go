@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cellar-db/cellar"
 )
 
 // Hashes, sets and sorted sets over the wire. The compatibility files
@@ -288,6 +290,36 @@ func TestRandomOnLargeSets(t *testing.T) {
 	}
 	r := s.raw()
 	r.expect(errr("ERR count is out of range: Cellar returns at most 16777216 elements with repeats"), "SRANDMEMBER", "s", "-100000000")
+	// Past the in-memory threshold, picks with repeats come from the whole
+	// set over several calls.
+	seen := map[string]bool{}
+	for i := 0; i < 20 && len(seen) < 1000; i++ {
+		for _, m := range c.SRandMemberN(ctx, "s", -500).Val() {
+			seen[m] = true
+		}
+	}
+	if len(seen) < 1000 {
+		t.Fatalf("20 × SRANDMEMBER -500 saw only %d different members", len(seen))
+	}
+}
+
+// TestRandomRepliesAreBounded: picks with repeats stream into the reply,
+// which may not outgrow proto-max-bulk-len; the error replaces it whole.
+func TestRandomRepliesAreBounded(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.ProtoMaxBulkLen = 1 << 20 })
+	needCellar(t, s)
+	r := s.raw()
+	big := strings.Repeat("x", 1000)
+	r.expect(integer(1), "SADD", "s", big)
+	r.expect(integer(1), "HSET", "h", "f", big)
+	got := r.do("SRANDMEMBER", "s", "-500")
+	if !strings.HasPrefix(got, "*500\r\n") || len(got) < 500*1000 {
+		t.Fatalf("SRANDMEMBER -500: %d bytes, %q...", len(got), got[:min(len(got), 20)])
+	}
+	tooBig := errr("ERR reply would exceed proto-max-bulk-len: ask for fewer random elements")
+	r.expect(tooBig, "SRANDMEMBER", "s", "-2000")
+	r.expect(tooBig, "HRANDFIELD", "h", "-2000", "WITHVALUES")
+	r.expect(integer(1), "SCARD", "s")
 }
 
 func distinct(xs []string) map[string]bool {
