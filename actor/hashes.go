@@ -203,18 +203,8 @@ func cmdHExists(c *Ctx) error {
 	}
 	found := false
 	if h != nil {
-		n, err := c.st.HashStrLen(h, c.args[2])
-		if err != nil {
+		if found, err = c.st.HashHas(h, c.args[2]); err != nil {
 			return err
-		}
-		if n == 0 {
-			// An empty value and a missing field both have length 0.
-			_, found, err = c.st.HashGet(h, c.args[2], nil)
-			if err != nil {
-				return err
-			}
-		} else {
-			found = true
 		}
 	}
 	c.w.Int(b2i(found))

@@ -5,6 +5,7 @@ package storage
 
 var (
 	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHStrLen = newQuery("SELECT length(value) FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
 	qHUpdate = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
@@ -31,6 +32,15 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 	dst = st.colBlob(0, dst)
 	st.reset()
 	return dst, true, nil
+}
+
+// HashHas reports whether the hash has field.
+func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
+	st := s.q(qHExists)
+	bindElem(st, c.ID, field)
+	row, err := st.step()
+	st.reset()
+	return row, err
 }
 
 // HashStrLen is the length of field's value, 0 when there is none.
