@@ -2,6 +2,7 @@ package actor
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/cellar-db/cellar/storage"
 )
@@ -147,26 +148,12 @@ func cmdScanColl(c *Ctx, t storage.Type) error {
 		}
 	}
 	c.w.Array(2)
-	c.w.BulkString(uintString(next))
+	c.w.BulkString(strconv.FormatUint(next, 10))
 	c.w.Array(len(items))
 	for _, it := range items {
 		c.w.Bulk(it)
 	}
 	return nil
-}
-
-func uintString(v uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return string(b[i:])
 }
 
 // randomCountArg parses the count of SRANDMEMBER, HRANDFIELD and
@@ -216,21 +203,4 @@ func (c *Ctx) writeRandom(coll *storage.Coll, count int64, with bool, second fun
 		err = ErrRandomReplyTooLarge
 	}
 	return err
-}
-
-// numKeysArg parses a numkeys argument at i (SINTERCARD, ZUNION, ZMPOP,
-// ...): at least 1 and no more than the arguments that follow; the keys
-// are args[i+1 : i+1+n].
-func numKeysArg(c *Ctx, i int, errNotPositive error) (int, error) {
-	n, err := c.intArg(i)
-	if err != nil {
-		return 0, err
-	}
-	if n <= 0 {
-		return 0, errNotPositive
-	}
-	if n > int64(len(c.args)-i-1) {
-		return 0, ErrNumKeysTooMany
-	}
-	return int(n), nil
 }
