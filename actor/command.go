@@ -127,6 +127,9 @@ var families = [][]*Command{
 	keyCommands,
 	persistenceCommands,
 	listCommands,
+	hashCommands,
+	setCommands,
+	zsetCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/cellar-db/cellar/storage"
@@ -59,7 +60,35 @@ const (
 	ErrWeightNotFloat   ReplyError = "ERR weight value is not a float"
 	ErrNumKeysPositive  ReplyError = "ERR numkeys should be greater than 0"
 	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
+
+	// Hashes, sets and sorted sets.
+	ErrHashNotInteger      ReplyError = "ERR hash value is not an integer"
+	ErrHashNotFloat        ReplyError = "ERR hash value is not a float"
+	ErrNaNOrInfinity       ReplyError = "ERR value is NaN or Infinity"
+	ErrValueOutOfRange     ReplyError = "ERR value is out of range"
+	ErrRandomCountRange    ReplyError = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
+	ErrNumKeysTooMany      ReplyError = "ERR Number of keys can't be greater than number of args"
+	ErrLimitNegative       ReplyError = "ERR LIMIT can't be negative"
+	ErrCountPositive       ReplyError = "ERR count should be greater than 0"
+	ErrZAddGTLTNX          ReplyError = "ERR GT, LT, and/or NX options at the same time are not compatible"
+	ErrZAddIncrPair        ReplyError = "ERR INCR option supports a single increment-element pair"
+	ErrLimitNeedsByScore   ReplyError = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	ErrWithScoresByLex     ReplyError = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+	ErrRandomCountTooLarge ReplyError = "ERR count is out of range: Cellar returns at most 16777216 elements with repeats"
+	ErrRandomReplyTooLarge ReplyError = "ERR reply would exceed proto-max-bulk-len: ask for fewer random elements"
 )
+
+// errAtLeastOneKey is the numkeys error of ZUNION, ZINTER, ZDIFF, their
+// STORE forms and ZINTERCARD.
+func errAtLeastOneKey(name string) error {
+	return ReplyError("ERR at least 1 input key is needed for '" + name + "' command")
+}
+
+// errCountMismatch reports a collection whose stored element count
+// disagrees with its rows: a Cellar bug, never the client's fault.
+func errCountMismatch(key []byte, stored, found int) error {
+	return fmt.Errorf("actor: key %q: stored count %d, found %d elements", key, stored, found)
+}
 
 // errWrongArgs is Redis's arity error; name is the full name
 // ("get", "client|setname").

@@ -483,6 +483,12 @@ func cmdObjectEncoding(c *Ctx) error {
 			return err
 		}
 		c.w.BulkString(stringEncoding(v))
+	case storage.TypeHash, storage.TypeSet, storage.TypeZSet:
+		enc, err := c.collEncoding(c.args[2], m.Type)
+		if err != nil {
+			return err
+		}
+		c.w.BulkString(enc)
 	default:
 		c.w.BulkString(collectionEncoding(m.Type))
 	}

@@ -101,6 +101,8 @@ func (s *Store) dropElements(t Type, id int64) error {
 		return nil
 	case TypeList:
 		return s.dropList(id)
+	case TypeHash, TypeSet, TypeZSet:
+		return s.dropCollElements(t, id)
 	}
 	return nil
 }
@@ -112,6 +114,8 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 		return nil
 	case TypeList:
 		return s.copyList(from, to)
+	case TypeHash, TypeSet, TypeZSet:
+		return s.copyCollElements(t, from, to)
 	}
 	return nil
 }
@@ -381,7 +385,10 @@ func (s *Store) FlushDB(db int) error {
 
 // dropAllElements removes the elements of every collection in db.
 func (s *Store) dropAllElements(db int) error {
-	return s.dropAllLists(db)
+	if err := s.dropAllLists(db); err != nil {
+		return err
+	}
+	return s.dropAllCollElements(db)
 }
 
 // SwapDB exchanges the contents of two databases.

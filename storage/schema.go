@@ -45,6 +45,35 @@ CREATE TABLE list_items (
 	value BLOB    NOT NULL,
 	PRIMARY KEY (id, pos)
 ) WITHOUT ROWID;`},
+	{3, "collections", `
+-- Hashes, sets and sorted sets. A key of these types keeps its element
+-- count in keys.value (an INTEGER), so HLEN, SCARD and ZCARD read one row.
+-- Elements are keyed by the key's id (stable across RENAME and MOVE) and
+-- h, a 63-bit hash of the field or member (storage.elemHash): clustering by
+-- h gives the SCAN commands a stable integer cursor and random sampling a
+-- uniform starting point, while lookups of one element stay point seeks.
+CREATE TABLE hashes (
+	id    INTEGER NOT NULL,
+	h     INTEGER NOT NULL,
+	field BLOB    NOT NULL,
+	value BLOB    NOT NULL,
+	PRIMARY KEY (id, h, field)
+) WITHOUT ROWID;
+CREATE TABLE sets (
+	id     INTEGER NOT NULL,
+	h      INTEGER NOT NULL,
+	member BLOB    NOT NULL,
+	PRIMARY KEY (id, h, member)
+) WITHOUT ROWID;
+CREATE TABLE zsets (
+	id     INTEGER NOT NULL,
+	h      INTEGER NOT NULL,
+	member BLOB    NOT NULL,
+	score  REAL    NOT NULL,          -- never NaN; -0 is stored as 0
+	PRIMARY KEY (id, h, member)
+) WITHOUT ROWID;
+-- Redis's order: score, then member bytes (BLOBs compare with memcmp).
+CREATE INDEX zsets_by_score ON zsets (id, score, member);`},
 }
 
 // schemaVersion is the version this build writes.

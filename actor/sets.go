@@ -1,0 +1,481 @@
+package actor
+
+import (
+	"github.com/cellar-db/cellar/storage"
+)
+
+var setCommands = []*Command{
+	{Name: "sadd", Summary: "Adds members to a set, creating it if needed.", Handler: cmdSAdd},
+	{Name: "srem", Summary: "Removes members from a set.", Handler: cmdSRem},
+	{Name: "smembers", Summary: "Returns every member of a set.", Handler: cmdSMembers},
+	{Name: "sismember", Summary: "Tells whether a value is a member of a set.", Handler: cmdSIsMember},
+	{Name: "smismember", Summary: "Tells, for each of several values, whether it is a member of a set.", Handler: cmdSMIsMember},
+	{Name: "scard", Summary: "Returns the number of members of a set.", Handler: cmdSCard},
+	{Name: "spop", Summary: "Removes and returns random members of a set.", Handler: cmdSPop},
+	{Name: "srandmember", Summary: "Returns random members of a set.", Handler: cmdSRandMember},
+	{Name: "smove", Summary: "Moves a member from one set to another.", Handler: cmdSMove},
+	{Name: "sinter", Summary: "Returns the intersection of sets.", Handler: cmdSetOp},
+	{Name: "sintercard", Summary: "Counts the members of the intersection of sets, up to a limit.", Handler: cmdSInterCard},
+	{Name: "sinterstore", Summary: "Stores the intersection of sets in a key.", Handler: cmdSetOp},
+	{Name: "sunion", Summary: "Returns the union of sets.", Handler: cmdSetOp},
+	{Name: "sunionstore", Summary: "Stores the union of sets in a key.", Handler: cmdSetOp},
+	{Name: "sdiff", Summary: "Returns the members of the first set that are in none of the others.", Handler: cmdSetOp},
+	{Name: "sdiffstore", Summary: "Stores the difference of sets in a key.", Handler: cmdSetOp},
+	{Name: "sscan", Summary: "Iterates over the members of a set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeSet) }},
+}
+
+// SADD key member [member ...]
+func cmdSAdd(c *Ctx) error {
+	s, err := c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	n := int64(0)
+	for _, m := range c.args[2:] {
+		ok, err := c.st.SetAdd(s, m)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n++
+		}
+	}
+	if err := c.st.SaveColl(s, false); err != nil {
+		return err
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// SREM key member [member ...]
+func cmdSRem(c *Ctx) error {
+	s, err := c.st.OpenColl(c.db, c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	n := int64(0)
+	if s != nil {
+		for _, m := range c.args[2:] {
+			ok, err := c.st.SetRem(s, m)
+			if err != nil {
+				return err
+			}
+			if ok {
+				n++
+			}
+		}
+		if err := c.st.SaveColl(s, false); err != nil {
+			return err
+		}
+	}
+	c.w.Int(n)
+	return nil
+}
+
+// SMEMBERS key
+func cmdSMembers(c *Ctx) error {
+	s, err := c.readColl(c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		c.w.Set(0)
+		return nil
+	}
+	n := int(s.Len)
+	c.w.Set(n)
+	written := 0
+	err = c.st.Elements(s, func(e *storage.Elem) bool {
+		c.w.Bulk(e.Member)
+		written++
+		return true
+	})
+	if err == nil && written != n {
+		return errCountMismatch(c.args[1], n, written)
+	}
+	return err
+}
+
+// SISMEMBER key member
+func cmdSIsMember(c *Ctx) error {
+	s, err := c.readColl(c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	ok := false
+	if s != nil {
+		if ok, err = c.st.SetHas(s, c.args[2]); err != nil {
+			return err
+		}
+	}
+	c.w.Int(b2i(ok))
+	return nil
+}
+
+// SMISMEMBER key member [member ...]
+func cmdSMIsMember(c *Ctx) error {
+	s, err := c.readColl(c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	c.w.Array(len(c.args) - 2)
+	for _, m := range c.args[2:] {
+		ok := false
+		if s != nil {
+			if ok, err = c.st.SetHas(s, m); err != nil {
+				return err
+			}
+		}
+		c.w.Int(b2i(ok))
+	}
+	return nil
+}
+
+// SCARD key
+func cmdSCard(c *Ctx) error {
+	s, err := c.readColl(c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		c.w.Int(0)
+		return nil
+	}
+	c.w.Int(s.Len)
+	return nil
+}
+
+// SPOP key [count]
+func cmdSPop(c *Ctx) error {
+	if len(c.args) > 3 {
+		return ErrSyntax
+	}
+	count := int64(-1)
+	if len(c.args) == 3 {
+		v, ok := parseIntOK(c.args[2])
+		if !ok || v < 0 {
+			return ErrCountNegative
+		}
+		count = v
+	}
+	s, err := c.st.OpenColl(c.db, c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	if s == nil || count == 0 {
+		if count < 0 {
+			c.w.Null()
+		} else {
+			c.w.Set(0)
+		}
+		return nil
+	}
+	es, err := c.st.Sample(s, max(count, 1))
+	if err != nil {
+		return err
+	}
+	if int64(len(es)) >= s.Len {
+		// Everything goes: drop the key in one statement per table.
+		if _, err := c.st.Delete(c.db, c.args[1]); err != nil {
+			return err
+		}
+	} else {
+		for i := range es {
+			if _, err := c.st.SetRem(s, es[i].Member); err != nil {
+				return err
+			}
+		}
+		if err := c.st.SaveColl(s, false); err != nil {
+			return err
+		}
+	}
+	if count < 0 {
+		c.w.Bulk(es[0].Member)
+		return nil
+	}
+	c.w.Set(len(es))
+	for i := range es {
+		c.w.Bulk(es[i].Member)
+	}
+	return nil
+}
+
+// SRANDMEMBER key [count]
+func cmdSRandMember(c *Ctx) error {
+	if len(c.args) > 3 {
+		return ErrSyntax
+	}
+	if len(c.args) == 2 {
+		s, err := c.readColl(c.args[1], storage.TypeSet)
+		if err != nil || s == nil {
+			if err == nil {
+				c.w.Null()
+			}
+			return err
+		}
+		es, err := c.st.Sample(s, 1)
+		if err != nil {
+			return err
+		}
+		c.w.Bulk(es[0].Member)
+		return nil
+	}
+	count, err := randomCountArg(c, 2, false)
+	if err != nil {
+		return err
+	}
+	s, err := c.readColl(c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	if s == nil || count == 0 {
+		c.w.Array(0)
+		return nil
+	}
+	return c.writeRandom(s, count, false, nil)
+}
+
+// SMOVE source destination member
+func cmdSMove(c *Ctx) error {
+	src, err := c.st.OpenColl(c.db, c.args[1], storage.TypeSet)
+	if err != nil || src == nil {
+		if err == nil {
+			c.w.Int(0)
+		}
+		return err
+	}
+	dst, err := c.st.OpenColl(c.db, c.args[2], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	m := c.args[3]
+	if dst != nil && dst.ID == src.ID {
+		ok, err := c.st.SetHas(src, m)
+		if err != nil {
+			return err
+		}
+		c.w.Int(b2i(ok))
+		return nil
+	}
+	ok, err := c.st.SetRem(src, m)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.Int(0)
+		return nil
+	}
+	if err := c.st.SaveColl(src, false); err != nil {
+		return err
+	}
+	if dst == nil {
+		if dst, err = c.st.OpenOrCreateColl(c.db, c.args[2], storage.TypeSet); err != nil {
+			return err
+		}
+	}
+	if _, err := c.st.SetAdd(dst, m); err != nil {
+		return err
+	}
+	if err := c.st.SaveColl(dst, true); err != nil {
+		return err
+	}
+	c.w.Int(1)
+	return nil
+}
+
+// openSets opens the source sets of a set operation: nil for a missing
+// key, WRONGTYPE for any key of another type (all are checked first, as
+// Redis does).
+func openSets(c *Ctx, keys [][]byte) ([]*storage.Coll, error) {
+	sets := make([]*storage.Coll, len(keys))
+	for i, k := range keys {
+		s, err := c.readColl(k, storage.TypeSet)
+		if err != nil {
+			return nil, err
+		}
+		sets[i] = s
+	}
+	return sets, nil
+}
+
+// setInter returns the members common to every set, stopping after limit
+// of them (limit <= 0: no limit). It walks the smallest set and looks each
+// member up in the others.
+func setInter(c *Ctx, sets []*storage.Coll, limit int64) ([][]byte, error) {
+	smallest := -1
+	for i, s := range sets {
+		if s == nil || s.Len == 0 {
+			return nil, nil
+		}
+		if smallest < 0 || s.Len < sets[smallest].Len {
+			smallest = i
+		}
+	}
+	cand, err := c.st.AllElements(sets[smallest])
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range cand {
+		in := true
+		for i, s := range sets {
+			if i == smallest || s.ID == sets[smallest].ID {
+				continue
+			}
+			ok, err := c.st.SetHas(s, e.Member)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				in = false
+				break
+			}
+		}
+		if in {
+			out = append(out, e.Member)
+			if limit > 0 && int64(len(out)) >= limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// setUnionDiff returns the union of the sets, or the members of the first
+// that are in none of the others.
+func setUnionDiff(c *Ctx, sets []*storage.Coll, diff bool) ([][]byte, error) {
+	var out [][]byte
+	if diff {
+		if sets[0] == nil {
+			return nil, nil
+		}
+		cand, err := c.st.AllElements(sets[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range cand {
+			in := false
+			for _, s := range sets[1:] {
+				if s == nil {
+					continue
+				}
+				if s.ID == sets[0].ID {
+					in = true
+					break
+				}
+				ok, err := c.st.SetHas(s, e.Member)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					in = true
+					break
+				}
+			}
+			if !in {
+				out = append(out, e.Member)
+			}
+		}
+		return out, nil
+	}
+	seen := map[string]bool{}
+	for _, s := range sets {
+		if s == nil {
+			continue
+		}
+		err := c.st.Elements(s, func(e *storage.Elem) bool {
+			if !seen[string(e.Member)] {
+				seen[string(e.Member)] = true
+				out = append(out, append([]byte(nil), e.Member...))
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SINTER key [key ...], SUNION, SDIFF and their STORE forms
+// (SINTERSTORE destination key [key ...], ...).
+func cmdSetOp(c *Ctx) error {
+	name := c.cmd.Name
+	store := name == "sinterstore" || name == "sunionstore" || name == "sdiffstore"
+	keys := c.args[1:]
+	if store {
+		keys = c.args[2:]
+	}
+	sets, err := openSets(c, keys)
+	if err != nil {
+		return err
+	}
+	var members [][]byte
+	switch name {
+	case "sinter", "sinterstore":
+		members, err = setInter(c, sets, 0)
+	case "sunion", "sunionstore":
+		members, err = setUnionDiff(c, sets, false)
+	default:
+		members, err = setUnionDiff(c, sets, true)
+	}
+	if err != nil {
+		return err
+	}
+	if !store {
+		c.w.Set(len(members))
+		for _, m := range members {
+			c.w.Bulk(m)
+		}
+		return nil
+	}
+	dst, err := c.st.ReplaceColl(c.db, c.args[1], storage.TypeSet)
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if _, err := c.st.SetAdd(dst, m); err != nil {
+			return err
+		}
+	}
+	if err := c.st.SaveColl(dst, false); err != nil {
+		return err
+	}
+	c.w.Int(int64(len(members)))
+	return nil
+}
+
+// SINTERCARD numkeys key [key ...] [LIMIT limit]
+func cmdSInterCard(c *Ctx) error {
+	n, ok := parseIntOK(c.args[1])
+	if !ok || n <= 0 {
+		return ErrNumKeysPositive
+	}
+	if n > int64(len(c.args)-2) {
+		return ErrNumKeysTooMany
+	}
+	keys := c.args[2 : 2+n]
+	limit := int64(0)
+	for j := 2 + int(n); j < len(c.args); j++ {
+		if c.argEq(j, "limit") && j+1 < len(c.args) {
+			v, ok := parseIntOK(c.args[j+1])
+			if !ok || v < 0 {
+				return ErrLimitNegative
+			}
+			limit = v
+			j++
+			continue
+		}
+		return ErrSyntax
+	}
+	sets, err := openSets(c, keys)
+	if err != nil {
+		return err
+	}
+	members, err := setInter(c, sets, limit)
+	if err != nil {
+		return err
+	}
+	c.w.Int(int64(len(members)))
+	return nil
+}

@@ -1,0 +1,485 @@
+package storage
+
+import (
+	"math/rand/v2"
+)
+
+// This file holds what hashes, sets and sorted sets share: the open-key
+// handle (Coll) that keeps the element count in the key's row, the element
+// hash that orders rows for SCAN cursors and random sampling, and the hooks
+// keys.go calls to drop and copy elements.
+//
+// Layout (migration 3): one table per type, keyed by (id, h, element) with
+// h = elemHash(element). The count of elements is the keys row's value
+// column (an INTEGER for these types), so HLEN/SCARD/ZCARD and "is it empty
+// now" never count rows.
+
+// Coll is a hash, set or sorted set key opened by one command. The command
+// changes elements through the Store's element methods, adjusts Len as it
+// goes, and ends with SaveColl, which records the new count and deletes the
+// key if it became empty. A Coll is valid only within the command (the
+// actor's round) that opened it.
+type Coll struct {
+	DB       int
+	Key      []byte
+	Type     Type
+	ID       int64
+	ExpireAt int64
+	Len      int64 // element count, kept up to date by the caller
+	saved    int64 // Len as stored
+	created  bool
+}
+
+// Changed reports whether Len differs from what is stored, or the key was
+// created by this command.
+func (c *Coll) Changed() bool { return c.Len != c.saved || c.created }
+
+var (
+	qCollLookup = newQuery("SELECT type, id, coalesce(expire_at, 0), coalesce(value, 0) FROM keys WHERE db = ?1 AND key = ?2")
+	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, 1, 0)")
+	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
+	qCollTouch  = newQuery("UPDATE keys SET version = version + 1 WHERE db = ?1 AND key = ?2")
+)
+
+// OpenColl finds the live key and checks that it is of type t. A key of
+// another type is ErrWrongType; a missing key is (nil, nil).
+func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
+	return s.openColl(db, key, []Type{t})
+}
+
+func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
+	st := s.q(qCollLookup)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return nil, err
+	}
+	kt, id, exp, n := Type(st.colInt(0)), st.colInt(1), st.colInt(2), st.colInt(3)
+	st.reset()
+	if expired(exp, s.Now) {
+		_, err := s.Delete(db, key)
+		return nil, err
+	}
+	for _, t := range types {
+		if kt == t {
+			return &Coll{DB: db, Key: key, Type: t, ID: id, ExpireAt: exp, Len: n, saved: n}, nil
+		}
+	}
+	return nil, ErrWrongType
+}
+
+// OpenOrCreateColl is OpenColl that creates an empty key of type t when
+// there is none. The caller must add elements and SaveColl: an empty
+// collection never outlives its command.
+func (s *Store) OpenOrCreateColl(db int, key []byte, t Type) (*Coll, error) {
+	c, err := s.OpenColl(db, key, t)
+	if err != nil || c != nil {
+		return c, err
+	}
+	return s.createColl(db, key, t)
+}
+
+// createColl inserts the key row of a new, empty collection. The caller
+// knows that no live key of that name exists.
+func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
+	id := s.NewID()
+	st := s.q(qCollCreate)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	st.int(3, id)
+	st.int(4, int64(t))
+	if err := st.exec(); err != nil {
+		return nil, err
+	}
+	s.Created(db)
+	return &Coll{DB: db, Key: key, Type: t, ID: id, created: true}, nil
+}
+
+// SaveColl ends a command's changes to c: an empty collection is deleted,
+// otherwise the count is stored and the key's version bumped. Saving an
+// unchanged Coll does nothing unless touched is set (the elements changed
+// but not their number, as when HSET overwrites a value).
+func (s *Store) SaveColl(c *Coll, touched bool) error {
+	if c == nil {
+		return nil
+	}
+	if c.Len <= 0 {
+		if c.created || c.saved > 0 {
+			if _, err := s.Delete(c.DB, c.Key); err != nil {
+				return err
+			}
+		}
+		c.saved, c.created = 0, false
+		return nil
+	}
+	if !c.Changed() && !touched {
+		return nil
+	}
+	var st *stmt
+	if c.Len != c.saved {
+		st = s.q(qCollSave)
+		st.int(3, c.Len)
+	} else {
+		st = s.q(qCollTouch)
+	}
+	st.int(1, int64(c.DB))
+	st.blob(2, c.Key)
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	c.saved, c.created = c.Len, false
+	return nil
+}
+
+// ReplaceColl makes key a fresh, empty collection of type t, deleting
+// whatever it held (the STORE commands). The caller adds the elements and
+// saves; a result with no elements leaves no key.
+func (s *Store) ReplaceColl(db int, key []byte, t Type) (*Coll, error) {
+	if _, err := s.Delete(db, key); err != nil {
+		return nil, err
+	}
+	return s.createColl(db, key, t)
+}
+
+// elemHash orders a collection's rows: FNV-1a over the bytes, then
+// MurmurHash3's 64-bit finaliser so that the high bits are uniform (random
+// sampling seeks to a uniform point), cut to 63 bits so that it is a
+// non-negative SQLite integer. It is part of the file format: changing it
+// needs a migration that rewrites every h.
+func elemHash(b []byte) int64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int64(h >> 1)
+}
+
+// randomH is a uniform point of elemHash's range.
+func randomH() int64 { return rand.Int64() }
+
+// ScanLimit bounds the elements one SCAN-family call reads, whatever COUNT
+// asks (a call returns at least min(COUNT, ScanLimit) elements unless the
+// collection ends first).
+const ScanLimit = 100000
+
+var (
+	qDropHash     = newQuery("DELETE FROM hashes WHERE id = ?1")
+	qDropSet      = newQuery("DELETE FROM sets WHERE id = ?1")
+	qDropZSet     = newQuery("DELETE FROM zsets WHERE id = ?1")
+	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value) SELECT ?2, h, field, value FROM hashes WHERE id = ?1")
+	qCopySet      = newQuery("INSERT INTO sets (id, h, member) SELECT ?2, h, member FROM sets WHERE id = ?1")
+	qCopyZSet     = newQuery("INSERT INTO zsets (id, h, member, score) SELECT ?2, h, member, score FROM zsets WHERE id = ?1")
+	qDropAllHash  = newQuery("DELETE FROM hashes WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 3)")
+	qDropAllSet   = newQuery("DELETE FROM sets WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 4)")
+	qDropAllZSets = newQuery("DELETE FROM zsets WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 5)")
+)
+
+// dropCollElements removes the elements of a hash, set or sorted set.
+func (s *Store) dropCollElements(t Type, id int64) error {
+	var st *stmt
+	switch t {
+	case TypeHash:
+		st = s.q(qDropHash)
+	case TypeSet:
+		st = s.q(qDropSet)
+	case TypeZSet:
+		st = s.q(qDropZSet)
+	default:
+		return nil
+	}
+	st.int(1, id)
+	s.dirty = true
+	return st.exec()
+}
+
+// copyCollElements copies the elements of a hash, set or sorted set.
+func (s *Store) copyCollElements(t Type, from, to int64) error {
+	var st *stmt
+	switch t {
+	case TypeHash:
+		st = s.q(qCopyHash)
+	case TypeSet:
+		st = s.q(qCopySet)
+	case TypeZSet:
+		st = s.q(qCopyZSet)
+	default:
+		return nil
+	}
+	st.int(1, from)
+	st.int(2, to)
+	s.dirty = true
+	return st.exec()
+}
+
+// dropAllCollElements removes the elements of every hash, set and sorted
+// set of db (FLUSHDB), before their key rows go.
+func (s *Store) dropAllCollElements(db int) error {
+	for _, q := range []*query{qDropAllHash, qDropAllSet, qDropAllZSets} {
+		st := s.q(q)
+		st.int(1, int64(db))
+		if err := st.exec(); err != nil {
+			return err
+		}
+	}
+	s.dirty = true
+	return nil
+}
+
+// scanRows runs a SCAN-family walk over one collection: rows of id with
+// h >= cursor in h order, at least count of them (whole runs of equal h, so
+// that a cursor never splits one), and the next cursor (0 at the end). each
+// is called with the statement positioned on a row.
+func (s *Store) scanRows(from *query, id int64, cursor uint64, count int, each func(st *stmt)) (uint64, error) {
+	if cursor >= 1<<63 {
+		return 0, nil
+	}
+	count = min(max(count, 1), ScanLimit)
+	st := s.q(from)
+	st.int(1, id)
+	st.int(2, int64(cursor))
+	defer st.reset()
+	n := 0
+	var last int64 = -1
+	for {
+		row, err := st.step()
+		if err != nil {
+			return 0, err
+		}
+		if !row {
+			return 0, nil
+		}
+		h := st.colInt(0)
+		if n >= count && h != last {
+			return uint64(h), nil
+		}
+		last = h
+		n++
+		each(st)
+	}
+}
+
+// Elem is one element of a collection: a hash's field and value, a set's
+// member, or a sorted set's member and score.
+type Elem struct {
+	Member []byte // hash field, set or sorted set member
+	Value  []byte // hash value
+	Score  float64
+}
+
+func (e *Elem) clone() Elem {
+	return Elem{Member: append([]byte{}, e.Member...), Value: append([]byte(nil), e.Value...), Score: e.Score}
+}
+
+// elemQueries are the statements every collection type has, all selecting
+// (h, member[, value or score]).
+type elemQueries struct {
+	all    *query // ?1 id
+	scan   *query // ?1 id, ?2 first h: in h order
+	from   *query // ?1 id, ?2 first h, ?3 limit: in h order
+	first  *query // ?1 id, ?2 limit: in h order
+	table  string
+	hasVal bool // column 2 is a value blob
+	hasSco bool // column 2 is a score
+}
+
+func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
+	sel := "SELECT h, " + cols + " FROM " + table + " WHERE id = ?1"
+	return &elemQueries{
+		all:    newQuery(sel),
+		scan:   newQuery(sel + " AND h >= ?2 ORDER BY h"),
+		from:   newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
+		first:  newQuery(sel + " ORDER BY h LIMIT ?2"),
+		table:  table,
+		hasVal: hasVal,
+		hasSco: hasSco,
+	}
+}
+
+var (
+	hashElems = newElemQueries("hashes", "field, value", true, false)
+	setElems  = newElemQueries("sets", "member", false, false)
+	zsetElems = newElemQueries("zsets", "member, score", false, true)
+)
+
+func elemsOf(t Type) *elemQueries {
+	switch t {
+	case TypeHash:
+		return hashElems
+	case TypeSet:
+		return setElems
+	}
+	return zsetElems
+}
+
+// read fills e from the row st is on (column 0 is h).
+func (q *elemQueries) read(st *stmt, e *Elem) {
+	e.Member = st.colBlob(1, e.Member[:0])
+	if q.hasVal {
+		e.Value = st.colBlob(2, e.Value[:0])
+	} else if q.hasSco {
+		e.Score = st.colFloat(2)
+	}
+}
+
+// each steps st to the end, calling fn with each row; fn's Elem is reused
+// between rows. fn returning false stops early.
+func (q *elemQueries) each(st *stmt, fn func(e *Elem) bool) error {
+	defer st.reset()
+	var e Elem
+	for {
+		row, err := st.step()
+		if err != nil || !row {
+			return err
+		}
+		q.read(st, &e)
+		if !fn(&e) {
+			return nil
+		}
+	}
+}
+
+// Elements calls fn with every element of c, in no particular order. The
+// Elem (and its slices) is reused: fn copies what it keeps. fn must not
+// change c.
+func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
+	q := elemsOf(c.Type)
+	st := s.q(q.all)
+	st.int(1, c.ID)
+	return q.each(st, fn)
+}
+
+// AllElements returns copies of every element of c.
+func (s *Store) AllElements(c *Coll) ([]Elem, error) {
+	out := make([]Elem, 0, min(c.Len, 1<<16))
+	err := s.Elements(c, func(e *Elem) bool {
+		out = append(out, e.clone())
+		return true
+	})
+	return out, err
+}
+
+// ScanElements is one call of HSCAN/SSCAN/ZSCAN: elements in h order from
+// cursor on, at least count of them (never splitting a run of equal h), and
+// the cursor to go on with (0 when done). An element present for a whole
+// iteration is returned exactly once.
+func (s *Store) ScanElements(c *Coll, cursor uint64, count int, fn func(e *Elem)) (uint64, error) {
+	q := elemsOf(c.Type)
+	var e Elem
+	return s.scanRows(q.scan, c.ID, cursor, count, func(st *stmt) {
+		q.read(st, &e)
+		fn(&e)
+	})
+}
+
+// smallSample is the size up to which sampling reads the whole collection
+// and picks uniformly in memory.
+const smallSample = 1024
+
+// repeatPool bounds the rows SampleRepeats reads for one call.
+const repeatPool = 1 << 16
+
+// Sample returns n different random elements of c (all of them when
+// n >= Len), as SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER with a
+// positive count return. A small collection is sampled uniformly; a large
+// one as a window of consecutive rows from a uniformly random point of its
+// hash order, so the cost is O(n + log N) whatever N.
+func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
+	if n <= 0 || c.Len <= 0 {
+		return nil, nil
+	}
+	if n >= c.Len {
+		return s.AllElements(c)
+	}
+	if c.Len > smallSample {
+		return s.window(c, n)
+	}
+	all, err := s.AllElements(c)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	n = min(n, int64(len(all)))
+	for i := int64(0); i < n; i++ {
+		j := i + rand.Int64N(int64(len(all))-i)
+		all[i], all[j] = all[j], all[i]
+	}
+	return all[:n], nil
+}
+
+// SampleRepeats calls fn with n random elements of c, repeats allowed (the
+// negative counts of the random commands); fn returning false stops it. A
+// collection of up to 65 536 elements is sampled uniformly; a larger one
+// by one seek per pick for small n, else by uniform picks from a window of
+// up to 65 536 consecutive rows at a random point of the hash order. Memory
+// and reads stay bounded whatever n; the caller bounds the reply.
+func (s *Store) SampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) error {
+	if n <= 0 || c.Len <= 0 {
+		return nil
+	}
+	if c.Len > repeatPool && n <= smallSample {
+		for i := int64(0); i < n; i++ {
+			one, err := s.window(c, 1)
+			if err != nil {
+				return err
+			}
+			if len(one) > 0 && !fn(&one[0]) {
+				return nil
+			}
+		}
+		return nil
+	}
+	var pool []Elem
+	var err error
+	if c.Len <= repeatPool {
+		pool, err = s.AllElements(c)
+	} else {
+		pool, err = s.window(c, min(n, repeatPool))
+	}
+	if err != nil || len(pool) == 0 {
+		return err
+	}
+	for i := int64(0); i < n; i++ {
+		if !fn(&pool[rand.IntN(len(pool))]) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// window reads n consecutive rows of c's hash order from a random point,
+// wrapping around at the end.
+func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
+	q := elemsOf(c.Type)
+	out := make([]Elem, 0, n)
+	keep := func(e *Elem) bool { out = append(out, e.clone()); return true }
+	st := s.q(q.from)
+	st.int(1, c.ID)
+	st.int(2, randomH())
+	st.int(3, n)
+	if err := q.each(st, keep); err != nil {
+		return nil, err
+	}
+	if rest := n - int64(len(out)); rest > 0 {
+		st := s.q(q.first)
+		st.int(1, c.ID)
+		st.int(2, rest)
+		if err := q.each(st, keep); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// OpenAnyColl is OpenColl for a key that may be of any of types (the
+// sorted-set operations also read sets); c.Type says which it is.
+func (s *Store) OpenAnyColl(db int, key []byte, types ...Type) (*Coll, error) {
+	return s.openColl(db, key, types)
+}

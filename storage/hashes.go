@@ -1,0 +1,95 @@
+package storage
+
+// Hashes: one row per field in the hashes table, (id, h, field) -> value.
+// Every operation on a field is a point lookup on the primary key.
+
+var (
+	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHStrLen = newQuery("SELECT length(value) FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
+	qHUpdate = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHDel    = newQuery("DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+)
+
+// bindElem binds (id, h, element) as ?1, ?2, ?3.
+func bindElem(st *stmt, id int64, elem []byte) {
+	st.int(1, id)
+	st.int(2, elemHash(elem))
+	st.blob(3, elem)
+}
+
+// HashGet appends the value of field to dst; found is false when the hash
+// has no such field.
+func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err error) {
+	st := s.q(qHGet)
+	bindElem(st, c.ID, field)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return dst, false, err
+	}
+	dst = st.colBlob(0, dst)
+	st.reset()
+	return dst, true, nil
+}
+
+// HashHas reports whether the hash has field.
+func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
+	st := s.q(qHExists)
+	bindElem(st, c.ID, field)
+	row, err := st.step()
+	st.reset()
+	return row, err
+}
+
+// HashStrLen is the length of field's value, 0 when there is none.
+func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
+	st := s.q(qHStrLen)
+	bindElem(st, c.ID, field)
+	row, err := st.step()
+	n := int64(0)
+	if row {
+		n = st.colInt(0)
+	}
+	st.reset()
+	return n, err
+}
+
+// HashSet sets field to value; added is true when the field is new. With
+// onlyNew an existing field is left alone (HSETNX).
+func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool, err error) {
+	st := s.q(qHInsert)
+	bindElem(st, c.ID, field)
+	st.blob(4, value)
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	s.dirty = true
+	if s.c.changes() == 1 {
+		c.Len++
+		return true, nil
+	}
+	if onlyNew {
+		return false, nil
+	}
+	st = s.q(qHUpdate)
+	bindElem(st, c.ID, field)
+	st.blob(4, value)
+	return false, st.exec()
+}
+
+// HashDel removes field; removed is false when there was none.
+func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
+	st := s.q(qHDel)
+	bindElem(st, c.ID, field)
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	if s.c.changes() == 0 {
+		return false, nil
+	}
+	s.dirty = true
+	c.Len--
+	return true, nil
+}
