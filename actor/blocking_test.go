@@ -268,9 +268,9 @@ func TestParseTimeout(t *testing.T) {
 	}
 }
 
-// A key's queue keeps its completed waiters proportional to its live ones.
+// A key's lane keeps its completed waiters proportional to its live ones.
 func TestWaitQueueCompacts(t *testing.T) {
-	q := &waitQueue{}
+	q := &lane{}
 	live := &waiter{}
 	q.ws = append(q.ws, live)
 	q.live = 1
