@@ -729,3 +729,17 @@ func TestBZPopConcurrency(t *testing.T) {
 	}
 	waitBlocked(t, admin, 0)
 }
+
+// COMMAND DOCS names the group as Redis does ("sorted-set"), with Cellar's
+// own summary.
+func TestBZPopCommandDocs(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	r := s.raw()
+	for _, name := range []string{"bzpopmin", "bzpopmax", "bzmpop", "zadd"} {
+		got := r.do("COMMAND", "DOCS", name)
+		if !strings.Contains(got, bulk("group")+bulk("sorted-set")) {
+			t.Fatalf("COMMAND DOCS %s: no group sorted-set in %q", name, got)
+		}
+	}
+}
