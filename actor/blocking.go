@@ -35,11 +35,10 @@ import (
 // order), then the next, while the key has both elements and such waiters.
 // Waiters of the other kind keep waiting, in their own queue, so they never
 // hold up the ones that can be served. The push, the wake and the pop are
-// therefore one step of one
-// round: no other client can take the element in between, and the pop
-// commits with the round, so the woken reply is as durable as any other
-// (it joins the round's completions, which leave after the commit, and
-// after the fsync with durability "always").
+// therefore one step of one round: no other client can take the element in
+// between, and the pop commits with the round, so the woken reply is as
+// durable as any other (it joins the round's completions, which leave
+// after the commit, and after the fsync with durability "always").
 
 // blockKind is what a waiter does when it wakes.
 type blockKind uint8
