@@ -90,9 +90,9 @@ type ExpiryConfig struct {
 	Batch    int           `koanf:"batch"`
 }
 
-// BlockingConfig bounds blocked clients (BLPOP and the other blocking list
-// commands). A blocking command that would pass a limit is refused with
-// "ERR too many blocked clients".
+// BlockingConfig bounds blocked clients (BLPOP, BZPOPMIN and the other
+// blocking list and sorted-set commands). A blocking command that would
+// pass a limit is refused with "ERR too many blocked clients".
 type BlockingConfig struct {
 	MaxWaitersPerKey int `koanf:"max_waiters_per_key"`
 	MaxTotalWaiters  int `koanf:"max_total_waiters"`

@@ -21,30 +21,55 @@ import (
 // single timer follows.
 //
 // A waiter completes at most once, by whichever comes first: a write that
-// makes one of its keys a non-empty list, its deadline, CLIENT UNBLOCK, or
+// makes one of its keys a non-empty list (a non-empty sorted set for
+// BZPOPMIN, BZPOPMAX and BZMPOP), its deadline, CLIENT UNBLOCK, or
 // its connection ending (disconnect, CLIENT KILL), which cancels it without
 // a reply. Completing unregisters it everywhere at once, so the others find
 // nothing and do nothing.
 //
-// Commands that may make list elements available mark the key ready; after
-// every command the actor serves the ready keys before anything else runs:
-// the oldest waiter of a ready key takes an element (re-scanning its own
-// keys in its own order), then the next, while the key has both elements
-// and waiters. The push, the wake and the pop are therefore one step of one
-// round: no other client can take the element in between, and the pop
-// commits with the round, so the woken reply is as durable as any other
-// (it joins the round's completions, which leave after the commit, and
-// after the fsync with durability "always").
+// Commands that may make list elements or sorted-set members available mark
+// the key ready; after every command the actor serves the ready keys before
+// anything else runs: the oldest waiter of a ready key that takes what the
+// key now holds (list waiters from a list, sorted-set waiters from a sorted
+// set, as in Redis) takes an element (re-scanning its own keys in its own
+// order), then the next, while the key has both elements and such waiters.
+// Waiters of the other kind keep waiting, in their own queue, so they never
+// hold up the ones that can be served. The push, the wake and the pop are
+// therefore one step of one round: no other client can take the element in
+// between, and the pop commits with the round, so the woken reply is as
+// durable as any other (it joins the round's completions, which leave
+// after the commit, and after the fsync with durability "always").
 
 // blockKind is what a waiter does when it wakes.
 type blockKind uint8
 
 const (
-	blockPop  blockKind = iota // BLPOP, BRPOP: [key, element]
-	blockMPop                  // BLMPOP: [key, [elements]]
-	blockMove                  // BLMOVE, BRPOPLPUSH: the element, moved to dst
-	blockJob                   // SAVE, SHUTDOWN SAVE: waits for an offload job, on no key
+	blockPop   blockKind = iota // BLPOP, BRPOP: [key, element]
+	blockMPop                   // BLMPOP: [key, [elements]]
+	blockMove                   // BLMOVE, BRPOPLPUSH: the element, moved to dst
+	blockJob                    // SAVE, SHUTDOWN SAVE: waits for an offload job, on no key
+	blockZPop                   // BZPOPMIN, BZPOPMAX: [key, member, score]
+	blockZMPop                  // BZMPOP: [key, [[member, score], ...]]
 )
+
+// waitClass is the type of value a waiter takes: each key queues its
+// waiters in one lane per class, and a ready key serves the lane of the
+// type it holds.
+type waitClass uint8
+
+const (
+	classList waitClass = iota
+	classZSet
+	numClasses
+)
+
+// class is the lane a waiter of kind k queues in.
+func (k blockKind) class() waitClass {
+	if k == blockZPop || k == blockZMPop {
+		return classZSet
+	}
+	return classList
+}
 
 // waitKey names a watched key: its database and its bytes.
 type waitKey struct {
@@ -62,7 +87,8 @@ type waiter struct {
 	from  storage.End
 	to    storage.End // blockMove
 	dst   []byte      // blockMove
-	count int64       // blockMPop
+	count int64       // blockMPop, blockZMPop
+	max   bool        // blockZPop, blockZMPop: highest scores first
 
 	deadline time.Time // zero: no timeout
 	hidx     int       // index in the deadline heap; -1 when not in it
@@ -83,15 +109,22 @@ type waiter struct {
 // pendingOut marks a waiter whose batch runBatch has not yet linked.
 const pendingOut = -2
 
-// waitQueue is one key's waiters, oldest first. Completed waiters are
-// skipped and dropped lazily; live counts the others.
+// waitQueue is one key's waiters, in one lane per class; live counts them
+// all (blocking.max_waiters_per_key applies to the key).
 type waitQueue struct {
+	lanes [numClasses]lane
+	live  int
+}
+
+// lane is the waiters of one class on one key, oldest first. Completed
+// waiters are skipped and dropped lazily; live counts the others.
+type lane struct {
 	ws   []*waiter
 	live int
 }
 
 // front is the oldest live waiter.
-func (q *waitQueue) front() *waiter {
+func (q *lane) front() *waiter {
 	for i, w := range q.ws {
 		if !w.done {
 			clear(q.ws[:i])
@@ -103,8 +136,8 @@ func (q *waitQueue) front() *waiter {
 }
 
 // compact drops completed waiters once they outnumber the live ones, so
-// that a queue whose waiters keep timing out stays proportional to them.
-func (q *waitQueue) compact() {
+// that a lane whose waiters keep timing out stays proportional to them.
+func (q *lane) compact() {
 	if len(q.ws) <= 2*q.live+16 {
 		return
 	}
@@ -208,13 +241,16 @@ func (c *Ctx) block(w *waiter, timeoutMs int64) error {
 	}
 	w.keys = keys
 	w.dst = bytes.Clone(w.dst)
+	cls := w.kind.class()
 	for _, k := range w.wkeys {
 		q := b.queues[k]
 		if q == nil {
 			q = &waitQueue{}
 			b.queues[k] = q
 		}
-		q.ws = append(q.ws, w)
+		l := &q.lanes[cls]
+		l.ws = append(l.ws, w)
+		l.live++
 		q.live++
 	}
 	if timeoutMs > 0 && timeoutMs <= maxTimeoutMs {
@@ -234,13 +270,21 @@ func (a *Actor) unregister(w *waiter) bool {
 	}
 	w.done = true
 	b := &a.blk
+	cls := w.kind.class()
 	for _, k := range w.wkeys {
 		q := b.queues[k]
 		q.live--
 		if q.live == 0 {
 			delete(b.queues, k)
+			continue
+		}
+		l := &q.lanes[cls]
+		l.live--
+		if l.live == 0 {
+			clear(l.ws)
+			l.ws = l.ws[:0]
 		} else {
-			q.compact()
+			l.compact()
 		}
 	}
 	if w.hidx >= 0 {
@@ -294,7 +338,8 @@ func (a *Actor) cancelWaiter(w *waiter) {
 	w.held = nil
 }
 
-// signalReady notes that key may now hold list elements for its waiters.
+// signalReady notes that key may now hold list elements or sorted-set
+// members for its waiters.
 func (a *Actor) signalReady(db int, key []byte) {
 	b := &a.blk
 	if len(b.queues) == 0 {
@@ -317,8 +362,9 @@ func (a *Actor) signalDB(db int) {
 	}
 }
 
-// serveReady serves the ready keys' waiters, oldest first per key, while a
-// key has both elements and waiters. Keys take turns, each serving up to
+// serveReady serves the ready keys' waiters, oldest first per key and
+// class, while a key has both elements and waiters that take them. Keys
+// take turns, each serving up to
 // blocking.wakeup_batch_size waiters per turn; keys made ready meanwhile
 // (a BLMOVE's destination) join the turns. Every turn ends at least one
 // waiter or drops the key, so serving ends.
@@ -349,18 +395,18 @@ func (a *Actor) serveReady() {
 				again = true
 				break
 			}
-			n, err := a.st.ListLen(k.db, []byte(k.key))
-			if err != nil && !errors.Is(err, storage.ErrWrongType) {
+			w, err := a.servable(k, q)
+			if err != nil {
 				a.fail(err)
 				break
 			}
-			if n == 0 {
+			if w == nil {
 				break
 			}
-			if !a.serve(q.front()) {
+			if !a.serve(w) {
 				// Only a storage failure (which dooms the round) gets
-				// here: the key is a non-empty list among the waiter's
-				// keys. Never spin on it.
+				// here: the key is a non-empty list or sorted set among
+				// the waiter's keys. Never spin on it.
 				if a.roundErr == nil {
 					a.log.Error().Int("db", k.db).Msg("a waiter could not be served from a ready key")
 				}
@@ -375,6 +421,36 @@ func (a *Actor) serveReady() {
 	}
 }
 
+// servable is the waiter that ready key k serves next: the oldest live one
+// of the lane matching what k holds, if k holds elements; nil otherwise
+// (k missing, of another type, or no waiter of its class).
+func (a *Actor) servable(k waitKey, q *waitQueue) (*waiter, error) {
+	key := []byte(k.key)
+	if q.lanes[classList].live > 0 {
+		n, err := a.st.ListLen(k.db, key)
+		switch {
+		case err == nil && n > 0:
+			return q.lanes[classList].front(), nil
+		case err == nil:
+			return nil, nil // missing: nothing for anyone
+		case !errors.Is(err, storage.ErrWrongType):
+			return nil, err
+		}
+	}
+	if q.lanes[classZSet].live > 0 {
+		z, err := a.st.OpenColl(k.db, key, storage.TypeZSet)
+		switch {
+		case errors.Is(err, storage.ErrWrongType):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case z != nil && z.Len > 0:
+			return q.lanes[classZSet].front(), nil
+		}
+	}
+	return nil, nil
+}
+
 // fail records a storage error that dooms the round.
 func (a *Actor) fail(err error) {
 	if _, fatal := replyFor(err); fatal && a.roundErr == nil {
@@ -383,8 +459,9 @@ func (a *Actor) fail(err error) {
 }
 
 // serve completes w from the first of its keys, in its own order, that
-// holds list elements, and reports whether it did. A key that now holds
-// another type is skipped (it was not one when w blocked).
+// holds list elements (sorted-set members for the sorted-set kinds), and
+// reports whether it did. A key that now holds another type is skipped (it
+// was not one when w blocked).
 func (a *Actor) serve(w *waiter) bool {
 	out := proto.Writer{Proto: w.resp}
 	switch w.kind {
@@ -440,6 +517,27 @@ func (a *Actor) serve(w *waiter) bool {
 		}
 		a.complete(w, out.Buf, true)
 		return true
+	case blockZPop, blockZMPop:
+		for _, key := range w.keys {
+			popped, ok, err := zpopKey(a.st, w.db, key, w.max, w.count)
+			if errors.Is(err, storage.ErrWrongType) {
+				continue
+			}
+			if err != nil {
+				a.fail(err)
+				r, _ := replyFor(err)
+				out.Error(r)
+				a.complete(w, out.Buf, true)
+				return true
+			}
+			if !ok || len(popped) == 0 {
+				continue
+			}
+			writeZPopped(&out, w.kind, key, popped)
+			a.complete(w, out.Buf, true)
+			return true
+		}
+		return false
 	}
 	return false
 }
@@ -457,7 +555,8 @@ func writePopped(w *proto.Writer, kind blockKind, key []byte, vals [][]byte) {
 }
 
 // timeoutReply is what a waiter gets when its time runs out (or CLIENT
-// UNBLOCK TIMEOUT): Redis's null array, for every blocking list command.
+// UNBLOCK TIMEOUT): Redis's null array, for every blocking list and
+// sorted-set command.
 func timeoutReply(w *waiter) []byte {
 	out := proto.Writer{Proto: w.resp}
 	out.NullArray()

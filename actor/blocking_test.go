@@ -132,8 +132,10 @@ func TestBlockingCommandNotLastDoesNotBlock(t *testing.T) {
 	h := newHarness(t)
 	h.open(1)
 	h.submit(1, []string{"BLPOP", "q", "0"}, []string{"BLMOVE", "q", "d", "LEFT", "RIGHT", "0"},
-		[]string{"BRPOPLPUSH", "q", "d", "0"}, []string{"BLMPOP", "0", "1", "q", "LEFT"}, []string{"PING"})
-	h.expect(1, "*-1\r\n$-1\r\n$-1\r\n*-1\r\n+PONG\r\n")
+		[]string{"BRPOPLPUSH", "q", "d", "0"}, []string{"BLMPOP", "0", "1", "q", "LEFT"},
+		[]string{"BZPOPMIN", "z", "0"}, []string{"BZPOPMAX", "z", "0"}, []string{"BZMPOP", "0", "1", "z", "MIN"},
+		[]string{"PING"})
+	h.expect(1, "*-1\r\n$-1\r\n$-1\r\n*-1\r\n*-1\r\n*-1\r\n*-1\r\n+PONG\r\n")
 	if n := h.waiters(); n != 0 {
 		t.Fatalf("%d waiters", n)
 	}
@@ -155,6 +157,43 @@ func TestSuspendAndWakeInOneRound(t *testing.T) {
 		got[c.ConnID] = string(c.Reply)
 	}
 	if got[1] != "+OK\r\n*2\r\n$1\r\nq\r\n$1\r\nx\r\n" || got[2] != ":1\r\n$-1\r\n" {
+		t.Fatalf("replies %v", got)
+	}
+}
+
+// The same for a sorted-set waiter, with a list waiter on the key ahead of
+// it: the ZADD serves the sorted-set waiter in its round, and a ZPOPMIN
+// after it in the same batch finds nothing; the list waiter waits on.
+func TestZSetSuspendAndWakeInOneRound(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	h.open(3)
+	h.submit(3, []string{"BLPOP", "z", "0"})
+	h.waitWaiters(1)
+	release := h.hold()
+	h.submit(1, []string{"SET", "a", "1"}, []string{"BZMPOP", "0", "2", "y", "z", "MAX", "COUNT", "2"})
+	h.submit(2, []string{"ZADD", "z", "1", "m", "2", "n", "3", "o"}, []string{"ZPOPMIN", "z"}, []string{"ZCARD", "z"})
+	release()
+	got := map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[1] != "+OK\r\n*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\no\r\n$1\r\n3\r\n*2\r\n$1\r\nn\r\n$1\r\n2\r\n" ||
+		got[2] != ":3\r\n*2\r\n$1\r\nm\r\n$1\r\n1\r\n:0\r\n" {
+		t.Fatalf("replies %v", got)
+	}
+	if n := h.waiters(); n != 1 {
+		t.Fatalf("%d waiters; the list waiter should wait on", n)
+	}
+	h.submit(2, []string{"RPUSH", "z", "e"})
+	got = map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[3] != "*2\r\n$1\r\nz\r\n$1\r\ne\r\n" || got[2] != ":1\r\n" {
 		t.Fatalf("replies %v", got)
 	}
 }
@@ -238,6 +277,31 @@ func TestFailedRoundAndWaiters(t *testing.T) {
 	h.expect(2, ":0\r\n")
 }
 
+// A sorted-set waiter woken in a failed round: its pop is rolled back with
+// the ZADD and its reply retracted.
+func TestFailedRoundAndZSetWaiter(t *testing.T) {
+	h := newHarness(t)
+	h.open(1)
+	h.open(2)
+	failure := "-ERR internal error: " + errInjected.Error() + "\r\n"
+	h.submit(1, []string{"BZPOPMIN", "z", "0"})
+	h.waitWaiters(1)
+	release := h.hold()
+	h.submit(2, []string{"ZADD", "z", "1", "m"})
+	h.doom()
+	release()
+	got := map[uint64]string{}
+	for i := 0; i < 2; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	if got[1] != failure || got[2] != failure {
+		t.Fatalf("replies %v", got)
+	}
+	h.submit(2, []string{"EXISTS", "z"})
+	h.expect(2, ":0\r\n")
+}
+
 func TestParseTimeout(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -268,9 +332,9 @@ func TestParseTimeout(t *testing.T) {
 	}
 }
 
-// A key's queue keeps its completed waiters proportional to its live ones.
+// A key's lane keeps its completed waiters proportional to its live ones.
 func TestWaitQueueCompacts(t *testing.T) {
-	q := &waitQueue{}
+	q := &lane{}
 	live := &waiter{}
 	q.ws = append(q.ws, live)
 	q.live = 1

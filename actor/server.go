@@ -302,7 +302,9 @@ func writeCommandDocs(c *Ctx, cmd *Command) {
 		w.BulkString(m.Since)
 	}
 	w.BulkString("group")
-	w.BulkString(m.Group)
+	// Redis's metadata files spell the group "sorted_set"; COMMAND DOCS
+	// answers "sorted-set".
+	w.BulkString(strings.ReplaceAll(m.Group, "_", "-"))
 	if m.Complexity != "" {
 		w.BulkString("complexity")
 		w.BulkString(m.Complexity)

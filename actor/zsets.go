@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -32,6 +33,9 @@ var zsetCommands = []*Command{
 	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop},
 	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop},
 	{Name: "zmpop", Summary: "Removes and returns members from the first non-empty sorted set of several.", Handler: cmdZMPop},
+	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
+	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
+	{Name: "bzmpop", Summary: "Removes and returns members from the first non-empty sorted set of several, waiting for one.", Handler: cmdBZMPop},
 	{Name: "zrandmember", Summary: "Returns random members of a sorted set, optionally with their scores.", Handler: cmdZRandMember},
 	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
 	{Name: "zinter", Summary: "Returns the intersection of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
@@ -152,6 +156,10 @@ func cmdZAdd(c *Ctx) error {
 		}
 		if err := c.st.SaveColl(z, updated > 0); err != nil {
 			return err
+		}
+		if added > 0 || updated > 0 {
+			// The set may have just been created: its waiters can pop.
+			c.a.signalReady(c.db, c.args[1])
 		}
 	}
 	switch {
@@ -510,6 +518,9 @@ func storeZSet(c *Ctx, key []byte, es []storage.Elem) error {
 	if err := c.st.SaveColl(dst, false); err != nil {
 		return err
 	}
+	if len(es) > 0 {
+		c.a.signalReady(c.db, key)
+	}
 	c.w.Int(int64(len(es)))
 	return nil
 }
@@ -560,30 +571,43 @@ func cmdZRemRange(c *Ctx) error {
 	return nil
 }
 
-// zpop is the pop path of ZPOPMIN, ZPOPMAX and ZMPOP, written so that their
-// blocking forms can call it when a key they wait on gets members: it pops
-// up to count members (lowest scores first, or highest with max) from the
-// first of keys that exists, checking the types of the keys up to that
-// one. key is nil when none exists.
+// zpop is the pop path of ZPOPMIN, ZPOPMAX, ZMPOP and the first attempt of
+// their blocking forms: it pops up to count members (lowest scores first,
+// or highest with max) from the first of keys that exists, checking the
+// types of the keys up to that one. key is nil when none exists.
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, popped []storage.Elem, err error) {
 	for _, k := range keys {
-		z, err := c.st.OpenColl(c.db, k, storage.TypeZSet)
+		popped, ok, err := zpopKey(c.st, c.db, k, max, count)
 		if err != nil {
 			return nil, nil, err
 		}
-		if z == nil {
-			continue
+		if ok {
+			return k, popped, nil
 		}
-		if count <= 0 {
-			return k, nil, nil
-		}
-		popped, err := c.st.ZPop(z, count, max)
-		if err != nil {
-			return nil, nil, err
-		}
-		return k, popped, c.st.SaveColl(z, false)
 	}
 	return nil, nil, nil
+}
+
+// zpopKey pops up to count members from the sorted set at key (none for a
+// count <= 0) and deletes it if that emptied it; ok is false when key is
+// missing, and another type is storage.ErrWrongType. A woken BZPOPMIN,
+// BZPOPMAX or BZMPOP pops through it too, outside any command.
+func zpopKey(st *storage.Store, db int, key []byte, max bool, count int64) (popped []storage.Elem, ok bool, err error) {
+	z, err := st.OpenColl(db, key, storage.TypeZSet)
+	if err != nil || z == nil {
+		return nil, false, err
+	}
+	if count <= 0 {
+		return nil, true, nil
+	}
+	if popped, err = st.ZPop(z, count, max); err != nil {
+		return nil, false, err
+	}
+	if len(popped) == 0 {
+		// A stored sorted set is never empty; this one's count is wrong.
+		return nil, false, errCountMismatch(key, int(z.Len), 0)
+	}
+	return popped, true, st.SaveColl(z, false)
 }
 
 // ZPOPMIN key [count] / ZPOPMAX key [count]
@@ -627,8 +651,62 @@ func cmdZMPop(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	writeZMPop(c, key, popped)
+	if key == nil {
+		c.w.NullArray()
+		return nil
+	}
+	writeZPopped(c.w, blockZMPop, key, popped)
 	return nil
+}
+
+// BZPOPMIN|BZPOPMAX key [key ...] timeout
+func cmdBZPop(c *Ctx) error {
+	last := len(c.args) - 1
+	ms, err := parseTimeout(c.args[last])
+	if err != nil {
+		return err
+	}
+	max := c.cmd.Name == "bzpopmax"
+	keys := c.args[1:last]
+	key, popped, err := zpop(c, keys, max, 1)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		writeZPopped(c.w, blockZPop, key, popped)
+		return nil
+	}
+	if c.noBlock {
+		c.w.NullArray()
+		return nil
+	}
+	return c.block(&waiter{kind: blockZPop, keys: keys, max: max, count: 1}, ms)
+}
+
+// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]. Like Redis it
+// checks the rest of the syntax before the timeout.
+func cmdBZMPop(c *Ctx) error {
+	keys, max, count, err := parseZMPop(c, 2)
+	if err != nil {
+		return err
+	}
+	ms, err := parseTimeout(c.args[1])
+	if err != nil {
+		return err
+	}
+	key, popped, err := zpop(c, keys, max, count)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		writeZPopped(c.w, blockZMPop, key, popped)
+		return nil
+	}
+	if c.noBlock {
+		c.w.NullArray()
+		return nil
+	}
+	return c.block(&waiter{kind: blockZMPop, keys: keys, max: max, count: count}, ms)
 }
 
 // parseZMPop parses ZMPOP's arguments from numkeys at args[i] on (BZMPOP
@@ -668,20 +746,25 @@ func parseZMPop(c *Ctx, i int) (keys [][]byte, max bool, count int64, err error)
 	return c.args[i+1 : where], max, count, nil
 }
 
-// writeZMPop writes ZMPOP's reply: [key, [[member, score], ...]], or a null
-// array when nothing was popped.
-func writeZMPop(c *Ctx, key []byte, popped []storage.Elem) {
-	if key == nil {
-		c.w.NullArray()
+// writeZPopped writes what a sorted-set pop from key answers: [key, member,
+// score] for BZPOPMIN and BZPOPMAX (kind blockZPop, one member), or
+// [key, [[member, score], ...]] for ZMPOP and BZMPOP (blockZMPop). Scores
+// are doubles in RESP3.
+func writeZPopped(w *proto.Writer, kind blockKind, key []byte, popped []storage.Elem) {
+	if kind == blockZPop {
+		w.Array(3)
+		w.Bulk(key)
+		w.Bulk(popped[0].Member)
+		w.Double(popped[0].Score)
 		return
 	}
-	c.w.Array(2)
-	c.w.Bulk(key)
-	c.w.Array(len(popped))
+	w.Array(2)
+	w.Bulk(key)
+	w.Array(len(popped))
 	for i := range popped {
-		c.w.Array(2)
-		c.w.Bulk(popped[i].Member)
-		c.w.Double(popped[i].Score)
+		w.Array(2)
+		w.Bulk(popped[i].Member)
+		w.Double(popped[i].Score)
 	}
 }
 

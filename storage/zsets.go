@@ -491,8 +491,8 @@ func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
 }
 
 // ZPop removes and returns up to n members from the low end of c (the high
-// end with max), in pop order; the caller saves c. ZPOPMIN, ZPOPMAX and
-// ZMPOP use it, and so will their blocking forms.
+// end with max), in pop order; the caller saves c. ZPOPMIN, ZPOPMAX, ZMPOP
+// and their blocking forms use it.
 func (s *Store) ZPop(c *Coll, n int64, max bool) ([]Elem, error) {
 	n = min(n, c.Len)
 	if n <= 0 {
