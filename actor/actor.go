@@ -723,6 +723,12 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.sweepMore = n == a.cfg.SweepBatch
 		}
 	}
+	if a.roundErr == nil {
+		// Free the blobs of large values whose rows went (storage/blobs.go).
+		if err := a.st.CollectGarbage(); err != nil {
+			a.roundErr = err
+		}
+	}
 	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
 		a.startCheckpoint()
 	}

@@ -175,7 +175,9 @@ var (
 	qDropHash     = newQuery("DELETE FROM hashes WHERE id = ?1")
 	qDropSet      = newQuery("DELETE FROM sets WHERE id = ?1")
 	qDropZSet     = newQuery("DELETE FROM zsets WHERE id = ?1")
-	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value) SELECT ?2, h, field, value FROM hashes WHERE id = ?1")
+	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value) SELECT ?2, h, field, value FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
+	qHashRefs     = newQuery("SELECT h, value, field FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
+	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
 	qCopySet      = newQuery("INSERT INTO sets (id, h, member) SELECT ?2, h, member FROM sets WHERE id = ?1")
 	qCopyZSet     = newQuery("INSERT INTO zsets (id, h, member, score) SELECT ?2, h, member, score FROM zsets WHERE id = ?1")
 	qDropAllHash  = newQuery("DELETE FROM hashes WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 3)")
@@ -217,7 +219,29 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 	st.int(1, from)
 	st.int(2, to)
 	s.dirty = true
-	return st.exec()
+	if err := st.exec(); err != nil || t != TypeHash {
+		return err
+	}
+	// Large values get blobs of their own (refs are never shared).
+	refs, err := s.refRows(qHashRefs, from)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		ref, err := s.dupBlob(r.ref)
+		if err != nil {
+			return err
+		}
+		put := s.q(qHashPutRef)
+		put.int(1, to)
+		put.int(2, r.pos)
+		put.blob(3, r.elem)
+		put.int(4, ref)
+		if err := put.exec(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropAllCollElements removes the elements of every hash, set and sorted
@@ -320,19 +344,20 @@ func elemsOf(t Type) *elemQueries {
 	return zsetElems
 }
 
-// read fills e from the row st is on (column 0 is h).
-func (q *elemQueries) read(st *stmt, e *Elem) {
+// readElem fills e from the row st is on (column 0 is h).
+func (s *Store) readElem(q *elemQueries, st *stmt, e *Elem) (err error) {
 	e.Member = st.colBlob(1, e.Member[:0])
 	if q.hasVal {
-		e.Value = st.colBlob(2, e.Value[:0])
+		e.Value, err = s.colValue(st, 2, e.Value[:0])
 	} else if q.hasSco {
 		e.Score = st.colFloat(2)
 	}
+	return err
 }
 
 // each steps st to the end, calling fn with each row; fn's Elem is reused
 // between rows. fn returning false stops early.
-func (q *elemQueries) each(st *stmt, fn func(e *Elem) bool) error {
+func (s *Store) each(q *elemQueries, st *stmt, fn func(e *Elem) bool) error {
 	defer st.reset()
 	var e Elem
 	for {
@@ -340,7 +365,9 @@ func (q *elemQueries) each(st *stmt, fn func(e *Elem) bool) error {
 		if err != nil || !row {
 			return err
 		}
-		q.read(st, &e)
+		if err := s.readElem(q, st, &e); err != nil {
+			return err
+		}
 		if !fn(&e) {
 			return nil
 		}
@@ -354,7 +381,7 @@ func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
 	q := elemsOf(c.Type)
 	st := s.q(q.all)
 	st.int(1, c.ID)
-	return q.each(st, fn)
+	return s.each(q, st, fn)
 }
 
 // AllElements returns copies of every element of c.
@@ -374,10 +401,19 @@ func (s *Store) AllElements(c *Coll) ([]Elem, error) {
 func (s *Store) ScanElements(c *Coll, cursor uint64, count int, fn func(e *Elem)) (uint64, error) {
 	q := elemsOf(c.Type)
 	var e Elem
-	return s.scanRows(q.scan, c.ID, cursor, count, func(st *stmt) {
-		q.read(st, &e)
-		fn(&e)
+	var rerr error
+	next, err := s.scanRows(q.scan, c.ID, cursor, count, func(st *stmt) {
+		if rerr != nil {
+			return
+		}
+		if rerr = s.readElem(q, st, &e); rerr == nil {
+			fn(&e)
+		}
 	})
+	if err == nil {
+		err = rerr
+	}
+	return next, err
 }
 
 // smallSample is the size up to which sampling reads the whole collection
@@ -464,14 +500,14 @@ func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
 	st.int(1, c.ID)
 	st.int(2, randomH())
 	st.int(3, n)
-	if err := q.each(st, keep); err != nil {
+	if err := s.each(q, st, keep); err != nil {
 		return nil, err
 	}
 	if rest := n - int64(len(out)); rest > 0 {
 		st := s.q(q.first)
 		st.int(1, c.ID)
 		st.int(2, rest)
-		if err := q.each(st, keep); err != nil {
+		if err := s.each(q, st, keep); err != nil {
 			return nil, err
 		}
 	}

@@ -6,7 +6,7 @@ package storage
 var (
 	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHStrLen = newQuery("SELECT length(value) FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHStrLen = newQuery("SELECT " + lengthExpr + " FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
 	qHUpdate = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHDel    = newQuery("DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
@@ -29,9 +29,9 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 		st.reset()
 		return dst, false, err
 	}
-	dst = st.colBlob(0, dst)
+	dst, err = s.colValue(st, 0, dst)
 	st.reset()
-	return dst, true, nil
+	return dst, err == nil, err
 }
 
 // HashHas reports whether the hash has field.
@@ -61,7 +61,11 @@ func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
 func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool, err error) {
 	st := s.q(qHInsert)
 	bindElem(st, c.ID, field)
-	st.blob(4, value)
+	ref, err := s.bindValue(st, 4, value, len(field))
+	if err != nil {
+		st.reset()
+		return false, err
+	}
 	if err := st.exec(); err != nil {
 		return false, err
 	}
@@ -70,12 +74,18 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 		c.Len++
 		return true, nil
 	}
+	if err := s.dropBlob(ref); err != nil {
+		return false, err
+	}
 	if onlyNew {
 		return false, nil
 	}
 	st = s.q(qHUpdate)
 	bindElem(st, c.ID, field)
-	st.blob(4, value)
+	if _, err := s.bindValue(st, 4, value, len(field)); err != nil {
+		st.reset()
+		return false, err
+	}
 	return false, st.exec()
 }
 

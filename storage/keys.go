@@ -21,7 +21,8 @@ var (
 	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = version + 1 WHERE db = ?1 AND key = ?2")
 	qRename   = newQuery("UPDATE keys SET key = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
 	qMove     = newQuery("UPDATE keys SET db = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, 1, value FROM keys WHERE db = ?1 AND key = ?2")
+	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, 1, coalesce(?6, value) FROM keys WHERE db = ?1 AND key = ?2")
+	qValueRef = newQuery("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 	qScan     = newQuery("SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
 	qKeysAll  = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1")
 	qKeysFrom = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key >= ?2 ORDER BY key")
@@ -194,6 +195,24 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 			return false, err
 		}
 	}
+	// A large string value gets a blob of its own (refs are never shared).
+	var ref int64
+	rq := s.q(qValueRef)
+	rq.int(1, int64(srcDB))
+	rq.blob(2, src)
+	row, err := rq.step()
+	if row {
+		ref = rq.colInt(0)
+	}
+	rq.reset()
+	if err != nil {
+		return false, err
+	}
+	if ref != 0 {
+		if ref, err = s.dupBlob(ref); err != nil {
+			return false, err
+		}
+	}
 	id := s.NewID()
 	st := s.q(qCopyRow)
 	st.int(1, int64(srcDB))
@@ -201,6 +220,11 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 	st.int(3, int64(dstDB))
 	st.blob(4, dst)
 	st.int(5, id)
+	if ref != 0 {
+		st.int(6, ref)
+	} else {
+		st.null(6)
+	}
 	if err := st.exec(); err != nil {
 		return false, err
 	}

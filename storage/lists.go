@@ -36,10 +36,10 @@ var (
 	qListAsc       = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 ORDER BY pos ASC")
 	qListDesc      = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 ORDER BY pos DESC")
 	qListDelRange  = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
-	qListFindAsc   = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND value = ?4 ORDER BY pos ASC LIMIT ?5 OFFSET ?6")
-	qListFindDesc  = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND value = ?4 ORDER BY pos DESC LIMIT ?5 OFFSET ?6")
-	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND value = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos")
-	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND value = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos")
+	qListFindAsc   = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos ASC LIMIT ?5 OFFSET ?6")
+	qListFindDesc  = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos DESC LIMIT ?5 OFFSET ?6")
+	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos")
+	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos")
 	qListShift     = newQuery("UPDATE list_items SET pos = pos + ?4 WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
 	qListUnparkBy  = newQuery("UPDATE list_items SET pos = pos + ?3 WHERE id = ?1 AND pos > ?2")
 	qListUnparkSeq = newQuery(`UPDATE list_items SET pos = r.np
@@ -47,7 +47,9 @@ var (
 		      FROM list_items WHERE id = ?1 AND pos > ?2) AS r
 		WHERE list_items.id = ?1 AND list_items.pos = r.op`)
 	qListDrop    = newQuery("DELETE FROM list_items WHERE id = ?1")
-	qListCopy    = newQuery("INSERT INTO list_items (id, pos, value) SELECT ?2, pos, value FROM list_items WHERE id = ?1")
+	qListCopy    = newQuery("INSERT INTO list_items (id, pos, value) SELECT ?2, pos, value FROM list_items WHERE id = ?1 AND typeof(value) <> 'integer'")
+	qListRefs    = newQuery("SELECT pos, value FROM list_items WHERE id = ?1 AND typeof(value) = 'integer'")
+	qListPutRef  = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListDropAll = newQuery("DELETE FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2)")
 )
 
@@ -159,7 +161,10 @@ func (s *Store) insertItem(id, pos int64, v []byte) error {
 	st := s.q(qListInsert)
 	st.int(1, id)
 	st.int(2, pos)
-	st.blob(3, v)
+	if _, err := s.bindValue(st, 3, v, 0); err != nil {
+		st.reset()
+		return err
+	}
 	return st.exec()
 }
 
@@ -184,7 +189,9 @@ func (s *Store) readRange(id, lo, hi int64, desc bool, n int64) ([][]byte, error
 		if !row {
 			break
 		}
-		arena = st.colBlob(0, arena)
+		if arena, err = s.colValue(st, 0, arena); err != nil {
+			return nil, err
+		}
 		ends = append(ends, len(arena))
 	}
 	vals := make([][]byte, len(ends))
@@ -210,7 +217,9 @@ func (s *Store) eachInRange(id, lo, hi int64, fn func(v []byte)) error {
 		if err != nil || !row {
 			return err
 		}
-		buf = st.colBlob(0, buf[:0])
+		if buf, err = s.colValue(st, 0, buf[:0]); err != nil {
+			return err
+		}
 		fn(buf)
 	}
 }
@@ -240,7 +249,9 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		row, err := st.step()
 		var v []byte
 		if row {
-			v = st.colBlob(0, make([]byte, 0, st.colLen(0)))
+			// The ref of a large value stays readable until the round's
+			// garbage collection (blobs.go).
+			v, err = s.colValue(st, 0, make([]byte, 0, st.colLen(0)))
 			for row && err == nil {
 				row, err = st.step()
 			}
@@ -322,8 +333,8 @@ func (s *Store) ListIndex(db int, key []byte, index int64, dst []byte) ([]byte, 
 	st.int(1, l.id)
 	st.int(2, l.head+index)
 	row, err := st.step()
-	if row {
-		dst = st.colBlob(0, dst)
+	if row && err == nil {
+		dst, err = s.colValue(st, 0, dst)
 	}
 	st.reset()
 	return dst, row && err == nil, err
@@ -348,7 +359,10 @@ func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
 	st := s.q(qListSetAt)
 	st.int(1, l.id)
 	st.int(2, l.head+index)
-	st.blob(3, val)
+	if _, err := s.bindValue(st, 3, val, 0); err != nil {
+		st.reset()
+		return err
+	}
 	if err := st.exec(); err != nil {
 		return err
 	}
@@ -654,11 +668,32 @@ func (s *Store) dropList(id int64) error {
 	return st.exec()
 }
 
+// copyList copies a list's elements; large values get blobs of their own.
 func (s *Store) copyList(from, to int64) error {
 	st := s.q(qListCopy)
 	st.int(1, from)
 	st.int(2, to)
-	return st.exec()
+	if err := st.exec(); err != nil {
+		return err
+	}
+	refs, err := s.refRows(qListRefs, from)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		ref, err := s.dupBlob(r.ref)
+		if err != nil {
+			return err
+		}
+		put := s.q(qListPutRef)
+		put.int(1, to)
+		put.int(2, r.pos)
+		put.int(3, ref)
+		if err := put.exec(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) dropAllLists(db int) error {

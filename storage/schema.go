@@ -74,6 +74,33 @@ CREATE TABLE zsets (
 ) WITHOUT ROWID;
 -- Redis's order: score, then member bytes (BLOBs compare with memcmp).
 CREATE INDEX zsets_by_score ON zsets (id, score, member);`},
+	{4, "blobs", `
+-- Values too large to sit in their rows (see blobs.go): the row holds an
+-- INTEGER ref here instead of the BLOB value.
+CREATE TABLE blobs (
+	ref  INTEGER PRIMARY KEY,
+	data BLOB NOT NULL
+);
+-- Refs whose rows were deleted or got a new value, freed in batches.
+CREATE TABLE blob_garbage (ref INTEGER NOT NULL);
+CREATE TRIGGER keys_blob_deleted AFTER DELETE ON keys
+	WHEN old.type = 1 AND typeof(old.value) = 'integer'
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;
+CREATE TRIGGER keys_blob_replaced AFTER UPDATE OF value ON keys
+	WHEN old.type = 1 AND typeof(old.value) = 'integer' AND new.value IS NOT old.value
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;
+CREATE TRIGGER list_blob_deleted AFTER DELETE ON list_items
+	WHEN typeof(old.value) = 'integer'
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;
+CREATE TRIGGER list_blob_replaced AFTER UPDATE OF value ON list_items
+	WHEN typeof(old.value) = 'integer' AND new.value IS NOT old.value
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;
+CREATE TRIGGER hash_blob_deleted AFTER DELETE ON hashes
+	WHEN typeof(old.value) = 'integer'
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;
+CREATE TRIGGER hash_blob_replaced AFTER UPDATE OF value ON hashes
+	WHEN typeof(old.value) = 'integer' AND new.value IS NOT old.value
+	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;`},
 }
 
 // schemaVersion is the version this build writes.

@@ -131,6 +131,9 @@ func (c *conn) close() error {
 	return err
 }
 
+// lastInsertRowid is the rowid of the last row inserted into a rowid table.
+func (c *conn) lastInsertRowid() int64 { return sqlite3.Xsqlite3_last_insert_rowid(c.tls, c.db) }
+
 // changes is the number of rows the last INSERT, UPDATE or DELETE changed.
 func (c *conn) changes() int64 { return sqlite3.Xsqlite3_changes64(c.tls, c.db) }
 
@@ -257,6 +260,11 @@ func (s *stmt) colInt(i int) int64 { return sqlite3.Xsqlite3_column_int64(s.c.tl
 
 func (s *stmt) colFloat(i int) float64 {
 	return sqlite3.Xsqlite3_column_double(s.c.tls, s.h, int32(i))
+}
+
+// colType is column i's SQLite storage class (SQLITE_INTEGER, _BLOB, ...).
+func (s *stmt) colType(i int) int32 {
+	return sqlite3.Xsqlite3_column_type(s.c.tls, s.h, int32(i))
 }
 
 func (s *stmt) colNull(i int) bool {

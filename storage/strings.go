@@ -2,7 +2,7 @@ package storage
 
 var (
 	qGetString = newQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
-	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), length(value) FROM keys WHERE db = ?1 AND key = ?2")
+	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), " + lengthExpr + " FROM keys WHERE db = ?1 AND key = ?2")
 	// One statement for the common cases: a new key is inserted, a string is
 	// overwritten in place (keeping its id, and its expiry when asked to and
 	// still alive). A key of another type makes the WHERE fail: no row comes
@@ -39,9 +39,9 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 		st.reset()
 		return dst, false, ErrWrongType
 	}
-	dst = st.colBlob(2, dst)
+	dst, err = s.colValue(st, 2, dst)
 	st.reset()
-	return dst, true, nil
+	return dst, err == nil, err
 }
 
 // StringLen is the length of a live string key's value (0 when missing).
@@ -76,7 +76,11 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		st.blob(2, key)
 		st.int(3, s.nextID)
 		st.int(4, expireAt)
-		st.blob(5, val)
+		ref, err := s.bindValue(st, 5, val, len(key))
+		if err != nil {
+			st.reset()
+			return err
+		}
 		keep := int64(0)
 		if keepTTL {
 			keep = 1
@@ -97,6 +101,9 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			return nil
 		}
 		st.reset()
+		if err := s.dropBlob(ref); err != nil {
+			return err
+		}
 		if attempt > 0 {
 			panic("storage: SetString found a key of another type after deleting it")
 		}

@@ -189,7 +189,7 @@ func (s *Store) ZRangeElems(c *Coll, r ZRange, fn func(e *Elem) bool) error {
 		st.float(3, r.Max)
 		st.int(4, r.Offset)
 		st.int(5, r.Limit)
-		return zsetElems.each(st, fn)
+		return s.each(zsetElems, st, fn)
 	}
 	return s.zRangeByLex(c, r, fn)
 }
@@ -214,14 +214,14 @@ func (s *Store) zRangeByRank(c *Coll, r ZRange, fn func(e *Elem) bool) error {
 		st.int(1, c.ID)
 		st.int(2, r.Start)
 		st.int(3, n)
-		return zsetElems.each(st, fn)
+		return s.each(zsetElems, st, fn)
 	}
 	st := s.q(qZRank[dir(!r.Rev)])
 	st.int(1, c.ID)
 	st.int(2, c.Len-1-r.Stop)
 	st.int(3, n)
 	buf := make([]Elem, 0, min(n, 1<<16))
-	err := zsetElems.each(st, func(e *Elem) bool {
+	err := s.each(zsetElems, st, func(e *Elem) bool {
 		buf = append(buf, e.clone())
 		return true
 	})
@@ -299,7 +299,7 @@ func (s *Store) zRangeByLex(c *Coll, r ZRange, fn func(e *Elem) bool) error {
 		bindLex(st, c, score, r)
 		st.int(5, r.Offset)
 		st.int(6, r.Limit)
-		return zsetElems.each(st, fn)
+		return s.each(zsetElems, st, fn)
 	}
 	all, start, err := s.lexStart(c, r)
 	if err != nil || start < 0 {
@@ -503,7 +503,7 @@ func (s *Store) ZPop(c *Coll, n int64, max bool) ([]Elem, error) {
 	st.int(1, c.ID)
 	st.int(2, 0)
 	st.int(3, n)
-	err := zsetElems.each(st, func(e *Elem) bool {
+	err := s.each(zsetElems, st, func(e *Elem) bool {
 		out = append(out, e.clone())
 		return true
 	})

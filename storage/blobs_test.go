@@ -1,0 +1,117 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// blobCount is the number of blobs stored, after garbage collection.
+func blobCount(t testing.TB, s *Store) int64 {
+	t.Helper()
+	inTx(t, s, func() { must(t, s.CollectGarbage()) })
+	st, err := s.c.prepare("SELECT count(*) FROM blobs")
+	must(t, err)
+	defer st.close()
+	if _, err := st.step(); err != nil {
+		t.Fatal(err)
+	}
+	n := st.colInt(0)
+	st.reset()
+	return n
+}
+
+// Large values round-trip through strings, lists and hashes, are freed
+// when overwritten or deleted, and are never shared by COPY.
+func TestLargeValues(t *testing.T) {
+	s := openTest(t)
+	big := func(c byte) []byte { return bytes.Repeat([]byte{c}, 100_000) }
+	small := []byte("small")
+	inTx(t, s, func() {
+		must(t, s.SetString(0, []byte("s"), big('a'), 0, false))
+		_, err := s.ListPush(0, []byte("l"), Right, [][]byte{big('b'), small, big('c')}, false)
+		must(t, err)
+		h, err := s.OpenOrCreateColl(0, []byte("h"), TypeHash)
+		must(t, err)
+		_, err = s.HashSet(h, []byte("f"), big('d'), false)
+		must(t, err)
+		_, err = s.HashSet(h, []byte("g"), small, false)
+		must(t, err)
+		must(t, s.SaveColl(h, true))
+	})
+	if n := blobCount(t, s); n != 4 {
+		t.Fatalf("%d blobs for 4 large values", n)
+	}
+	v, _, err := s.GetString(0, []byte("s"), nil)
+	if err != nil || !bytes.Equal(v, big('a')) {
+		t.Fatalf("string: %d bytes, %v", len(v), err)
+	}
+	if n, _ := s.StringLen(0, []byte("s")); n != 100_000 {
+		t.Fatalf("STRLEN of a large value: %d", n)
+	}
+	// LPOS/LREM compare against the stored bytes, wherever they live.
+	found := false
+	_, err = s.ListPos(0, []byte("l"), big('c'), 1, 1, 0, func(i int64) { found = i == 2 })
+	if err != nil || !found {
+		t.Fatalf("LPOS of a large value: %v %v", found, err)
+	}
+	inTx(t, s, func() {
+		// Overwrite the string, pop a large list element, copy everything.
+		must(t, s.SetString(0, []byte("s"), big('e'), 0, false))
+		vals, err := s.ListPop(0, []byte("l"), Left, 1)
+		must(t, err)
+		if len(vals) != 1 || !bytes.Equal(vals[0], big('b')) {
+			t.Fatalf("popped %d values", len(vals))
+		}
+		for _, k := range []string{"s", "l", "h"} {
+			ok, err := s.Copy(0, []byte(k), 1, []byte(k), false)
+			must(t, err)
+			if !ok {
+				t.Fatalf("COPY %s refused", k)
+			}
+		}
+	})
+	// e (s), c (l), d (h), and their three copies.
+	if n := blobCount(t, s); n != 6 {
+		t.Fatalf("%d blobs after overwrite, pop and copy, want 6", n)
+	}
+	inTx(t, s, func() {
+		for _, k := range []string{"s", "l", "h"} {
+			_, err := s.Delete(0, []byte(k))
+			must(t, err)
+		}
+	})
+	// The copies stand on their own.
+	if v, _, _ := s.GetString(1, []byte("s"), nil); !bytes.Equal(v, big('e')) {
+		t.Fatal("the copy of a large string lost its value when the original went")
+	}
+	h, err := s.OpenColl(1, []byte("h"), TypeHash)
+	must(t, err)
+	if v, ok, err := s.HashGet(h, []byte("f"), nil); err != nil || !ok || !bytes.Equal(v, big('d')) {
+		t.Fatalf("copied hash value: %d bytes %v %v", len(v), ok, err)
+	}
+	if n := blobCount(t, s); n != 3 {
+		t.Fatalf("%d blobs after deleting the originals, want 3", n)
+	}
+	inTx(t, s, func() { must(t, s.FlushDB(1)) })
+	if n := blobCount(t, s); n != 0 {
+		t.Fatalf("%d blobs left after FLUSHDB", n)
+	}
+}
+
+// A lookup does not read a large value stored under a nearby key: its cost
+// stays that of any lookup (it used to read the whole value each time).
+func BenchmarkLookupNextToLargeValue(b *testing.B) {
+	s := openTest(b)
+	inTx(b, s, func() {
+		for i := 0; i < 1000; i++ {
+			must(b, s.SetString(0, []byte(fmt.Sprintf("k%04d", i)), []byte("v"), 0, false))
+		}
+		must(b, s.SetString(0, []byte("k0500x"), bytes.Repeat([]byte("x"), 8<<20), 0, false))
+	})
+	b.ResetTimer()
+	var buf []byte
+	for i := 0; i < b.N; i++ {
+		buf, _, _ = s.GetString(0, []byte("k0501"), buf[:0])
+	}
+}
