@@ -169,7 +169,7 @@ func (r *rawConn) send(b []byte) {
 // read returns the raw bytes of one complete reply.
 func (r *rawConn) read() string {
 	r.t.Helper()
-	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	s, err := readReply(r.r)
 	if err != nil {
 		r.t.Fatalf("read reply: %v (got %q)", err, s)
