@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/cellar-db/cellar.Version=$(VERSION)
 
-.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long clean
+.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long restart-2g clean
 
 all: build
 
@@ -33,6 +33,11 @@ test: deps lint
 
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
+
+# The long crash test: 20 kill -9 cycles per durability mode under load,
+# checking every acknowledged write after each restart (make test runs 3).
+crash-long:
+	CELLAR_CRASH_KILLS=20 $(GO) test ./tests -run TestCrashLosesNothingAcknowledged -count=1 -v -timeout 60m
 
 # Regenerates actor/commands.json from Redis's command metadata (a checkout
 # of the workplace's shared/redis-commands-7.0 next to this repository).
