@@ -232,11 +232,11 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 				}
 				c.Close()
 				p.kill9()
-				var total int64
+				var checked int64
 				for w := range acked {
-					total += acked[w].Load() + 1
+					checked += acked[w].Load() + 1
 				}
-				t.Logf("kill %d/%d: %d acknowledged writes so far, all present after restart", k+1, kills, total)
+				t.Logf("kill %d/%d: %d acknowledged writes so far, all present after restart", k+1, kills, checked)
 			}
 		})
 	}
