@@ -37,7 +37,12 @@ fuzz:
 # The long crash test: 20 kill -9 cycles per durability mode under load,
 # checking every acknowledged write after each restart (make test runs 3).
 crash-long:
-	CELLAR_CRASH_KILLS=20 $(GO) test ./tests -run TestCrashLosesNothingAcknowledged -count=1 -v -timeout 60m
+	TEST_CRASH_KILLS=20 $(GO) test ./tests -run TestCrashLosesNothingAcknowledged -count=1 -v -timeout 60m
+
+# Time from start to first reply on a 2 GB database (built once, kept in
+# the temporary directory).
+restart-2g:
+	$(GO) test ./tests -run '^$$' -bench BenchmarkRestartLargeDatabase -benchtime 1x -timeout 60m -v
 
 # Regenerates actor/commands.json from Redis's command metadata (a checkout
 # of the workplace's shared/redis-commands-7.0 next to this repository).

@@ -19,8 +19,8 @@ import (
 // within one process's file limit). env adds CELLAR_* settings.
 func startCellarProcess(t *testing.T, env ...string) string {
 	t.Helper()
-	if os.Getenv("CELLAR_TEST_ADDR") != "" {
-		t.Skip("needs Cellar itself, not CELLAR_TEST_ADDR")
+	if os.Getenv("TEST_SERVER_ADDR") != "" {
+		t.Skip("needs Cellar itself, not TEST_SERVER_ADDR")
 	}
 	bin := t.TempDir() + "/cellar"
 	build := exec.Command("go", "build", "-o", bin, "../cmd/cellar")

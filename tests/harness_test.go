@@ -1,5 +1,5 @@
 // Package tests holds Cellar's black-box suite: it starts the real server
-// in-process on port 0 (or points at CELLAR_TEST_ADDR, for instance a real
+// in-process on port 0 (or points at TEST_SERVER_ADDR, for instance a real
 // Redis, to compare) and talks to it over TCP the way clients do: go-redis
 // for semantics, a raw connection for exact reply bytes, malformed and split
 // input, and pipelines.
@@ -54,12 +54,12 @@ func (b *syncBuffer) String() string {
 }
 
 // startServer starts Cellar with its data in a fresh temporary directory;
-// opts adjust the configuration. With CELLAR_TEST_ADDR set, the suite uses
+// opts adjust the configuration. With TEST_SERVER_ADDR set, the suite uses
 // that server instead (flushed first) and tests that need Cellar itself
 // call needCellar.
 func startServer(t testing.TB, opts ...func(*cellar.Config)) *testServer {
 	t.Helper()
-	if addr := os.Getenv("CELLAR_TEST_ADDR"); addr != "" {
+	if addr := os.Getenv("TEST_SERVER_ADDR"); addr != "" {
 		s := &testServer{t: t, addr: addr, external: true}
 		s.client().FlushAll(context.Background())
 		return s
@@ -115,7 +115,7 @@ func (s *testServer) restart() {
 func needCellar(t testing.TB, s *testServer) {
 	t.Helper()
 	if s.external {
-		t.Skip("needs Cellar itself, not CELLAR_TEST_ADDR")
+		t.Skip("needs Cellar itself, not TEST_SERVER_ADDR")
 	}
 }
 

@@ -77,6 +77,7 @@ func runCellar(t testing.TB, wait bool, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(cellarBinary(t), args...)
+	p.cmd.Env = serverEnv()
 	p.cmd.Stderr = p.stderr
 	p.cmd.Stdout = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -108,6 +109,18 @@ func runCellar(t testing.TB, wait bool, args ...string) *proc {
 		})
 	}
 	return p
+}
+
+// serverEnv is the test's environment without CELLAR_* variables: a
+// developer's settings must not change the servers the tests start.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CELLAR_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // exitCode waits for the process to exit on its own.
@@ -150,12 +163,12 @@ func integrityCheck(t testing.TB, path string) {
 }
 
 // crashKills is how many kill -9 cycles each durability mode gets: a few in
-// make test, CELLAR_CRASH_KILLS=20 (make crash-long) for the long run.
+// make test, TEST_CRASH_KILLS=20 (make crash-long) for the long run.
 func crashKills(t testing.TB) int {
-	if v := os.Getenv("CELLAR_CRASH_KILLS"); v != "" {
+	if v := os.Getenv("TEST_CRASH_KILLS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			t.Fatalf("CELLAR_CRASH_KILLS=%q", v)
+			t.Fatalf("TEST_CRASH_KILLS=%q", v)
 		}
 		return n
 	}
@@ -296,7 +309,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 		{nil, "CELLAR_MAXCLIENTS=-1", "maxclients: must be at least 1"},
 	} {
 		cmd := exec.Command(cellarBinary(t), append(c.args, "--dir", t.TempDir())...)
-		cmd.Env = append(os.Environ(), c.env)
+		cmd.Env = append(serverEnv(), c.env)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
