@@ -14,6 +14,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,6 +43,7 @@ type Server struct {
 	act   *actor.Actor
 	net   *loop.Server
 
+	debug     *http.Server
 	actorDone chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
@@ -59,6 +62,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		CacheKB:         cfg.SQLite.CacheKB,
 		CheckpointPages: cfg.SQLite.CheckpointPages,
 		MaxPageCount:    cfg.SQLite.MaxPageCount,
+		HotCacheBytes:   cfg.SQLite.HotCacheBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +124,14 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	if cfg.DebugAddr != "" {
+		s.debug = &http.Server{Addr: cfg.DebugAddr, Handler: debugMux()}
+		go func() {
+			if err := s.debug.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				log.Error().Err(err).Str("addr", cfg.DebugAddr).Msg("debug endpoint")
+			}
+		}()
+	}
 	log.Info().Str("addr", s.net.Addr().String()).Str("db", cfg.DBPath()).
 		Str("durability", cfg.Durability).Str("version", Version).Msg("Cellar is ready to accept connections")
 	return s, nil
@@ -140,6 +152,9 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		defer close(s.done)
+		if s.debug != nil {
+			s.debug.Close()
+		}
 		s.net.StopReading()
 		s.act.Stop(ctx)
 		<-s.actorDone
@@ -186,6 +201,17 @@ func (s *Server) params() []actor.Param {
 		{Name: "timeout", Get: str("0")},
 		{Name: "loglevel", Get: str(c.LogLevel)},
 	}
+}
+
+// debugMux serves the pprof profiles.
+func debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // parseLogLevel maps Cellar's (and Redis's) level names to zerolog's.

@@ -39,6 +39,9 @@ type Config struct {
 	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
 	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
 	ShutdownTimeout        time.Duration `koanf:"shutdown_timeout"`
+	// DebugAddr, when set (host:port), serves Go's pprof profiles over HTTP
+	// there, for profiling a running server. Keep it on loopback.
+	DebugAddr string `koanf:"debug_addr"`
 
 	OutputBuffer OutputBufferConfig `koanf:"output_buffer"`
 	// MaxBacklog is how many bytes of requests may wait for the actor
@@ -74,6 +77,9 @@ type SQLiteConfig struct {
 	// MaxPageCount caps the database at this many pages (0: no cap); at
 	// the cap, writes fail with an error and reads go on.
 	MaxPageCount int64 `koanf:"max_page_count"`
+	// HotCacheBytes bounds Cellar's in-memory cache of string values (in
+	// front of SQLite, written through, never stale); 0 disables it.
+	HotCacheBytes int64 `koanf:"hot_cache_bytes"`
 }
 
 // OffloadConfig sizes the pool for blocking disk work.
@@ -120,7 +126,7 @@ func DefaultConfig() Config {
 		MaxBacklog:             64 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
-		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, CheckpointPages: 1000},
+		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, CheckpointPages: 16384, HotCacheBytes: 64 << 20},
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
@@ -306,6 +312,8 @@ func (c Config) Validate() error {
 		return bad("shutdown_timeout", "must be positive")
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
+	case c.SQLite.HotCacheBytes < 0:
+		return bad("sqlite.hot_cache_bytes", "must be 0 (no cache) or more, not %d", c.SQLite.HotCacheBytes)
 	case c.SQLite.MaxPageCount < 0:
 		return bad("sqlite.max_page_count", "must be 0 (no cap) or more, not %d", c.SQLite.MaxPageCount)
 	case c.SQLite.CheckpointPages < 16:

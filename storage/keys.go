@@ -29,7 +29,7 @@ var (
 	qIDRange  = newQuery("SELECT min(id), max(id) FROM keys WHERE db = ?1")
 	qRandom   = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id >= ?2 ORDER BY id LIMIT 1")
 	qExpiring = newQuery("SELECT count(*) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL")
-	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id")
+	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id, key")
 	qFlushDB  = newQuery("DELETE FROM keys WHERE db = ?1")
 	qMoveDB   = newQuery("UPDATE keys SET db = ?2 WHERE db = ?1")
 )
@@ -70,6 +70,7 @@ func (s *Store) LookupType(db int, key []byte, t Type) (Meta, bool, error) {
 // Delete removes a key and its elements. existed is false when there was no
 // live key (an expired one is still removed).
 func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
+	s.cache.drop(db, key)
 	st := s.q(qDelete)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -123,6 +124,7 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 
 // SetExpire sets (at > 0) or removes (at == 0) a live key's expiry.
 func (s *Store) SetExpire(db int, key []byte, at int64) error {
+	s.cache.setExpiry(db, key, at)
 	st := s.q(qSetTTL)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -147,6 +149,7 @@ func (s *Store) Created(db int) { s.keyDeltas[db]++; s.dirty = true }
 // Rename moves src to dst within db, replacing dst. The caller has checked
 // that src exists and, for RENAMENX, that dst does not.
 func (s *Store) Rename(db int, src, dst []byte) error {
+	s.cache.drop(db, src)
 	if _, err := s.Delete(db, dst); err != nil {
 		return err
 	}
@@ -164,6 +167,8 @@ func (s *Store) Rename(db int, src, dst []byte) error {
 // Move moves key from db to dstDB. The caller has checked that key exists
 // in db and not in dstDB.
 func (s *Store) Move(db int, key []byte, dstDB int) error {
+	s.cache.drop(db, key)
+	s.cache.drop(dstDB, key)
 	st := s.q(qMove)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -213,6 +218,7 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 			return false, err
 		}
 	}
+	s.cache.drop(dstDB, dst)
 	id := s.NewID()
 	st := s.q(qCopyRow)
 	st.int(1, int64(srcDB))
@@ -380,6 +386,7 @@ func (s *Store) SweepExpired(limit int) (int, error) {
 			break
 		}
 		list = append(list, gone{int(st.colInt(0)), Type(st.colInt(1)), st.colInt(2)})
+		s.cache.drop(int(st.colInt(0)), st.colBlob(3, s.scratch[:0]))
 	}
 	st.reset()
 	for _, g := range list {
@@ -394,6 +401,7 @@ func (s *Store) SweepExpired(limit int) (int, error) {
 
 // FlushDB deletes every key of db.
 func (s *Store) FlushDB(db int) error {
+	s.cache.clear()
 	if err := s.dropAllElements(db); err != nil {
 		return err
 	}
@@ -420,6 +428,7 @@ func (s *Store) SwapDB(a, b int) error {
 	if a == b {
 		return nil
 	}
+	s.cache.clear()
 	// Three moves through a database number no client can select: SQLite
 	// checks (db, key) uniqueness row by row, so a one-statement swap would
 	// collide on keys present in both.

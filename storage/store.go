@@ -66,6 +66,9 @@ type Options struct {
 	// MaxPageCount caps the database file at this many pages
 	// (SQLite's max_page_count); 0 leaves it unlimited.
 	MaxPageCount int64
+	// HotCacheBytes bounds the in-memory cache of string values (cache.go);
+	// 0 disables it.
+	HotCacheBytes int64
 }
 
 // Store is the keyspace in one SQLite database. See the package doc for who
@@ -96,6 +99,9 @@ type Store struct {
 	ckpt        *Checkpointer
 	ckptBytes   int64
 	checkpoints uint64
+
+	cache   *hotCache
+	scratch []byte
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -154,7 +160,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}}
+	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes)}
 	if err := s.init(o); err != nil {
 		c.close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
@@ -341,6 +347,7 @@ func (s *Store) Rollback() {
 	}
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
+	s.cache.clear() // it may hold what was just rolled back
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
@@ -369,6 +376,7 @@ func (s *Store) Undo() bool {
 		return false
 	}
 	s.keyDeltas = s.saved
+	s.cache.clear() // it may hold what was just undone
 	return true
 }
 

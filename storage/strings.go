@@ -21,6 +21,9 @@ var (
 // GetString appends the value of a live string key to dst. found is false
 // for a missing key; a key of another type is ErrWrongType.
 func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err error) {
+	if e := s.cache.get(db, key, s.Now); e != nil {
+		return append(dst, e.v...), true, nil
+	}
 	st := s.q(qGetString)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -39,8 +42,12 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 		st.reset()
 		return dst, false, ErrWrongType
 	}
+	start := len(dst)
 	dst, err = s.colValue(st, 2, dst)
 	st.reset()
+	if err == nil {
+		s.cache.put(db, key, dst[start:], exp)
+	}
 	return dst, err == nil, err
 }
 
@@ -98,6 +105,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			}
 			st.reset()
 			s.dirty = true
+			s.cacheSet(db, key, val, expireAt, keepTTL)
 			return nil
 		}
 		st.reset()
@@ -123,4 +131,22 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			return err
 		}
 	}
+}
+
+// cacheSet writes a SET through to the hot cache. With keepTTL the new
+// expiry is the cached one if the key is cached (and live); otherwise it
+// is unknown here and the entry is dropped.
+func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL bool) {
+	if s.cache == nil {
+		return
+	}
+	if keepTTL {
+		e := s.cache.get(db, key, s.Now)
+		if e == nil {
+			s.cache.drop(db, key)
+			return
+		}
+		expireAt = e.exp
+	}
+	s.cache.put(db, key, val, expireAt)
 }

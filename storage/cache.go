@@ -1,0 +1,165 @@
+package storage
+
+// hotCache keeps recently used string values in memory, so that a GET of a
+// hot key costs a map lookup instead of a SQLite search. It never changes
+// behaviour: it is written through by SetString, and every other write to a
+// key (delete, expiry change, rename, move, copy, sweep, flush, swap) drops
+// the key's entry; a rolled-back transaction drops everything. Entries carry
+// the key's expiry, and an expired entry is never served. Its memory is
+// bounded by max bytes (keys, values and bookkeeping), least recently used
+// entries going first. Like the Store, it belongs to the actor goroutine.
+type hotCache struct {
+	max, used  int64
+	m          map[string]*centry
+	head, tail *centry // most recently used first
+	kbuf       []byte
+	hits, miss uint64
+}
+
+type centry struct {
+	k          string // database byte + key
+	v          []byte
+	exp        int64 // unix ms; 0 when persistent
+	prev, next *centry
+}
+
+// entryOverhead approximates an entry's bookkeeping (struct, map slot).
+const entryOverhead = 96
+
+// maxCached is the largest value cached: one huge value should not evict
+// everything else.
+const maxCached = 64 << 10
+
+func newHotCache(max int64) *hotCache {
+	if max <= 0 {
+		return nil
+	}
+	return &hotCache{max: max, m: map[string]*centry{}}
+}
+
+func (c *hotCache) key(db int, key []byte) []byte {
+	c.kbuf = append(append(c.kbuf[:0], byte(db)), key...)
+	return c.kbuf
+}
+
+// get returns the live entry for key, or nil.
+func (c *hotCache) get(db int, key []byte, now int64) *centry {
+	if c == nil {
+		return nil
+	}
+	e := c.m[string(c.key(db, key))]
+	if e == nil {
+		c.miss++
+		return nil
+	}
+	if expired(e.exp, now) {
+		c.unlink(e)
+		c.miss++
+		return nil
+	}
+	c.hits++
+	if c.head != e {
+		c.detach(e)
+		c.pushFront(e)
+	}
+	return e
+}
+
+// put stores key's value and expiry, replacing any entry.
+func (c *hotCache) put(db int, key, val []byte, exp int64) {
+	if c == nil {
+		return
+	}
+	k := c.key(db, key)
+	if len(val) > maxCached {
+		if e := c.m[string(k)]; e != nil {
+			c.unlink(e)
+		}
+		return
+	}
+	if e := c.m[string(k)]; e != nil {
+		c.used += int64(len(val) - len(e.v))
+		e.v = append(e.v[:0], val...)
+		e.exp = exp
+		if c.head != e {
+			c.detach(e)
+			c.pushFront(e)
+		}
+	} else {
+		e := &centry{k: string(k), v: append([]byte(nil), val...), exp: exp}
+		c.m[e.k] = e
+		c.used += int64(len(e.k)+len(e.v)) + entryOverhead
+		c.pushFront(e)
+	}
+	for c.used > c.max && c.tail != nil {
+		c.unlink(c.tail)
+	}
+}
+
+// setExpiry updates a cached key's expiry.
+func (c *hotCache) setExpiry(db int, key []byte, exp int64) {
+	if c == nil {
+		return
+	}
+	if e := c.m[string(c.key(db, key))]; e != nil {
+		e.exp = exp
+	}
+}
+
+// drop forgets key.
+func (c *hotCache) drop(db int, key []byte) {
+	if c == nil {
+		return
+	}
+	if e := c.m[string(c.key(db, key))]; e != nil {
+		c.unlink(e)
+	}
+}
+
+// clear forgets everything.
+func (c *hotCache) clear() {
+	if c == nil {
+		return
+	}
+	clear(c.m)
+	c.head, c.tail, c.used = nil, nil, 0
+}
+
+func (c *hotCache) unlink(e *centry) {
+	c.detach(e)
+	delete(c.m, e.k)
+	c.used -= int64(len(e.k)+len(e.v)) + entryOverhead
+}
+
+func (c *hotCache) detach(e *centry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (c *hotCache) pushFront(e *centry) {
+	e.next = c.head
+	if c.head != nil {
+		c.head.prev = e
+	}
+	c.head = e
+	if c.tail == nil {
+		c.tail = e
+	}
+}
+
+// CacheStats reports the hot cache's size and hit counts.
+func (s *Store) CacheStats() (entries int, bytes int64, hits, misses uint64) {
+	if s.cache == nil {
+		return 0, 0, 0, 0
+	}
+	return len(s.cache.m), s.cache.used, s.cache.hits, s.cache.miss
+}
