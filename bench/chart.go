@@ -60,13 +60,13 @@ func writeChart(path string, res *results) error {
 
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Cellar throughput ÷ Redis throughput (median of %d round(s), %s)", res.Rounds, res.Generated[:10])
-	p.Y.Label.Text = "ratio to Redis (1.0 = parity)"
+	p.Y.Label.Text = "ratio to Redis (1.0 = parity); n/a = unsupported or failed"
 	p.Y.Min = 0
 	top := 1.2
 	for _, s := range series {
 		for _, v := range s.ratios {
 			if v != nil {
-				top = math.Max(top, *v*1.1)
+				top = math.Max(top, *v*1.15)
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func writeChart(path string, res *results) error {
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 
-	width := vg.Points(11)
+	width := vg.Points(14)
 	n := float64(len(series))
 	for i, s := range series {
 		vals := make(plotter.Values, len(s.ratios))
@@ -99,6 +99,25 @@ func writeChart(path string, res *results) error {
 		bars.LineStyle.Width = 0
 		p.Add(bars)
 		p.Legend.Add(s.label, bars)
+		var vl plotter.XYLabels
+		for k, v := range s.ratios {
+			if v != nil {
+				vl.XYs = append(vl.XYs, plotter.XY{X: float64(k), Y: *v})
+				vl.Labels = append(vl.Labels, fmt.Sprintf("%.2f", *v))
+			}
+		}
+		if len(vl.XYs) > 0 {
+			lab, err := plotter.NewLabels(vl)
+			if err != nil {
+				return err
+			}
+			lab.Offset = vg.Point{X: bars.Offset - vg.Points(3), Y: vg.Points(2)}
+			for k := range lab.TextStyle {
+				lab.TextStyle[k].Rotation = math.Pi / 2
+				lab.TextStyle[k].Font.Size = vg.Points(7)
+			}
+			p.Add(lab)
+		}
 		if len(missing.XYs) > 0 {
 			lab, err := plotter.NewLabels(missing)
 			if err != nil {

@@ -27,6 +27,9 @@ func ratioGoal(group string, t *table, test string, pair [2]string, p99 bool, at
 	if t != nil && t.Metric != "" {
 		what = t.Metric
 	}
+	if t != nil && t.Metric == "RSS KiB" {
+		what = "RSS"
+	}
 	if p99 {
 		what = "p99 latency"
 	}
@@ -158,6 +161,7 @@ func evaluateGoals(cfg config, ts []*table) []goal {
 
 	if m := findTable(ts, "memory"); m != nil {
 		g := ratioGoal("memory", m, m.Rows[0].Test, cr, false, true, 1.0)
+		g.Goal = m.Rows[0].Test + ": cellar/redis ≤ 1×"
 		if cfg.memKeys != 1_000_000 {
 			g.Detail = strings.TrimPrefix(g.Detail+fmt.Sprintf("; the goal is stated for 1000000 keys, this run loaded %d", cfg.memKeys), "; ")
 			if g.Status == goalMet || g.Status == goalMissed {
