@@ -27,6 +27,7 @@ type config struct {
 	quick       bool
 	rounds      int
 	requests    int
+	pipeMult    int
 	clients     int
 	keyspace    int
 	dataSize    int
@@ -82,7 +83,8 @@ func parseConfig(args []string) (config, error) {
 	}
 	quick := fs.Bool("quick", false, "short run for CI-friendly time: 1 round, fewer requests and tests, no high-concurrency runs, Redka only if already built")
 	rounds := fs.Int("rounds", 0, "rounds per benchmark (default 3; quick 1)")
-	requests := fs.Int("n", 0, "requests per test at pipeline 1, scaled per test and ×4 when pipelined (default 100000; quick 20000)")
+	requests := fs.Int("n", 0, "requests per test at pipeline 1, scaled per test (default 50000; quick 10000)")
+	pipeMult := fs.Int("pipe-mult", 0, "request multiplier for pipelined runs, so they last long enough to measure (default 2)")
 	clients := fs.Int("c", 50, "clients for the main comparison")
 	keyspace := fs.Int("r", 100000, "redis-benchmark -r (random keyspace)")
 	dataSize := fs.Int("d", 64, "value size in bytes")
@@ -92,7 +94,7 @@ func parseConfig(args []string) (config, error) {
 	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
 	durTests := fs.String("dur-tests", "", "write tests of the durability comparison (default SET,INCR,LPUSH,HSET; quick SET)")
 	durN := fs.Int("dur-n", 0, "requests per durability test (default 20000; quick 5000)")
-	qItems := fs.Int("queue-items", 0, "items in the saturated queue run (default 100000; quick 20000)")
+	qItems := fs.Int("queue-items", 0, "items in the saturated queue run (default 50000; quick 10000)")
 	qRate := fs.Float64("queue-rate", 2000, "items/s of the paced queue run")
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
@@ -123,7 +125,8 @@ func parseConfig(args []string) (config, error) {
 	cfg := config{
 		quick:       q,
 		rounds:      pick(*rounds, 3, 1),
-		requests:    pick(*requests, 100000, 20000),
+		requests:    pick(*requests, 50000, 10000),
+		pipeMult:    pick(*pipeMult, 2, 2),
 		clients:     *clients,
 		keyspace:    *keyspace,
 		dataSize:    *dataSize,
@@ -131,7 +134,7 @@ func parseConfig(args []string) (config, error) {
 		memKeys:     pick(*memKeys, 1_000_000, 200_000),
 		queue: queueCfg{
 			producers: 8, consumers: 8,
-			items:      pick(*qItems, 100000, 20000),
+			items:      pick(*qItems, 50000, 10000),
 			rate:       *qRate,
 			pacedItems: pick(*qPaced, 10000, 4000),
 		},
@@ -341,7 +344,7 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	res.Settings = []string{
 		fmt.Sprintf("Redis runs with `--save '' --appendonly no` in the main comparison; Cellar with `--durability everysec` (its default) and Redka on disk, each with a fresh data directory per round under bench/work/"),
-		fmt.Sprintf("redis-benchmark: -c %d -r %d -d %d, -n %d per test at pipeline 1 (×4 pipelined; LRANGE_100 ×0.25, LRANGE_300 ×0.1, MSET/ZRANGEBYSCORE/BRPOP ×0.5), single-threaded client", cfg.clients, cfg.keyspace, cfg.dataSize, cfg.requests),
+		fmt.Sprintf("redis-benchmark: -c %d -r %d -d %d, -n %d per test at pipeline 1 (×%d pipelined; LRANGE_100 ×0.25, LRANGE_300 ×0.1, MSET/ZRANGEBYSCORE/BRPOP ×0.5), single-threaded client", cfg.clients, cfg.keyspace, cfg.dataSize, cfg.requests, cfg.pipeMult),
 		fmt.Sprintf("a benchmark that receives no reply for %s is killed and reported stalled", cfg.stallAfter),
 	}
 

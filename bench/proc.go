@@ -84,7 +84,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping sends one RESP PING and expects +PONG.
+// ping sends one RESP PING and expects PONG.
 func ping(addr string, timeout time.Duration) error {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
@@ -100,7 +100,8 @@ func ping(addr string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if got := string(buf[:n]); got != "+PONG\r\n" {
+	// Redka answers with a bulk string; a reply is a reply.
+	if got := string(buf[:n]); got != "+PONG\r\n" && got != "$4\r\nPONG\r\n" {
 		return fmt.Errorf("PING answered %q", got)
 	}
 	return nil

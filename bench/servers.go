@@ -99,9 +99,9 @@ func startServer(spec serverSpec, workDir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
 	// A port found free can be taken by someone else before the server
-	// binds it: try a few.
+	// binds it: try a few ports, keeping the first failure's reason.
+	var firstErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		port, err := freePort()
 		if err != nil {
@@ -111,10 +111,15 @@ func startServer(spec serverSpec, workDir string) (*server, error) {
 		if err == nil {
 			return s, nil
 		}
-		lastErr = err
+		if firstErr == nil {
+			firstErr = err
+		}
+		if !strings.Contains(err.Error(), "exited before") {
+			break // it started but did not answer: another port will not help
+		}
 	}
 	os.RemoveAll(dir)
-	return nil, lastErr
+	return nil, firstErr
 }
 
 func launch(spec serverSpec, port int, dir string) (*server, error) {
@@ -144,7 +149,7 @@ func launch(spec serverSpec, port int, dir string) (*server, error) {
 			return s, nil
 		}
 		if time.Now().After(deadline) {
-			s.stop(false)
+			s.stop(true)
 			return nil, fmt.Errorf("%s did not answer PING within 30s: %s", spec.Name, tail(filepath.Join(dir, "server.log"), 400))
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -208,7 +208,7 @@ func (r *runner) requestsFor(pipeline int) int {
 	if pipeline <= 1 {
 		return r.cfg.requests
 	}
-	return r.cfg.requests * 4
+	return r.cfg.requests * r.cfg.pipeMult
 }
 
 // durability compares write throughput at equal durability promises:
