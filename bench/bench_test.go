@@ -181,6 +181,14 @@ func TestParseVmRSS(t *testing.T) {
 	}
 }
 
+func TestSumBytesReceived(t *testing.T) {
+	out := "0      0      127.0.0.1:58614 127.0.0.1:17030\n\t bbr wscale:10,10 bytes_sent:415152 bytes_acked:415153 bytes_received:57660 segs_out:11535\n" +
+		"0      0      127.0.0.1:58628 127.0.0.1:17030\n\t bbr bytes_acked:415477 bytes_received:57705 segs_in:11543\n"
+	if got := sumBytesReceived(out); got != 57660+57705 {
+		t.Fatalf("got %d", got)
+	}
+}
+
 func TestSentAt(t *testing.T) {
 	if ns, err := sentAt("1700000000123456789:abcdef"); err != nil || ns != 1700000000123456789 {
 		t.Fatalf("%v %v", ns, err)
@@ -225,7 +233,8 @@ func TestSmoke(t *testing.T) {
 	t.Cleanup(procs.killAll)
 	work := t.TempDir()
 	p := &peers{redisServer: redisServer, redisBenchmark: redisBenchmark}
-	s, err := startServer(specRedis(p), work)
+	spec := redisSpec(p, "redis", "Redis", "--appendonly", "no", "--enable-debug-command", "yes")
+	s, err := startServer(spec, work)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +249,22 @@ func TestSmoke(t *testing.T) {
 	bad := rbJob{Clients: 1, Requests: 10, Command: []string{"NOSUCHCOMMAND", "x"}, Row: "NOSUCHCOMMAND"}
 	if got := runBenchmark(ctx, redisBenchmark, s.addr(), bad, 20*time.Second, time.Minute); got.Status != statusUnsupported {
 		t.Fatalf("unknown command: %+v", got)
+	}
+	// A server that stops answering: the benchmark is killed and reported
+	// stalled, not waited for.
+	if _, err := exec.LookPath("ss"); err == nil {
+		sleeper := newClient(s.addr(), 1)
+		done := make(chan error, 1)
+		go func() { done <- sleeper.Do(ctx, "DEBUG", "SLEEP", "5").Err() }()
+		time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP reach the server first
+		long := rbJob{Clients: 2, Requests: 10_000_000, Pipeline: 1, Test: "get", Row: "GET"}
+		if got := runBenchmark(ctx, redisBenchmark, s.addr(), long, time.Second, time.Minute); got.Status != statusStalled {
+			t.Fatalf("stalled server: %+v", got)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("DEBUG SLEEP: %v", err)
+		}
+		sleeper.Close()
 	}
 	zr, _ := findTest("ZRANGEBYSCORE")
 	r := &runner{cfg: config{keyspace: 1000, dataSize: 16, stallAfter: 20 * time.Second, hardLimit: time.Minute}, peers: p}

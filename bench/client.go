@@ -57,7 +57,7 @@ func seedSortedSet(ctx context.Context, addr string, n int) error {
 	return nil
 }
 
-// seedList makes bench:list hold exactly n elements of size bytes, so that
+// seedList makes key hold exactly n elements of size bytes, so that
 // n BRPOPs all find an element.
 func seedList(ctx context.Context, addr, key string, n, size int) error {
 	c := newClient(addr, 1)
@@ -65,15 +65,23 @@ func seedList(ctx context.Context, addr, key string, n, size int) error {
 	if err := c.Del(ctx, key).Err(); err != nil {
 		return err
 	}
+	// One element per RPUSH, pipelined: every server takes that form
+	// (Redka's RPUSH takes a single element).
 	const batch = 1000
 	val := payload(size, 0)
 	for i := 0; i < n; i += batch {
-		vs := make([]any, 0, batch)
+		pipe := c.Pipeline()
 		for j := i; j < min(i+batch, n); j++ {
-			vs = append(vs, val)
+			pipe.RPush(ctx, key, val)
 		}
-		if err := c.RPush(ctx, key, vs...).Err(); err != nil {
+		cmds, err := pipe.Exec(ctx)
+		if err != nil {
 			return err
+		}
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return err
+			}
 		}
 	}
 	got, err := c.LLen(ctx, key).Result()

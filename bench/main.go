@@ -49,6 +49,7 @@ type config struct {
 	hardLimit   time.Duration
 	keep        bool
 	argv        []string
+	render      string // -render: only rewrite the report of an earlier run
 }
 
 func (c config) command() string {
@@ -106,11 +107,15 @@ func parseConfig(args []string) (config, error) {
 	stall := fs.Duration("stall", 20*time.Second, "kill a benchmark that receives no reply for this long and report it stalled")
 	limit := fs.Duration("limit", 10*time.Minute, "kill a single benchmark that runs longer than this")
 	keep := fs.Bool("keep", false, "keep the servers' data directories")
+	renderFrom := fs.String("render", "", "only rewrite the .md and .png of an earlier run from its .json")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *renderFrom != "" {
+		return config{render: *renderFrom}, nil
 	}
 	q := *quick
 	pick := func(v, full, short int) int {
@@ -290,6 +295,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
+	if cfg.render != "" {
+		if err := render(cfg.render); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -333,10 +345,10 @@ func run(ctx context.Context, cfg config) (code int) {
 	r := &runner{cfg: cfg, peers: p, log: logf}
 	res := &results{
 		Generated: time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		Command:   cfg.command(),
 		Mode:      map[bool]string{true: "quick", false: "full"}[cfg.quick],
 		Rounds:    cfg.rounds,
 		Machine:   describeMachine(cfg, p),
-		cfg:       cfg,
 	}
 	logf("machine: %d cores, %s; %s; Cellar %s; Redka: %s", res.Machine.Cores, res.Machine.Model, res.Machine.Redis, res.Machine.Cellar, res.Machine.Redka)
 	if p.redka == "" {

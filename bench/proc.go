@@ -129,18 +129,27 @@ func parseVmRSS(status string) (int64, error) {
 	return 0, errors.New("no VmRSS line")
 }
 
-// readChars returns rchar from /proc/PID/io: the bytes the process has read
-// so far (sockets included). The stall watchdog uses it to tell a
-// benchmark that is still receiving replies from one that is not.
-func readChars(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+// receivedFrom sums bytes_received over the established client sockets
+// connected to port on loopback, as `ss -tin` reports them (the kernel's
+// tcp_info). The stall watchdog uses it to tell a benchmark that is still
+// receiving replies from one that is not. (The client's own counters do
+// not do: /proc/PID/io leaves out recv(), which hiredis uses, and
+// redis-benchmark keeps spinning on the CPU while it waits.)
+func receivedFrom(port int) (int64, error) {
+	out, err := exec.Command("ss", "-tinH", "state", "established", "( dport = :"+strconv.Itoa(port)+" )").Output()
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "rchar:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	return sumBytesReceived(string(out)), nil
+}
+
+func sumBytesReceived(ssOutput string) int64 {
+	var sum int64
+	for _, f := range strings.Fields(ssOutput) {
+		if v, ok := strings.CutPrefix(f, "bytes_received:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			sum += n
 		}
 	}
-	return 0, errors.New("no rchar line")
+	return sum
 }

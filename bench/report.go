@@ -11,6 +11,7 @@ import (
 // results is everything one run measured; latest.json is this, verbatim.
 type results struct {
 	Generated string   `json:"generated"`
+	Command   string   `json:"command"`
 	Mode      string   `json:"mode"`
 	Rounds    int      `json:"rounds"`
 	Duration  string   `json:"duration"`
@@ -20,7 +21,6 @@ type results struct {
 	Goals     []goal   `json:"goals"`
 	Notes     []string `json:"notes,omitempty"`
 	Chart     string   `json:"chart,omitempty"`
-	cfg       config
 }
 
 func writeJSON(path string, res *results) error {
@@ -88,7 +88,7 @@ func writeMarkdown(path string, res *results) error {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	m := res.Machine
 	w("# Cellar benchmark results\n\n")
-	w("Generated %s by `%s` in %s (%s mode, %d round(s) per benchmark).\n\n", res.Generated, res.cfg.command(), res.Duration, res.Mode, res.Rounds)
+	w("Generated %s by `%s` in %s (%s mode, %d round(s) per benchmark).\n\n", res.Generated, orDefault(res.Command, "make bench"), res.Duration, res.Mode, res.Rounds)
 	w("- Machine: %d cores, %s, Linux %s, %s RAM; load average at start %s\n", m.Cores, m.Model, m.Kernel, m.MemTotal, m.LoadAvg)
 	w("- Cellar: %s (branch %s); %s; %s; Redka: %s; %s\n", m.Cellar, m.Branch, m.Redis, m.RedisBM, m.Redka, m.Go)
 	for _, s := range res.Settings {
@@ -103,6 +103,8 @@ func writeMarkdown(path string, res *results) error {
 	if res.Chart != "" {
 		w("![ratios to Redis](%s)\n\n", res.Chart)
 	}
+
+	writeSummary(&b, res)
 
 	w("## Goals\n\n| group | goal | measured | result |\n|---|---|---|---|\n")
 	for _, g := range res.Goals {
@@ -218,4 +220,97 @@ func mdEscape(s string) string {
 func outPaths(cfg config) (md, js, png string) {
 	base := filepath.Join(cfg.outDir, cfg.outName)
 	return base + ".md", base + ".json", base + ".png"
+}
+
+// writeSummary is one line per test with every ratio of the main
+// comparison: the table the README shows.
+func writeSummary(b *strings.Builder, res *results) {
+	type col struct {
+		t    *table
+		pair [2]string
+		head string
+	}
+	var cols []col
+	for _, t := range res.Tables {
+		if len(t.ID) < 2 || (t.ID[0] != 'p' && t.ID[0] != 'c') {
+			continue
+		}
+		for _, p := range t.Ratios {
+			cols = append(cols, col{t, p, fmt.Sprintf("%s / %s, %s", t.Labels[p[0]], t.Labels[p[1]], t.Title)})
+		}
+	}
+	if len(cols) == 0 {
+		return
+	}
+	var tests []string
+	seen := map[string]bool{}
+	for _, c := range cols {
+		for _, r := range c.t.Rows {
+			if !seen[r.Test] {
+				seen[r.Test] = true
+				tests = append(tests, r.Test)
+			}
+		}
+	}
+	fmt.Fprintf(b, "## Summary: Cellar's throughput as a ratio\n\n| test |")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", c.head)
+	}
+	b.WriteString("\n|---|")
+	for range cols {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, name := range tests {
+		fmt.Fprintf(b, "| %s |", name)
+		for _, c := range cols {
+			var r *row
+			for _, x := range c.t.Rows {
+				if x.Test == name {
+					r = x
+				}
+			}
+			switch {
+			case r == nil:
+				b.WriteString(" |")
+			case r.Ratio[ratioKey(c.pair)] != nil:
+				fmt.Fprintf(b, " %s |", fmtRatio(r.Ratio[ratioKey(c.pair)]))
+			default:
+				fmt.Fprintf(b, " %s |", summaryStatus(r, c.pair))
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+// summaryStatus names why a ratio is missing: the numerator's status
+// first (Cellar's), then the denominator's.
+func summaryStatus(r *row, pair [2]string) string {
+	for _, s := range pair {
+		if c := r.Cells[s]; c != nil && c.Status != statusOK {
+			return c.Status
+		}
+	}
+	return "—"
+}
+
+// render rewrites the markdown and the chart from a results JSON file
+// (after a change to the report's layout; no figure is recomputed).
+func render(jsonPath string) error {
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(jsonPath, ".json")
+	if res.Chart != "" {
+		if err := writeChart(base+".png", &res); err != nil {
+			return err
+		}
+	}
+	return writeMarkdown(base+".md", &res)
 }
