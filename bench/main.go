@@ -356,7 +356,7 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	res.Settings = []string{
 		fmt.Sprintf("Redis runs with `--save '' --appendonly no` in the main comparison; Cellar with `--durability everysec` (its default) and Redka on disk, each with a fresh data directory per round under bench/work/"),
-		fmt.Sprintf("redis-benchmark: -c %d -r %d -d %d, -n %d per test at pipeline 1 (×%d pipelined; LRANGE_100 ×0.25, LRANGE_300 ×0.1, MSET/ZRANGEBYSCORE/BRPOP ×0.5), single-threaded client", cfg.clients, cfg.keyspace, cfg.dataSize, cfg.requests, cfg.pipeMult),
+		fmt.Sprintf("redis-benchmark: -c %d -r %d -d %d, -n %d per test at pipeline 1 (×%d pipelined%s), single-threaded client", cfg.clients, cfg.keyspace, cfg.dataSize, cfg.requests, cfg.pipeMult, scaleNote(cfg.tests)),
 		fmt.Sprintf("a benchmark that receives no reply for %s is killed and reported stalled", cfg.stallAfter),
 	}
 
@@ -410,4 +410,18 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	logf("goals: %d met, %d missed, %d not measurable (unsupported, failed or not run)", met, missed, other)
 	return 0
+}
+
+// scaleNote lists the tests that run a fraction of the base request count.
+func scaleNote(tests []testDef) string {
+	var parts []string
+	for _, t := range tests {
+		if t.Scale != 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%g", t.Name, t.Scale))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }

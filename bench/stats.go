@@ -140,7 +140,7 @@ func (c *cell) aggregate() {
 		c.Status = statusOK
 	default:
 		c.Status = worst
-		if allSame(c.Samples) {
+		if allSame(c.Samples) || allUnsupported(c.Samples) {
 			c.Detail = c.Samples[0].Detail
 		} else {
 			c.Detail = strings.Join(bad, "; ")
@@ -149,6 +149,17 @@ func (c *cell) aggregate() {
 			c.Detail += fmt.Sprintf(" (%d of %d rounds ok, their median %.0f)", len(vals), len(c.Samples), c.Median)
 		}
 	}
+}
+
+// allUnsupported: every round hit a missing command (which one may vary
+// with who raced first, as in the queue scenario).
+func allUnsupported(ss []sample) bool {
+	for _, s := range ss {
+		if s.Status != statusUnsupported {
+			return false
+		}
+	}
+	return true
 }
 
 func allSame(ss []sample) bool {
