@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// goal is one of the issues' performance goals, as measured in this run.
+type goal struct {
+	Group    string   `json:"group"`
+	Goal     string   `json:"goal"`
+	Status   string   `json:"status"` // met, missed, unsupported, failed, stalled, not measured
+	Measured *float64 `json:"measured,omitempty"`
+	Detail   string   `json:"detail,omitempty"`
+}
+
+const (
+	goalMet         = "met"
+	goalMissed      = "missed"
+	goalNotMeasured = "not measured"
+)
+
+// ratioGoal checks one ratio between two servers' medians (or p99
+// latencies) in one row of a table against a target.
+func ratioGoal(group string, t *table, test string, pair [2]string, p99 bool, atMost bool, target float64) goal {
+	what := "ops/s"
+	if t != nil && t.Metric != "" {
+		what = t.Metric
+	}
+	if t != nil && t.Metric == "RSS KiB" {
+		what = "RSS"
+	}
+	if p99 {
+		what = "p99 latency"
+	}
+	cmp := "≥"
+	if atMost {
+		cmp = "≤"
+	}
+	g := goal{Group: group, Goal: fmt.Sprintf("%s %s: %s/%s %s %.2g×", test, what, pair[0], pair[1], cmp, target)}
+	if t == nil {
+		g.Status, g.Detail = goalNotMeasured, "scenario not run"
+		return g
+	}
+	var r *row
+	for _, x := range t.Rows {
+		if x.Test == test {
+			r = x
+		}
+	}
+	if r == nil {
+		g.Status, g.Detail = goalNotMeasured, "test not in this run"
+		return g
+	}
+	for _, name := range pair {
+		c := r.Cells[name]
+		if c == nil {
+			g.Status, g.Detail = goalNotMeasured, name+" not run"
+			return g
+		}
+		if c.Status != statusOK {
+			g.Status, g.Detail = c.Status, t.Labels[name]+": "+c.Detail
+			return g
+		}
+	}
+	v := r.Ratio[ratioKey(pair)]
+	if p99 {
+		v = r.P99Rat[ratioKey(pair)]
+	}
+	if v == nil {
+		g.Status, g.Detail = goalNotMeasured, "no ratio"
+		return g
+	}
+	g.Measured = v
+	ok := *v >= target
+	if atMost {
+		ok = *v <= target
+	}
+	g.Status = goalMissed
+	if ok {
+		g.Status = goalMet
+	}
+	return g
+}
+
+func findTable(ts []*table, id string) *table {
+	for _, t := range ts {
+		if t != nil && t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// evaluateGoals lists every goal of issues 3–6 with its outcome here.
+func evaluateGoals(cfg config, ts []*table) []goal {
+	var gs []goal
+	cr := [2]string{"cellar", "redis"}
+	ck := [2]string{"cellar", "redka"}
+	p1, p16 := findTable(ts, "p1"), findTable(ts, "p16")
+
+	gs = append(gs, ratioGoal("pipeline 1, 50 clients", p1, "GET", cr, false, false, 1.0))
+	for _, n := range []string{"SET", "INCR", "LPUSH", "RPUSH", "LPOP", "RPOP", "SADD", "HSET"} {
+		gs = append(gs, ratioGoal("pipeline 1, 50 clients", p1, n, cr, false, false, 0.8))
+	}
+	gs = append(gs, ratioGoal("pipeline 16", p16, "GET", cr, false, false, 0.8))
+	for _, td := range cfg.tests {
+		if td.Write {
+			gs = append(gs, ratioGoal("pipeline 16", p16, td.Name, cr, false, false, 0.5))
+		}
+	}
+
+	c1000 := findTable(ts, "c1000")
+	for _, n := range []string{"SET", "GET"} {
+		g := ratioGoal("1000 clients", c1000, n, cr, true, true, 2.0)
+		g.Goal = n + ": no errors and p99 latency cellar/redis ≤ 2×"
+		gs = append(gs, g)
+	}
+
+	for _, t := range []*table{p1, p16} {
+		if t == nil {
+			continue
+		}
+		hasRedka := false
+		for _, s := range t.Servers {
+			hasRedka = hasRedka || s == "redka"
+		}
+		for _, td := range cfg.tests {
+			if !td.Write && !td.Read {
+				continue
+			}
+			target := 1.5
+			if td.Write {
+				target = 3
+			}
+			g := ratioGoal("vs Redka, "+t.Title, t, td.Name, ck, false, false, target)
+			if !hasRedka {
+				g.Status, g.Detail = goalNotMeasured, "Redka not run"
+			}
+			gs = append(gs, g)
+		}
+	}
+
+	if q := findTable(ts, "queue"); q != nil {
+		sat, paced := q.Rows[0].Test, q.Rows[len(q.Rows)-1].Test
+		gs = append(gs,
+			ratioGoal("queue", q, sat, cr, false, false, 0.8),
+			ratioGoal("queue", q, sat, cr, true, true, 2.0),
+			ratioGoal("queue", q, paced, cr, true, true, 2.0))
+	} else {
+		gs = append(gs, goal{Group: "queue", Goal: "items/s ≥ 0.8× Redis, p99 ≤ 2×", Status: goalNotMeasured, Detail: "scenario not run"})
+	}
+
+	if d := findTable(ts, "durability"); d != nil {
+		for _, n := range cfg.durTests {
+			gs = append(gs, ratioGoal("durability", d, n, [2]string{"cellar-always", "redis-aof-always"}, false, false, 2.0))
+		}
+	} else {
+		gs = append(gs, goal{Group: "durability", Goal: "Cellar always ≥ 2× Redis appendfsync always", Status: goalNotMeasured, Detail: "scenario not run"})
+	}
+
+	if m := findTable(ts, "memory"); m != nil {
+		g := ratioGoal("memory", m, m.Rows[0].Test, cr, false, true, 1.0)
+		g.Goal = m.Rows[0].Test + ": cellar/redis ≤ 1×"
+		if cfg.memKeys != 1_000_000 {
+			g.Detail = strings.TrimPrefix(g.Detail+fmt.Sprintf("; the goal is stated for 1000000 keys, this run loaded %d", cfg.memKeys), "; ")
+			if g.Status == goalMet || g.Status == goalMissed {
+				g.Status = goalNotMeasured
+			}
+		}
+		gs = append(gs, g)
+	} else {
+		gs = append(gs, goal{Group: "memory", Goal: "RSS with 1000000 keys: cellar/redis ≤ 1×", Status: goalNotMeasured, Detail: "scenario not run"})
+	}
+	return gs
+}
