@@ -296,6 +296,7 @@ type cmdRec struct {
 type stats struct {
 	connsReceived   uint64
 	commands        uint64
+	rounds          uint64
 	expiredKeys     uint64
 	keyspaceHits    uint64
 	keyspaceMisses  uint64
@@ -427,6 +428,7 @@ func (a *Actor) takeInbox() []message {
 // round executes every message taken from the inbox in one transaction,
 // commits, and releases the replies as durability allows.
 func (a *Actor) round(msgs []message) {
+	a.stats.rounds++
 	now := time.Now()
 	a.nowMs = now.UnixMilli()
 	a.roundStart = now

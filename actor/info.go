@@ -125,6 +125,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", a.stats.connsReceived)
 		kv("total_commands_processed", a.stats.commands)
+		kv("actor_rounds", a.stats.rounds)
 		kv("backlog_bytes", a.Backlog())
 		kv("total_net_input_bytes", in)
 		kv("total_net_output_bytes", out)

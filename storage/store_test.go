@@ -298,3 +298,34 @@ func BenchmarkSetStringBatch16(b *testing.B) {
 	}
 	s.Commit()
 }
+
+// BenchmarkSetStringHot overwrites keys that are already strings (cached),
+// in transactions of 100, as pipelined SETs of a warm key space do.
+func BenchmarkSetStringHot(b *testing.B) {
+	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "cellar.db"), HotCacheBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	val := bytes.Repeat([]byte("x"), 64)
+	keys := make([][]byte, 10000)
+	inTx(b, s, func() {
+		for i := range keys {
+			keys[i] = []byte(fmt.Sprintf("key:%012d", i))
+			must(b, s.SetString(0, keys[i], val, 0, false))
+		}
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%100 == 0 {
+			if i > 0 {
+				s.Commit()
+			}
+			s.Begin()
+		}
+		val[0] = byte(i)
+		s.SetString(0, keys[(i*7919)%len(keys)], val, 0, false)
+	}
+	s.Commit()
+}

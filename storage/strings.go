@@ -16,6 +16,11 @@ var (
 			version = version + 1
 		WHERE type = 1
 		RETURNING version`)
+	// The fast path for a key the hot cache knows to be a live string: a
+	// plain UPDATE (an upsert's RETURNING costs SQLite a temporary table).
+	qUpdateString = newQuery(`UPDATE keys SET value = ?3, version = version + 1,
+		expire_at = CASE WHEN ?5 THEN expire_at ELSE nullif(?4, 0) END
+		WHERE db = ?1 AND key = ?2 AND type = 1`)
 )
 
 // GetString appends the value of a live string key to dst. found is false
@@ -77,6 +82,15 @@ func (s *Store) StringLen(db int, key []byte) (int64, error) {
 // (unix ms, 0 for none) is the new expiry; with keepTTL a live key keeps its
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
+	if e := s.cache.get(db, key, s.Now); e != nil {
+		ok, err := s.updateString(db, key, val, expireAt, keepTTL)
+		if err != nil || ok {
+			if ok {
+				s.cacheSet(db, key, val, expireAt, keepTTL)
+			}
+			return err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		st := s.q(qSetString)
 		st.int(1, int64(db))
@@ -149,4 +163,31 @@ func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL bool) 
 		expireAt = e.exp
 	}
 	s.cache.put(db, key, val, expireAt)
+}
+
+// updateString overwrites a key known to be a live string; ok is false if
+// it was not one after all (nothing changed then).
+func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL bool) (ok bool, err error) {
+	st := s.q(qUpdateString)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	ref, err := s.bindValue(st, 3, val, len(key))
+	if err != nil {
+		st.reset()
+		return false, err
+	}
+	st.int(4, expireAt)
+	keep := int64(0)
+	if keepTTL {
+		keep = 1
+	}
+	st.int(5, keep)
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	if s.c.changes() != 1 {
+		return false, s.dropBlob(ref)
+	}
+	s.dirty = true
+	return true, nil
 }
