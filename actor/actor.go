@@ -297,6 +297,7 @@ type stats struct {
 	connsReceived   uint64
 	commands        uint64
 	rounds          uint64
+	writes          uint64 // write commands that succeeded
 	expiredKeys     uint64
 	keyspaceHits    uint64
 	keyspaceMisses  uint64
@@ -671,6 +672,9 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 	}
 	err := cmd.Handler(c)
 	if err == nil {
+		if cmd.Is(FlagWrite) {
+			a.stats.writes++
+		}
 		if guard {
 			if rerr := a.st.Release(); rerr != nil {
 				a.roundErr = rerr

@@ -102,4 +102,8 @@ func TestGroupCommit(t *testing.T) {
 	if n := a.durable.fsyncs.Load() - before; n < 1 || n > 2 {
 		t.Fatalf("%d fsyncs for %d writes held in one round", n, clients)
 	}
+	// Read after the replies arrived, so after the actor counted them.
+	if a.stats.writes != clients {
+		t.Fatalf("INFO would count %d writes, want %d", a.stats.writes, clients)
+	}
 }

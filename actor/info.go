@@ -86,9 +86,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 	case "persistence":
 		y := a.durable
 		fsyncs, covered := y.fsyncs.Load(), y.covered.Load()
-		perFsync := 0.0
-		if fsyncs > 0 {
-			perFsync = float64(covered) / float64(fsyncs)
+		perFsync := func(n uint64) string {
+			if fsyncs == 0 {
+				return "0.00"
+			}
+			return strconv.FormatFloat(float64(n)/float64(fsyncs), 'f', 2, 64)
 		}
 		status := "ok"
 		if y.failure() != nil {
@@ -108,7 +110,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("durability", a.cfg.Durability)
 		kv("commits", a.st.Commits())
 		kv("fsyncs", fsyncs)
-		kv("writes_per_fsync", strconv.FormatFloat(perFsync, 'f', 2, 64))
+		kv("commits_per_fsync", perFsync(covered))
+		kv("writes_per_fsync", perFsync(a.stats.writes))
 		kv("last_fsync_latency_usec", y.fsyncNs.Load()/1000)
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
