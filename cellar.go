@@ -110,6 +110,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		OutputSoftLimit: cfg.OutputBuffer.SoftLimit,
 		OutputSoftTime:  cfg.OutputBuffer.SoftSeconds,
 		MaxBacklog:      cfg.MaxBacklog,
+		MaxHeldInput:    cfg.MaxHeldInput,
 		TCPKeepAlive:    cfg.TCPKeepAlive,
 	}, act, log.With().Str("pkg", "loop").Logger())
 	go func() {

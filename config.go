@@ -48,6 +48,10 @@ type Config struct {
 	// before the loops stop reading from sockets (TCP pushes back on the
 	// clients until it catches up).
 	MaxBacklog int64 `koanf:"max_backlog"`
+	// MaxHeldInput bounds the bytes received from all clients together and
+	// not yet parsed (input waiting while the actor is behind or a client
+	// is blocked); above it the client holding the most is disconnected.
+	MaxHeldInput int64 `koanf:"max_held_input"`
 
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
 	Offload  OffloadConfig  `koanf:"offload"`
@@ -124,6 +128,7 @@ func DefaultConfig() Config {
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer:           OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second},
 		MaxBacklog:             64 << 20,
+		MaxHeldInput:           256 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
 		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, CheckpointPages: 16384, HotCacheBytes: 64 << 20},
@@ -306,6 +311,8 @@ func (c Config) Validate() error {
 		return bad("output_buffer.soft_seconds", "must not be negative")
 	case c.MaxBacklog < 1<<20:
 		return bad("max_backlog", "must be at least 1048576, not %d", c.MaxBacklog)
+	case c.MaxHeldInput < 1<<20:
+		return bad("max_held_input", "must be at least 1048576, not %d", c.MaxHeldInput)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
 	case c.ShutdownTimeout <= 0:

@@ -190,6 +190,8 @@ type NetStats interface {
 	NetInputBytes() uint64
 	NetOutputBytes() uint64
 	RejectedConns() uint64
+	HeldInputBytes() int64
+	EvictedClients() uint64
 }
 
 type msgKind uint8

@@ -121,9 +121,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))
 	case "stats":
-		var in, out, rejected uint64
+		var in, out, rejected, evicted uint64
+		var held int64
 		if a.net != nil {
 			in, out, rejected = a.net.NetInputBytes(), a.net.NetOutputBytes(), a.net.RejectedConns()
+			evicted, held = a.net.EvictedClients(), a.net.HeldInputBytes()
 		}
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", a.stats.connsReceived)
@@ -133,6 +135,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("total_net_input_bytes", in)
 		kv("total_net_output_bytes", out)
 		kv("rejected_connections", rejected)
+		kv("evicted_clients", evicted)
+		kv("held_input_bytes", held)
 		kv("expired_keys", a.stats.expiredKeys)
 		kv("evicted_keys", 0)
 		entries, bytes, hits, misses := a.st.CacheStats()

@@ -22,6 +22,11 @@ type queueCfg struct {
 	pacedItems           int
 }
 
+// floodCfg sizes the flood scenario.
+type floodCfg struct {
+	conns, perConn, size int
+}
+
 // config is one run's settings, from flags and the mode's defaults.
 type config struct {
 	quick       bool
@@ -38,6 +43,7 @@ type config struct {
 	durRequests int
 	queue       queueCfg
 	memKeys     int
+	flood       floodCfg
 	scenarios   map[string]bool
 	redka       string
 	cellarBin   string
@@ -72,7 +78,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "memory"}
+var allScenarios = []string{"comparison", "durability", "queue", "memory", "flood"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -99,6 +105,8 @@ func parseConfig(args []string) (config, error) {
 	qRate := fs.Float64("queue-rate", 2000, "items/s of the paced queue run")
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
+	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
+	floodN := fs.Int("flood-n", 0, "SETs each flood connection writes without reading (default 200; quick 50)")
 	redka := fs.String("redka", "auto", "Redka: auto (full run builds it if missing; quick uses it only if built), build, off")
 	cellarBin := fs.String("cellar", "", "Cellar binary to measure (default: build this checkout into the work dir)")
 	workDir := fs.String("work", "", "work directory (default <repo>/bench/work)")
@@ -137,6 +145,7 @@ func parseConfig(args []string) (config, error) {
 		dataSize:    *dataSize,
 		durRequests: pick(*durN, 20000, 5000),
 		memKeys:     pick(*memKeys, 1_000_000, 200_000),
+		flood:       floodCfg{conns: pick(*floodConns, 1000, 200), perConn: pick(*floodN, 200, 50), size: 1024},
 		queue: queueCfg{
 			producers: 8, consumers: 8,
 			items:      pick(*qItems, 50000, 10000),
@@ -371,6 +380,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["memory"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.memory(ctx))
+	}
+	if cfg.scenarios["flood"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.flood(ctx))
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted; no results written")

@@ -33,6 +33,7 @@ type conn struct {
 	parser *proto.Parser
 	args   [][]byte // parser scratch
 	need   int      // inbound bytes to wait for before parsing again
+	held   int64    // inbound bytes as last counted in Server.held
 
 	nextSeq  uint64             // the sequence number of the last batch sent
 	expect   uint64             // the next sequence number to write
@@ -58,9 +59,16 @@ type conn struct {
 }
 
 // readable parses and submits what is buffered, unless the connection must
+// wait, and accounts for the input it goes on holding.
+func (c *conn) readable() {
+	c.parse()
+	c.account()
+}
+
+// parse parses and submits what is buffered, unless the connection must
 // wait (closing, too many batches in flight, a blocking command pending,
 // the actor behind).
-func (c *conn) readable() {
+func (c *conn) parse() {
 	if c.state != stateOpen || c.lp.srv.stopping.Load() {
 		return
 	}
@@ -189,6 +197,43 @@ func (c *conn) deliver(cmp actor.Completion) {
 	}
 }
 
+// account brings the connection's share of Server.held up to date, and
+// closes the connection holding the most on this loop when the total is
+// over Config.MaxHeldInput.
+func (c *conn) account() {
+	if c.state == stateClosed {
+		return
+	}
+	n := int64(c.gc.InboundBuffered())
+	d := n - c.held
+	if d == 0 {
+		return
+	}
+	c.held = n
+	srv := c.lp.srv
+	if total := srv.held.Add(d); d > 0 && total > srv.cfg.MaxHeldInput {
+		c.lp.evictLargest(total)
+	}
+}
+
+// evictLargest closes the open connection of this loop that holds the most
+// unparsed input.
+func (lp *eventLoop) evictLargest(total int64) {
+	var big *conn
+	for _, c := range lp.conns {
+		if c.state == stateOpen && (big == nil || c.held > big.held) {
+			big = c
+		}
+	}
+	if big == nil || big.held == 0 {
+		return
+	}
+	lp.srv.evicted.Add(1)
+	lp.srv.log.Warn().Uint64("client", big.id).Int64("bytes", big.held).Int64("held_total", total).
+		Msg("closing the client holding the most input: input held for all clients is over max_held_input")
+	big.closeNow(errHeldInput)
+}
+
 // write sends one batch's replies and advances the FIFO.
 func (c *conn) write(cmp actor.Completion) {
 	c.expect++
@@ -227,6 +272,7 @@ var (
 	errQueryBuffer  = errors.New("query buffer limit")
 	errOutputBuffer = errors.New("output buffer limit")
 	errKilled       = errors.New("killed by CLIENT KILL")
+	errHeldInput    = errors.New("max_held_input: holding the most input")
 )
 
 // closeNow asks gnet to close the connection; gnet then calls OnClose,
@@ -258,6 +304,8 @@ func (c *conn) teardown(err error) {
 	srv := c.lp.srv
 	srv.act.Closed(c.id)
 	delete(c.lp.conns, c.id)
+	srv.held.Add(-c.held)
+	c.held = 0
 	c.early, c.final = nil, nil
 	c.args, c.parser = nil, nil
 	srv.clients.Add(-1)

@@ -40,7 +40,13 @@ type Config struct {
 	MaxInflight int
 	// MaxBacklog is the actor backlog (bytes of submitted requests) above
 	// which no connection is parsed until the actor catches up.
-	MaxBacklog   int64
+	MaxBacklog int64
+	// MaxHeldInput bounds the input the loops hold, received and not yet
+	// parsed, for all connections together (gnet reads sockets whether or
+	// not their input is parsed). Above it the connection holding the most
+	// on the loop that saw the excess is closed, as Redis's
+	// maxmemory-clients evicts the largest clients.
+	MaxHeldInput int64
 	TCPKeepAlive time.Duration
 }
 
@@ -66,6 +72,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = 64 << 20
 	}
+	if c.MaxHeldInput <= 0 {
+		c.MaxHeldInput = 256 << 20
+	}
 	return c
 }
 
@@ -85,6 +94,8 @@ type Server struct {
 	netIn     atomic.Uint64
 	netOut    atomic.Uint64
 	rejected  atomic.Uint64
+	held      atomic.Int64  // input held for all connections (Config.MaxHeldInput)
+	evicted   atomic.Uint64 // connections closed for MaxHeldInput
 	stopping  atomic.Bool
 	tickStop  chan struct{}
 	tickDone  chan struct{}
@@ -161,6 +172,8 @@ func (s *Server) Clients() int64 { return s.clients.Load() }
 func (s *Server) NetInputBytes() uint64  { return s.netIn.Load() }
 func (s *Server) NetOutputBytes() uint64 { return s.netOut.Load() }
 func (s *Server) RejectedConns() uint64  { return s.rejected.Load() }
+func (s *Server) HeldInputBytes() int64  { return s.held.Load() }
+func (s *Server) EvictedClients() uint64 { return s.evicted.Load() }
 
 // StopReading makes every loop stop parsing new input (shutdown's first
 // step: what was already submitted still completes and is written).

@@ -127,3 +127,39 @@ func TestFloodWithSmallBacklog(t *testing.T) {
 	}
 	s.raw().expect(integer(clients*perClient+clients), "DBSIZE")
 }
+
+// Input the loops hold without parsing it is bounded for all clients
+// together (max_held_input): a client blocked in BLPOP that pipelines more
+// than the bound behind it is disconnected, with a log line; the input it
+// held is released, and other clients are served.
+func TestHeldInputLimit(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.MaxHeldInput = 1 << 20 })
+	needCellar(t, s)
+	admin := s.client()
+	other := s.raw()
+	other.expect("+PONG\r\n", "PING")
+
+	r := s.raw()
+	r.send(encode("BLPOP", "nothing", "0"))
+	waitBlocked(t, admin, 1)
+	// Nothing after a blocking command is parsed until it has its reply, so
+	// all of this is held.
+	var req bytes.Buffer
+	for req.Len() < 2<<20 {
+		req.Write(encode("SET", "k", strings.Repeat("v", 1000)))
+	}
+	go r.c.Write(req.Bytes())
+	waitFor(t, 20*time.Second, "the eviction to be logged", func() bool {
+		return strings.Contains(s.logBuf.String(), "over max_held_input")
+	})
+	drainUntilClosed(t, r)
+	waitFor(t, 20*time.Second, "held input to be released", func() bool {
+		return infoInt(t, admin, "stats", "held_input_bytes") == 0
+	})
+	if n := infoInt(t, admin, "stats", "evicted_clients"); n != 1 {
+		t.Fatalf("evicted_clients %d, want 1", n)
+	}
+	waitBlocked(t, admin, 0)
+	other.expect("+PONG\r\n", "PING")
+	other.expect("$-1\r\n", "GET", "k")
+}
