@@ -49,8 +49,9 @@ type Config struct {
 	// clients until it catches up).
 	MaxBacklog int64 `koanf:"max_backlog"`
 	// MaxHeldInput bounds the bytes received from all clients together and
-	// not yet parsed (input waiting while the actor is behind or a client
-	// is blocked); above it the client holding the most is disconnected.
+	// not yet parsed (input that waits while the actor is behind or a client
+	// is blocked, up to one socket read per client before its reading
+	// pauses); above it the client holding the most is disconnected.
 	MaxHeldInput int64 `koanf:"max_held_input"`
 
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
@@ -127,7 +128,7 @@ func DefaultConfig() Config {
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer:           OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second},
-		MaxBacklog:             64 << 20,
+		MaxBacklog:             8 << 20,
 		MaxHeldInput:           256 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,

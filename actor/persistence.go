@@ -36,7 +36,7 @@ var persistenceCommands = []*Command{
 func (a *Actor) snapshot(done func(error)) error {
 	sn := &a.snap
 	if sn.running {
-		return ReplyError("ERR Background save already in progress")
+		return ErrSaveInProgress
 	}
 	sn.running = true
 	sn.waiting = append(sn.waiting, done)
@@ -94,16 +94,15 @@ func (c *Ctx) suspendOnJob() (finish func(reply []byte), err error) {
 // SAVE
 func cmdSave(c *Ctx) error {
 	if c.a.snap.running {
-		return ReplyError("ERR Background save already in progress")
+		return ErrSaveInProgress
 	}
 	finish, err := c.suspendOnJob()
 	if err != nil {
 		return err
 	}
-	resp := c.s.resp
 	return c.a.snapshot(func(err error) {
 		if err != nil {
-			finish(errorReply(resp, "ERR snapshot failed: "+err.Error()))
+			finish(errorReply(ReplyError("ERR snapshot failed: " + err.Error())))
 			return
 		}
 		finish([]byte("+OK\r\n"))
@@ -125,7 +124,7 @@ func cmdBgSave(c *Ctx) error {
 			c.w.Simple("Background saving scheduled")
 			return nil
 		}
-		return ReplyError("ERR Background save already in progress")
+		return ErrSaveInProgress
 	}
 	if err := c.a.snapshot(nil); err != nil {
 		return err
@@ -163,7 +162,7 @@ func cmdShutdown(c *Ctx) error {
 		return ErrSyntax
 	}
 	if abort {
-		return ReplyError("ERR No shutdown in progress.")
+		return ErrNoShutdown
 	}
 	if !save {
 		c.a.shutdown(c.s)
@@ -173,11 +172,11 @@ func cmdShutdown(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	s, resp := c.s, c.s.resp
+	s := c.s
 	start := func() error {
 		return c.a.snapshot(func(err error) {
 			if err != nil && !force {
-				finish(errorReply(resp, "ERR Errors trying to SHUTDOWN. Check logs."))
+				finish(errorReply(ErrShutdownFailed))
 				return
 			}
 			finish(nil)
@@ -188,7 +187,7 @@ func cmdShutdown(c *Ctx) error {
 		// Wait for the running snapshot, then take a fresh one.
 		c.a.snap.waiting = append(c.a.snap.waiting, func(error) {
 			if err := start(); err != nil {
-				finish(errorReply(resp, err.Error()))
+				finish(errorReply(err))
 			}
 		})
 		return nil
@@ -207,7 +206,4 @@ func (a *Actor) shutdown(s *session) {
 }
 
 // errorReply encodes an error reply (the same in RESP2 and RESP3).
-func errorReply(resp int, text string) []byte {
-	_ = resp
-	return []byte("-" + text + "\r\n")
-}
+func errorReply(err error) []byte { return []byte("-" + err.Error() + "\r\n") }

@@ -34,6 +34,10 @@ type conn struct {
 	args   [][]byte // parser scratch
 	need   int      // inbound bytes to wait for before parsing again
 	held   int64    // inbound bytes as last counted in Server.held
+	// readOff: the socket is out of the epoll set's read interest;
+	// readUnsure: gnet read it meanwhile, so that may no longer hold
+	// (readpause.go).
+	readOff, readUnsure bool
 
 	nextSeq  uint64             // the sequence number of the last batch sent
 	expect   uint64             // the next sequence number to write
@@ -59,21 +63,26 @@ type conn struct {
 }
 
 // readable parses and submits what is buffered, unless the connection must
-// wait, and accounts for the input it goes on holding.
+// wait; it accounts for the input it goes on holding, and stops reading the
+// socket while the connection waits with input held (readpause.go).
 func (c *conn) readable() {
-	c.parse()
+	wait := c.parse()
 	c.account()
+	if c.state == stateOpen {
+		c.setReading(!wait || c.held == 0)
+	}
 }
 
 // parse parses and submits what is buffered, unless the connection must
 // wait (closing, too many batches in flight, a blocking command pending,
-// the actor behind).
-func (c *conn) parse() {
+// the actor behind); wait reports whether input after what it parsed must
+// wait for one of those.
+func (c *conn) parse() (wait bool) {
 	if c.state != stateOpen || c.lp.srv.stopping.Load() {
-		return
+		return true
 	}
 	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 || c.outPaused {
-		return
+		return true
 	}
 	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog {
 		if !c.stalled {
@@ -81,21 +90,21 @@ func (c *conn) parse() {
 			c.lp.stalled = append(c.lp.stalled, c.id)
 			c.lp.stalledN.Add(1)
 		}
-		return
+		return true
 	}
 	n := c.gc.InboundBuffered()
 	if n == 0 || n < c.need {
-		return
+		return false
 	}
 	if n > c.lp.srv.cfg.MaxQueryBuffer {
 		c.lp.srv.log.Warn().Uint64("client", c.id).Int("bytes", n).
 			Msg("closing client that reached max query buffer length")
 		c.closeNow(errQueryBuffer)
-		return
+		return true
 	}
 	buf, err := c.gc.Peek(-1)
 	if err != nil {
-		return
+		return false
 	}
 	c.lp.srv.netIn.Add(uint64(len(buf)))
 	b := c.lp.newBatch()
@@ -145,6 +154,7 @@ func (c *conn) parse() {
 	if perr != nil {
 		c.protocolError(perr)
 	}
+	return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
 }
 
 // submit sends a batch to the actor under the next sequence number.
@@ -334,6 +344,8 @@ type eventLoop struct {
 	outPaused  []uint64     // connections paused on their output
 	outPausedN atomic.Int64 // len(outPaused), for the ticker
 	checkFn    gnet.RunnableFunc
+	epfd       int  // the loop's epoll descriptor, -1 if unknown (readpause.go)
+	epChecked  bool // epfd was looked up
 
 	mu        sync.Mutex
 	mail      []actor.Completion

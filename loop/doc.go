@@ -28,8 +28,10 @@
 //     CLIENT KILL, output limit, shutdown); teardown runs once, in canonical
 //     order.
 //  6. Bounded: a query buffer above its limit closes the connection; a
-//     connection with too many batches in flight, or while the actor's
-//     backlog is high, stops being parsed (its bytes wait in the kernel and
-//     gnet's buffer, and TCP pushes back on the client); an output buffer
-//     above its limit closes the connection.
+//     connection with too many batches in flight, a blocked command, output
+//     above the soft limit, or while the actor's backlog is high, stops
+//     being parsed and, once it holds input, stops being read (readpause.go:
+//     its bytes wait in the kernel and TCP pushes back on the client); the
+//     input held for all connections together is bounded (max_held_input);
+//     an output buffer above its limit closes the connection.
 package loop

@@ -70,13 +70,16 @@ func (c Config) withDefaults() Config {
 		c.MaxInflight = 64
 	}
 	if c.MaxBacklog <= 0 {
-		c.MaxBacklog = 64 << 20
+		c.MaxBacklog = 8 << 20
 	}
 	if c.MaxHeldInput <= 0 {
 		c.MaxHeldInput = 256 << 20
 	}
 	return c
 }
+
+// readChunk is the size of one socket read.
+const readChunk = 16 << 10
 
 // Server is the gnet engine and its event handler.
 type Server struct {
@@ -128,6 +131,10 @@ func (s *Server) Start() error {
 		gnet.WithReuseAddr(true),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{s.log}),
+		// Redis reads 16 KiB at a time too (PROTO_IOBUF_LEN); it is also
+		// what a paused connection may take in before it is paused
+		// (readpause.go).
+		gnet.WithReadBufferCap(readChunk),
 	}
 	if s.cfg.Loops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.Loops))
@@ -251,7 +258,7 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 	defer s.loopsMu.Unlock()
 	lp := s.loops[el]
 	if lp == nil {
-		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}}
+		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}, epfd: -1}
 		lp.drainFn = gnet.RunnableFunc(lp.drain)
 		lp.checkFn = gnet.RunnableFunc(lp.check)
 		s.loops[el] = lp
@@ -271,6 +278,9 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	s.clients.Add(1)
 	lp := s.loopFor(gc.EventLoop())
+	if !lp.epChecked {
+		lp.epChecked, lp.epfd = true, epollFD(gc)
+	}
 	c := &conn{
 		id:     s.nextID.Add(1),
 		lp:     lp,
@@ -318,6 +328,7 @@ func (s *Server) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	c.inTraffic = true
+	c.readUnsure = c.readOff
 	c.readable()
 	c.inTraffic = false
 	if c.wantClose {
