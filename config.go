@@ -132,7 +132,7 @@ func DefaultConfig() Config {
 		MaxHeldInput:           256 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
-		SQLite:                 SQLiteConfig{CacheKB: 64 << 10, CheckpointPages: 16384, HotCacheBytes: 64 << 20},
+		SQLite:                 SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},

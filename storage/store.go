@@ -171,7 +171,7 @@ func Open(o Options) (*Store, error) {
 func (s *Store) init(o Options) error {
 	cache := o.CacheKB
 	if cache <= 0 {
-		cache = 64 << 10
+		cache = 32 << 10
 	}
 	pragmas := fmt.Sprintf(`
 		PRAGMA busy_timeout = 5000;
