@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"sort"
@@ -242,6 +243,18 @@ func TestBlockingDisconnect(t *testing.T) {
 	waitBlocked(t, admin, 0)
 	r.expect(integer(1), "RPUSH", "q", "kept")
 	r.expect(array(bulk("kept")), "LRANGE", "q", "0", "-1")
+
+	// A waiter with commands pipelined behind its BLPOP is no longer read
+	// (its input waits in the socket), yet its disconnect is noticed.
+	piped := blockOn(t, s, admin, 1, "BLPOP", "q4", "0")
+	piped.send(bytes.Repeat(encode("PING"), 1000))
+	waitFor(t, 10*time.Second, "the pipelined input to be held", func() bool {
+		return infoInt(t, admin, "stats", "held_input_bytes") > 0
+	})
+	piped.c.Close()
+	waitBlocked(t, admin, 0)
+	r.expect(integer(1), "RPUSH", "q4", "kept")
+	r.expect(integer(1), "LLEN", "q4")
 
 	// CLIENT KILL ends a blocked client without a reply.
 	killed := blockOn(t, s, admin, 1, "BLPOP", "q3", "0")
