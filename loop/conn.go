@@ -67,7 +67,7 @@ type conn struct {
 // socket while the connection waits with input held (readpause.go).
 func (c *conn) readable() {
 	wait := c.parse()
-	c.account()
+	c.account(wait)
 	if c.state == stateOpen {
 		c.setReading(!wait || c.held == 0)
 	}
@@ -84,6 +84,13 @@ func (c *conn) parse() (wait bool) {
 	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 || c.outPaused {
 		return true
 	}
+	n := c.gc.InboundBuffered()
+	if n < c.need {
+		// Part of a command: nothing for the actor yet, so the backlog is
+		// no reason to stop receiving it (client_query_buffer_limit and
+		// proto_max_bulk_len bound it).
+		return false
+	}
 	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog {
 		if !c.stalled {
 			c.stalled = true
@@ -92,8 +99,7 @@ func (c *conn) parse() (wait bool) {
 		}
 		return true
 	}
-	n := c.gc.InboundBuffered()
-	if n == 0 || n < c.need {
+	if n == 0 {
 		return false
 	}
 	if n > c.lp.srv.cfg.MaxQueryBuffer {
@@ -135,6 +141,7 @@ func (c *conn) parse() (wait bool) {
 			}
 			b.add(c.args)
 			c.barrier = c.nextSeq + 1
+			c.need = 0 // what follows has not been looked at
 			break
 		}
 		b.add(c.args)
@@ -207,14 +214,18 @@ func (c *conn) deliver(cmp actor.Completion) {
 	}
 }
 
-// account brings the connection's share of Server.held up to date, and
-// closes the connection holding the most on this loop when the total is
-// over Config.MaxHeldInput.
-func (c *conn) account() {
+// account brings the connection's share of Server.held up to date (the
+// input it holds while it waits; a command still arriving is bounded per
+// connection instead), and closes the connection holding the most on this
+// loop when the total is over Config.MaxHeldInput.
+func (c *conn) account(wait bool) {
 	if c.state == stateClosed {
 		return
 	}
-	n := int64(c.gc.InboundBuffered())
+	var n int64
+	if wait {
+		n = int64(c.gc.InboundBuffered())
+	}
 	d := n - c.held
 	if d == 0 {
 		return

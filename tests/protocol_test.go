@@ -219,4 +219,24 @@ func TestPipelineAroundBlockingCommand(t *testing.T) {
 	if got := r.read(); got != bulk("1") {
 		t.Fatalf("GET after BLPOP: %q", got)
 	}
+
+	// A blocking command that arrives in two reads, the second with more
+	// commands behind it: those are parsed once it has its reply, without
+	// waiting for more bytes.
+	blpop := encode("BLPOP", "q", "0")
+	r.send(append(encode("PING"), blpop[:len(blpop)-2]...))
+	if got := r.read(); got != "+PONG\r\n" {
+		t.Fatalf("PING: %q", got)
+	}
+	r.send(append(blpop[len(blpop)-2:], encode("PING")...))
+	waitFor(t, 5*time.Second, "the client to block", func() bool {
+		return strings.Contains(s.raw().do("INFO", "clients"), "blocked_clients:1\r\n")
+	})
+	s.raw().expect(":1\r\n", "RPUSH", "q", "y")
+	if got, want := r.read(), "*2\r\n$1\r\nq\r\n$1\r\ny\r\n"; got != want {
+		t.Fatalf("BLPOP: %q, want %q", got, want)
+	}
+	if got := r.read(); got != "+PONG\r\n" {
+		t.Fatalf("PING after the split BLPOP: %q", got)
+	}
 }
