@@ -255,6 +255,7 @@ type Actor struct {
 
 	sessions map[uint64]*session
 	ctx      Ctx
+	elems    elemBuf   // scratch for sorted-set range replies (zsets.go)
 	spare    []message // the inbox buffer not lent to the inbox right now
 
 	// The current round.

@@ -49,6 +49,45 @@ var zsetCommands = []*Command{
 
 // writeScored writes sorted-set members, with their scores when
 // withScores is set (flat in RESP2, [member, score] pairs in RESP3).
+// elemBuf gathers sorted-set elements read from storage (their bytes are
+// valid only during the callback) for a reply that must count them first:
+// the members go into one arena rather than an allocation each. The actor
+// keeps one and reuses it; release drops a large one.
+type elemBuf struct {
+	arena  []byte
+	ends   []int
+	scores []float64
+	es     []storage.Elem
+}
+
+func (b *elemBuf) add(e *storage.Elem) {
+	b.arena = append(b.arena, e.Member...)
+	b.ends = append(b.ends, len(b.arena))
+	b.scores = append(b.scores, e.Score)
+}
+
+// list returns the gathered elements, valid until release.
+func (b *elemBuf) list() []storage.Elem {
+	b.es = b.es[:0]
+	start := 0
+	for i, end := range b.ends {
+		b.es = append(b.es, storage.Elem{Member: b.arena[start:end:end], Score: b.scores[i]})
+		start = end
+	}
+	return b.es
+}
+
+// release empties b for the next command, and lets go of buffers that a
+// large reply grew.
+func (b *elemBuf) release() {
+	if cap(b.arena) > 1<<20 || cap(b.ends) > 1<<16 {
+		*b = elemBuf{}
+		return
+	}
+	clear(b.es)
+	b.arena, b.ends, b.scores, b.es = b.arena[:0], b.ends[:0], b.scores[:0], b.es[:0]
+}
+
 func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
 	writePairs(c, es, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
 }
@@ -481,21 +520,23 @@ func cmdZRange(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	var es []storage.Elem
 	if z != nil && kind == storage.ZByRank {
 		var ok bool
 		r.Start, r.Stop, ok = rankRange(start, stop, z.Len)
 		empty = empty || !ok
 	}
+	buf := &c.a.elems
+	defer buf.release()
 	if z != nil && !empty {
 		err := c.st.ZRangeElems(z, r, func(e *storage.Elem) bool {
-			es = append(es, storage.Elem{Member: append([]byte(nil), e.Member...), Score: e.Score})
+			buf.add(e)
 			return true
 		})
 		if err != nil {
 			return err
 		}
 	}
+	es := buf.list()
 	if store {
 		return storeZSet(c, c.args[1], es)
 	}
