@@ -1,10 +1,13 @@
 package storage
 
 // hotCache keeps recently used string values in memory, so that a GET of a
-// hot key costs a map lookup instead of a SQLite search. It never changes
-// behaviour: it is written through by SetString, and every other write to a
-// key (delete, expiry change, rename, move, copy, sweep, flush, swap) drops
-// the key's entry; a rolled-back transaction drops everything. Entries carry
+// hot key costs a map lookup instead of a SQLite search; and it remembers
+// keys that a GET found absent (negative entries), so that a miss costs the
+// same. It never changes behaviour: it is written through by SetString,
+// every other write to a key (delete, expiry change, rename, move, copy,
+// sweep, flush, swap) drops the key's entry, every creation of a key drops
+// a negative entry (SetString replaces it; the list and collection inserts
+// drop it), and a rolled-back transaction drops everything. Entries carry
 // the key's expiry, and an expired entry is never served. Its memory is
 // bounded by max bytes (keys, values and bookkeeping), least recently used
 // entries going first. Like the Store, it belongs to the actor goroutine.
@@ -19,6 +22,7 @@ type hotCache struct {
 type centry struct {
 	k          string // database byte + key
 	v          []byte
+	absent     bool  // a negative entry: no key of that name exists
 	exp        int64 // unix ms; 0 when persistent
 	prev, next *centry
 }
@@ -80,17 +84,38 @@ func (c *hotCache) put(db int, key, val []byte, exp int64) {
 	if e := c.m[string(k)]; e != nil {
 		c.used += int64(len(val) - len(e.v))
 		e.v = append(e.v[:0], val...)
-		e.exp = exp
+		e.exp, e.absent = exp, false
 		if c.head != e {
 			c.detach(e)
 			c.pushFront(e)
 		}
 	} else {
-		e := &centry{k: string(k), v: append([]byte(nil), val...), exp: exp}
-		c.m[e.k] = e
-		c.used += int64(len(e.k)+len(e.v)) + entryOverhead
-		c.pushFront(e)
+		c.add(&centry{k: string(k), v: append([]byte(nil), val...), exp: exp})
 	}
+	c.evict()
+}
+
+// putAbsent records that key does not exist.
+func (c *hotCache) putAbsent(db int, key []byte) {
+	if c == nil {
+		return
+	}
+	k := c.key(db, key)
+	if c.m[string(k)] != nil {
+		return
+	}
+	c.add(&centry{k: string(k), absent: true})
+	c.evict()
+}
+
+func (c *hotCache) add(e *centry) {
+	c.m[e.k] = e
+	c.used += int64(len(e.k)+len(e.v)) + entryOverhead
+	c.pushFront(e)
+}
+
+// evict drops least recently used entries until the cache fits.
+func (c *hotCache) evict() {
 	for c.used > c.max && c.tail != nil {
 		c.unlink(c.tail)
 	}

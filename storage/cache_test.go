@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -9,7 +10,8 @@ import (
 )
 
 // A store with the hot cache and one without, driven through the same
-// random writes, reads, expiries, renames, copies, moves, deletes, sweeps,
+// random writes, reads (which leave negative entries for absent keys), list
+// and set creations, expiries, renames, copies, moves, deletes, sweeps,
 // flushes, swaps and rolled-back transactions, must read the same values
 // at every step. A small cache makes evictions frequent too.
 func TestHotCacheNeverChangesReads(t *testing.T) {
@@ -31,7 +33,7 @@ func TestHotCacheNeverChangesReads(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			exp = cached.Now + int64(rng.IntN(20))
 		}
-		op := rng.IntN(14)
+		op := rng.IntN(16)
 		rollback := rng.IntN(20) == 0
 		keep := rng.IntN(2) == 0
 		flush := rng.IntN(10) == 0
@@ -70,6 +72,22 @@ func TestHotCacheNeverChangesReads(t *testing.T) {
 			case 12, 13:
 				// a read, through the cache on one side
 				s.GetString(d, k, nil)
+			case 14:
+				// creates a list where a GET may have found nothing
+				_, err := s.ListPush(d, k, Left, [][]byte{val}, false)
+				if err != nil && !errors.Is(err, ErrWrongType) {
+					t.Fatal(err)
+				}
+			case 15:
+				// creates a set where a GET may have found nothing
+				c, err := s.OpenOrCreateColl(d, k, TypeSet)
+				if err == nil {
+					_, err = s.SetAdd(c, val)
+					must(t, err)
+					must(t, s.SaveColl(c, true))
+				} else if !errors.Is(err, ErrWrongType) {
+					t.Fatal(err)
+				}
 			}
 			if rollback {
 				s.Rollback()

@@ -84,6 +84,7 @@ func (s *Store) OpenOrCreateColl(db int, key []byte, t Type) (*Coll, error) {
 // createColl inserts the key row of a new, empty collection. The caller
 // knows that no live key of that name exists.
 func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
+	s.cache.drop(db, key) // a negative entry
 	id := s.NewID()
 	st := s.q(qCollCreate)
 	st.int(1, int64(db))

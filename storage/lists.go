@@ -127,6 +127,7 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		if onlyExisting || len(vals) == 0 {
 			return 0, nil
 		}
+		s.cache.drop(db, key) // a negative entry
 		id := s.NewID()
 		st := s.q(qListNewKey)
 		st.int(1, int64(db))

@@ -27,6 +27,9 @@ var (
 // for a missing key; a key of another type is ErrWrongType.
 func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err error) {
 	if e := s.cache.get(db, key, s.Now); e != nil {
+		if e.absent {
+			return dst, false, nil
+		}
 		return append(dst, e.v...), true, nil
 	}
 	st := s.q(qGetString)
@@ -35,6 +38,9 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
+		if err == nil {
+			s.cache.putAbsent(db, key)
+		}
 		return dst, false, err
 	}
 	t, exp := Type(st.colInt(0)), st.colInt(1)
@@ -82,7 +88,7 @@ func (s *Store) StringLen(db int, key []byte) (int64, error) {
 // (unix ms, 0 for none) is the new expiry; with keepTTL a live key keeps its
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
-	if e := s.cache.get(db, key, s.Now); e != nil {
+	if e := s.cache.get(db, key, s.Now); e != nil && !e.absent {
 		ok, err := s.updateString(db, key, val, expireAt, keepTTL)
 		if err != nil || ok {
 			if ok {
@@ -156,7 +162,7 @@ func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL bool) 
 	}
 	if keepTTL {
 		e := s.cache.get(db, key, s.Now)
-		if e == nil {
+		if e == nil || e.absent {
 			s.cache.drop(db, key)
 			return
 		}
