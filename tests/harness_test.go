@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,3 +281,49 @@ func array(items ...string) string {
 const nullBulk = "$-1\r\n"
 
 var ctx = context.Background()
+
+// deliveries counts what concurrent consumers received, so that a test can
+// check at the end that every item came exactly once.
+type deliveries struct {
+	mu   sync.Mutex
+	seen map[string]int
+	n    int
+}
+
+func newDeliveries() *deliveries { return &deliveries{seen: map[string]int{}} }
+
+func (d *deliveries) record(items ...string) {
+	d.mu.Lock()
+	for _, it := range items {
+		d.seen[it]++
+	}
+	d.n += len(items)
+	d.mu.Unlock()
+}
+
+// count is how many deliveries there were, repeats included.
+func (d *deliveries) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
+// exactlyOnce fails the test unless want distinct items came, each once.
+func (d *deliveries) exactlyOnce(t testing.TB, want int) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.seen) != want {
+		t.Fatalf("%d distinct items delivered, want %d", len(d.seen), want)
+	}
+	var dup []string
+	for it, n := range d.seen {
+		if n != 1 {
+			dup = append(dup, fmt.Sprintf("%s×%d", it, n))
+		}
+	}
+	if len(dup) > 0 {
+		sort.Strings(dup)
+		t.Fatalf("delivered more than once: %v", dup)
+	}
+}

@@ -342,22 +342,7 @@ func TestBlockingConcurrency(t *testing.T) {
 	admin := s.client()
 	const pushers, perPusher, consumers = 4, 400, 8
 	total := pushers * perPusher
-	var mu sync.Mutex
-	seen := map[string]int{}
-	record := func(v string) {
-		mu.Lock()
-		seen[v]++
-		mu.Unlock()
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, c := range seen {
-			n += c
-		}
-		return n
-	}
+	got := newDeliveries()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, pushers+consumers)
@@ -403,7 +388,7 @@ func TestBlockingConcurrency(t *testing.T) {
 					return
 				}
 				for _, v := range vals {
-					record(v)
+					got.record(v)
 				}
 			}
 		}(i)
@@ -440,7 +425,7 @@ func TestBlockingConcurrency(t *testing.T) {
 			t.Fatal(err)
 		default:
 		}
-		return count() >= total
+		return got.count() >= total
 	})
 	close(stop)
 	wg.Wait()
@@ -448,14 +433,7 @@ func TestBlockingConcurrency(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if len(seen) != total {
-		t.Fatalf("%d distinct elements delivered, want %d", len(seen), total)
-	}
-	for v, n := range seen {
-		if n != 1 {
-			t.Fatalf("%s delivered %d times", v, n)
-		}
-	}
+	got.exactlyOnce(t, total)
 	for _, k := range []string{"qa", "qb"} {
 		if n := admin.LLen(ctx, k).Val(); n != 0 {
 			t.Fatalf("LLEN %s = %d at the end", k, n)

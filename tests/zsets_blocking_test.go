@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -598,24 +597,7 @@ func TestBZPopConcurrency(t *testing.T) {
 	admin := s.client()
 	const adders, perAdder, consumers = 4, 300, 8
 	total := adders * perAdder
-	var mu sync.Mutex
-	seen := map[string]int{}
-	record := func(ms ...string) {
-		mu.Lock()
-		for _, m := range ms {
-			seen[m]++
-		}
-		mu.Unlock()
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, c := range seen {
-			n += c
-		}
-		return n
-	}
+	delivered := newDeliveries()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, adders+consumers)
@@ -665,7 +647,7 @@ func TestBZPopConcurrency(t *testing.T) {
 					errs <- fmt.Errorf("consumer %d: %w", i, err)
 					return
 				}
-				record(got...)
+				delivered.record(got...)
 			}
 		}(i)
 	}
@@ -701,7 +683,7 @@ func TestBZPopConcurrency(t *testing.T) {
 			t.Fatal(err)
 		default:
 		}
-		return count() >= total
+		return delivered.count() >= total
 	})
 	close(stop)
 	wg.Wait()
@@ -709,19 +691,7 @@ func TestBZPopConcurrency(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if len(seen) != total {
-		t.Fatalf("%d distinct members delivered, want %d", len(seen), total)
-	}
-	var dup []string
-	for m, n := range seen {
-		if n != 1 {
-			dup = append(dup, fmt.Sprintf("%s×%d", m, n))
-		}
-	}
-	if len(dup) > 0 {
-		sort.Strings(dup)
-		t.Fatalf("delivered more than once: %v", dup)
-	}
+	delivered.exactlyOnce(t, total)
 	for _, k := range []string{"za", "zb"} {
 		if n := admin.ZCard(ctx, k).Val(); n != 0 {
 			t.Fatalf("ZCARD %s = %d at the end", k, n)
