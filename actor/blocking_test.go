@@ -79,6 +79,17 @@ func (h *harness) hold() func() {
 	return func() { close(release) }
 }
 
+// replies takes the next n completions, by connection.
+func (h *harness) replies(n int) map[uint64]string {
+	h.t.Helper()
+	got := map[uint64]string{}
+	for i := 0; i < n; i++ {
+		c := h.next()
+		got[c.ConnID] = string(c.Reply)
+	}
+	return got
+}
+
 func (h *harness) next() Completion {
 	h.t.Helper()
 	select {
@@ -151,11 +162,7 @@ func TestSuspendAndWakeInOneRound(t *testing.T) {
 	h.submit(1, []string{"SET", "a", "1"}, []string{"BLPOP", "q", "0"})
 	h.submit(2, []string{"RPUSH", "q", "x"}, []string{"LPOP", "q"})
 	release()
-	got := map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got := h.replies(2)
 	if got[1] != "+OK\r\n*2\r\n$1\r\nq\r\n$1\r\nx\r\n" || got[2] != ":1\r\n$-1\r\n" {
 		t.Fatalf("replies %v", got)
 	}
@@ -175,11 +182,7 @@ func TestZSetSuspendAndWakeInOneRound(t *testing.T) {
 	h.submit(1, []string{"SET", "a", "1"}, []string{"BZMPOP", "0", "2", "y", "z", "MAX", "COUNT", "2"})
 	h.submit(2, []string{"ZADD", "z", "1", "m", "2", "n", "3", "o"}, []string{"ZPOPMIN", "z"}, []string{"ZCARD", "z"})
 	release()
-	got := map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got := h.replies(2)
 	if got[1] != "+OK\r\n*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\no\r\n$1\r\n3\r\n*2\r\n$1\r\nn\r\n$1\r\n2\r\n" ||
 		got[2] != ":3\r\n*2\r\n$1\r\nm\r\n$1\r\n1\r\n:0\r\n" {
 		t.Fatalf("replies %v", got)
@@ -188,11 +191,7 @@ func TestZSetSuspendAndWakeInOneRound(t *testing.T) {
 		t.Fatalf("%d waiters; the list waiter should wait on", n)
 	}
 	h.submit(2, []string{"RPUSH", "z", "e"})
-	got = map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got = h.replies(2)
 	if got[3] != "*2\r\n$1\r\nz\r\n$1\r\ne\r\n" || got[2] != ":1\r\n" {
 		t.Fatalf("replies %v", got)
 	}
@@ -222,11 +221,7 @@ func TestSuspendAndUnblockInOneRound(t *testing.T) {
 	h.submit(1, []string{"PING"}, []string{"BRPOP", "q", "0"})
 	h.submit(2, []string{"CLIENT", "UNBLOCK", "1", "ERROR"})
 	release()
-	got := map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got := h.replies(2)
 	if got[1] != "+PONG\r\n-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" || got[2] != ":1\r\n" {
 		t.Fatalf("replies %v", got)
 	}
@@ -265,11 +260,7 @@ func TestFailedRoundAndWaiters(t *testing.T) {
 	h.submit(2, []string{"RPUSH", "q", "x"})
 	h.doom()
 	release()
-	got := map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got := h.replies(2)
 	if got[1] != failure || got[2] != failure {
 		t.Fatalf("replies %v", got)
 	}
@@ -290,11 +281,7 @@ func TestFailedRoundAndZSetWaiter(t *testing.T) {
 	h.submit(2, []string{"ZADD", "z", "1", "m"})
 	h.doom()
 	release()
-	got := map[uint64]string{}
-	for i := 0; i < 2; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
+	got := h.replies(2)
 	if got[1] != failure || got[2] != failure {
 		t.Fatalf("replies %v", got)
 	}
