@@ -51,6 +51,14 @@ func eqFold(b []byte, word string) bool {
 // intArg parses args[i] as Redis's string2ll does.
 func (c *Ctx) intArg(i int) (int64, error) { return parseInt(c.args[i]) }
 
+// rangeArgs parses the integer arguments i and i+1 (start and stop).
+func (c *Ctx) rangeArgs(i int) (start, stop int64, err error) {
+	if start, err = c.intArg(i); err == nil {
+		stop, err = c.intArg(i + 1)
+	}
+	return start, stop, err
+}
+
 func parseInt(b []byte) (int64, error) {
 	v, ok := proto.ParseInt(b)
 	if !ok {

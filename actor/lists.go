@@ -122,11 +122,7 @@ func (c *Ctx) countRead(hit bool) {
 
 // LRANGE key start stop
 func cmdLRange(c *Ctx) error {
-	start, err := c.intArg(2)
-	if err != nil {
-		return err
-	}
-	stop, err := c.intArg(3)
+	start, stop, err := c.rangeArgs(2)
 	if err != nil {
 		return err
 	}
@@ -221,11 +217,7 @@ func cmdLRem(c *Ctx) error {
 
 // LTRIM key start stop
 func cmdLTrim(c *Ctx) error {
-	start, err := c.intArg(2)
-	if err != nil {
-		return err
-	}
-	stop, err := c.intArg(3)
+	start, stop, err := c.rangeArgs(2)
 	if err != nil {
 		return err
 	}

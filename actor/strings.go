@@ -497,11 +497,7 @@ func cmdIncrByFloat(c *Ctx) error {
 
 // GETRANGE key start end (and SUBSTR)
 func cmdGetRange(c *Ctx) error {
-	start, err := c.intArg(2)
-	if err != nil {
-		return err
-	}
-	end, err := c.intArg(3)
+	start, end, err := c.rangeArgs(2)
 	if err != nil {
 		return err
 	}

@@ -498,10 +498,7 @@ func cmdZRange(c *Ctx) error {
 	var err error
 	switch kind {
 	case storage.ZByRank:
-		if start, err = c.intArg(first + 1); err != nil {
-			return err
-		}
-		if stop, err = c.intArg(first + 2); err != nil {
+		if start, stop, err = c.rangeArgs(first + 1); err != nil {
 			return err
 		}
 	case storage.ZByScore:
@@ -575,9 +572,7 @@ func cmdZRemRange(c *Ctx) error {
 	var err error
 	switch c.cmd.Name {
 	case "zremrangebyrank":
-		if start, err = c.intArg(2); err == nil {
-			stop, err = c.intArg(3)
-		}
+		start, stop, err = c.rangeArgs(2)
 		r.Kind = storage.ZByRank
 	case "zremrangebyscore":
 		r, empty, err = scoreRange(c.args[2], c.args[3])
