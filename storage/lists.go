@@ -444,20 +444,27 @@ func (s *Store) shift(l listRef, lo, hi, delta int64) error {
 		return nil
 	}
 	ceiling := max(l.tail, hi+delta)
-	park := ceiling + 1 - lo
-	st := s.q(qListShift)
-	st.int(1, l.id)
-	st.int(2, lo)
-	st.int(3, hi)
-	st.int(4, park)
-	if err := st.exec(); err != nil {
+	park, err := s.park(l.id, lo, hi, ceiling)
+	if err != nil {
 		return err
 	}
-	st = s.q(qListUnparkBy)
+	st := s.q(qListUnparkBy)
 	st.int(1, l.id)
 	st.int(2, ceiling)
 	st.int(3, delta-park)
 	return st.exec()
+}
+
+// park moves the rows at positions lo..hi of list id above ceiling, by
+// park = ceiling+1-lo, so that they can come back into any free positions.
+func (s *Store) park(id, lo, hi, ceiling int64) (park int64, err error) {
+	park = ceiling + 1 - lo
+	st := s.q(qListShift)
+	st.int(1, id)
+	st.int(2, lo)
+	st.int(3, hi)
+	st.int(4, park)
+	return park, st.exec()
 }
 
 // repack renumbers the rows found at positions lo..hi (which has holes)
@@ -466,16 +473,10 @@ func (s *Store) shift(l listRef, lo, hi, delta int64) error {
 // parks the rows above every position in use first.
 func (s *Store) repack(l listRef, lo, hi, newLo int64) error {
 	ceiling := l.tail
-	park := ceiling + 1 - lo
-	st := s.q(qListShift)
-	st.int(1, l.id)
-	st.int(2, lo)
-	st.int(3, hi)
-	st.int(4, park)
-	if err := st.exec(); err != nil {
+	if _, err := s.park(l.id, lo, hi, ceiling); err != nil {
 		return err
 	}
-	st = s.q(qListUnparkSeq)
+	st := s.q(qListUnparkSeq)
 	st.int(1, l.id)
 	st.int(2, ceiling)
 	st.int(3, newLo)
