@@ -51,6 +51,15 @@ func eqFold(b []byte, word string) bool {
 // intArg parses args[i] as Redis's string2ll does.
 func (c *Ctx) intArg(i int) (int64, error) { return parseInt(c.args[i]) }
 
+// bulkOrNull replies v, or a null when there is none.
+func (c *Ctx) bulkOrNull(v []byte, ok bool) {
+	if ok {
+		c.w.Bulk(v)
+	} else {
+		c.w.Null()
+	}
+}
+
 // rangeArgs parses the integer arguments i and i+1 (start and stop).
 func (c *Ctx) rangeArgs(i int) (start, stop int64, err error) {
 	if start, err = c.intArg(i); err == nil {

@@ -440,11 +440,7 @@ func cmdRandomKey(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		c.w.Null()
-		return nil
-	}
-	c.w.Bulk(k)
+	c.bulkOrNull(k, ok)
 	return nil
 }
 

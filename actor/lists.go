@@ -148,11 +148,7 @@ func cmdLIndex(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		c.w.Null()
-		return nil
-	}
-	c.w.Bulk(v)
+	c.bulkOrNull(v, ok)
 	return nil
 }
 
