@@ -74,11 +74,13 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		IdleTimeout: cfg.Offload.IdleTimeout,
 	})
 	s := &Server{cfg: cfg, log: log, store: store, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
+	clients := actor.NewMemBudget(cfg.MaxMemoryClients, log.With().Str("pkg", "clients").Logger())
 	act, err := actor.New(actor.Config{
 		Durability:    dur,
 		RequirePass:   cfg.RequirePass,
 		MaxBulkLen:    cfg.ProtoMaxBulkLen,
 		MaxReply:      cfg.OutputBuffer.HardLimit,
+		Clients:       clients,
 		SweepInterval: cfg.Expiry.Interval,
 		SweepBatch:    cfg.Expiry.Batch,
 		Version:       Version,
@@ -110,7 +112,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		OutputSoftLimit: cfg.OutputBuffer.SoftLimit,
 		OutputSoftTime:  cfg.OutputBuffer.SoftSeconds,
 		MaxBacklog:      cfg.MaxBacklog,
-		MaxHeldInput:    cfg.MaxHeldInput,
+		Clients:         clients,
 		TCPKeepAlive:    cfg.TCPKeepAlive,
 	}, act, log.With().Str("pkg", "loop").Logger())
 	go func() {

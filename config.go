@@ -48,11 +48,13 @@ type Config struct {
 	// before the loops stop reading from sockets (TCP pushes back on the
 	// clients until it catches up).
 	MaxBacklog int64 `koanf:"max_backlog"`
-	// MaxHeldInput bounds the bytes received from all clients together and
-	// not yet parsed (input that waits while the actor is behind or a client
-	// is blocked, up to one socket read per client before its reading
-	// pauses); above it the client holding the most is disconnected.
-	MaxHeldInput int64 `koanf:"max_held_input"`
+	// MaxMemoryClients is the memory budget of all clients together
+	// (Redis's maxmemory-clients): input received and not yet parsed (a bulk
+	// still arriving included), commands waiting for the actor, replies
+	// being built, in flight or unsent. Above it the client using the most
+	// is disconnected with a log line; CLIENT NO-EVICT ON exempts one.
+	// 0 counts without a limit.
+	MaxMemoryClients int64 `koanf:"maxmemory_clients"`
 
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
 	Offload  OffloadConfig  `koanf:"offload"`
@@ -129,7 +131,7 @@ func DefaultConfig() Config {
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer:           OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second},
 		MaxBacklog:             8 << 20,
-		MaxHeldInput:           256 << 20,
+		MaxMemoryClients:       256 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
 		SQLite:                 SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
@@ -138,6 +140,28 @@ func DefaultConfig() Config {
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 	}
 }
+
+// GoMemoryLimit is the soft memory limit Cellar gives Go's garbage
+// collector (runtime/debug.SetMemoryLimit), derived from what the settings
+// let Cellar hold: client memory (maxmemory_clients) and half as much
+// again — a reply is built, then copied into the socket's buffer, and the
+// first copy is garbage until collected — the hot cache (its Go heap is
+// about 3x its accounted bytes) and a base for everything else. Near it
+// the collector works harder rather than let the heap double (measured:
+// with twice the budget instead, the attacks in tests/clientmem_test.go
+// peaked ~300 MB higher). 0 when maxmemory_clients
+// is 0 (nothing to derive it from). SQLite's page cache lives outside Go's
+// heap.
+func (c Config) GoMemoryLimit() int64 {
+	if c.MaxMemoryClients == 0 {
+		return 0
+	}
+	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + goMemoryBase
+}
+
+// goMemoryBase is the Go heap Cellar needs besides clients and the hot
+// cache: command metadata, sessions, waiters, SQLite's driver buffers.
+const goMemoryBase = 128 << 20
 
 // DBPath is the database file's path.
 func (c Config) DBPath() string { return filepath.Join(c.Dir, c.DBFilename) }
@@ -312,8 +336,8 @@ func (c Config) Validate() error {
 		return bad("output_buffer.soft_seconds", "must not be negative")
 	case c.MaxBacklog < 1<<20:
 		return bad("max_backlog", "must be at least 1048576, not %d", c.MaxBacklog)
-	case c.MaxHeldInput < 1<<20:
-		return bad("max_held_input", "must be at least 1048576, not %d", c.MaxHeldInput)
+	case c.MaxMemoryClients != 0 && c.MaxMemoryClients < 1<<20:
+		return bad("maxmemory_clients", "must be 0 (no limit) or at least 1048576, not %d", c.MaxMemoryClients)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
 	case c.ShutdownTimeout <= 0:

@@ -58,10 +58,15 @@ type Config struct {
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
-	// MaxReply is the output buffer hard limit: a batch whose replies grow
-	// past it is abandoned and its client disconnected, as Redis does at
-	// client-output-buffer-limit's hard limit (0: no limit).
+	// MaxReply is the output buffer hard limit: once a client's replies
+	// (being built, in flight to its loop and unsent in its socket's
+	// buffer) pass it, its batch is abandoned and the client disconnected,
+	// as Redis does at client-output-buffer-limit's hard limit (0: no
+	// limit).
 	MaxReply int64
+	// Clients is the client memory budget shared with the loops (nil: an
+	// unlimited one of the actor's own).
+	Clients *MemBudget
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration
@@ -134,6 +139,8 @@ type ConnInfo struct {
 	LocalAddr string
 	FD        int
 	Sink      Sink
+	// Mem is the connection's share of the client memory budget.
+	Mem *ClientMem
 }
 
 // Batch is every complete command a connection had buffered, as one message.
@@ -172,6 +179,9 @@ type Completion struct {
 	// Kill asks the loop to close the connection now (CLIENT KILL from
 	// another client); Seq and Reply are unused.
 	Kill bool
+	// Charged is what the actor charged to the client's MemReplies for
+	// these replies; the loop releases it when it writes or drops them.
+	Charged int64
 }
 
 // routed is a completion with the sink it goes to. w is set while the
@@ -191,7 +201,6 @@ type NetStats interface {
 	NetOutputBytes() uint64
 	RejectedConns() uint64
 	HeldInputBytes() int64
-	EvictedClients() uint64
 }
 
 type msgKind uint8
@@ -256,6 +265,7 @@ type Actor struct {
 	sessions map[uint64]*session
 	ctx      Ctx
 	elems    elemBuf   // scratch for sorted-set range replies (zsets.go)
+	valBuf   []byte    // scratch for string values copied into replies (strings.go)
 	spare    []message // the inbox buffer not lent to the inbox right now
 
 	// The current round.
@@ -315,6 +325,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		return nil, commands.err
 	}
 	cfg = cfg.withDefaults()
+	if cfg.Clients == nil {
+		cfg.Clients = NewMemBudget(0, log)
+	}
 	a := &Actor{
 		cfg:      cfg,
 		log:      log,
@@ -568,17 +581,27 @@ func (a *Actor) runCareful(b *Batch, now time.Time) {
 }
 
 // runBatch executes one connection's batch and queues its completion.
+// Replies are charged to the client's memory as they are built; once the
+// client's replies (these, those in flight to its loop and those in its
+// socket's buffer) pass the output hard limit, or the client is evicted
+// for the client memory budget, nothing more of the batch runs (what ran
+// stays done) and the connection is closed.
 func (a *Actor) runBatch(b *Batch, now time.Time) {
 	n := b.Len()
-	defer a.in.queued.Add(-b.Bytes)
 	s := a.sessions[b.ConnID]
-	if s == nil || s.killed {
+	defer a.in.queued.Add(-b.Bytes)
+	if s == nil {
 		return // the connection is gone; nothing to reply to
+	}
+	defer s.mem.Add(MemBatches, -b.Bytes)
+	if s.killed || s.mem.Gone() {
+		return
 	}
 	s.lastActive = now
 	oi := int32(len(a.out))
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
 	w := proto.Writer{Buf: make([]byte, 0, 64), Proto: s.resp}
+	charged := 0
 	for i := 0; i < n && !s.closing; i++ {
 		start := len(w.Buf)
 		// The loop ends a batch after a blocking command; one anywhere
@@ -588,8 +611,11 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
 		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
 		w.Proto = s.resp
-		if a.cfg.MaxReply > 0 && int64(len(w.Buf)) > a.cfg.MaxReply {
-			a.overflow(s, oi, len(w.Buf))
+		out, ok := s.mem.chargeReply(int64(len(w.Buf) - charged))
+		charged = len(w.Buf)
+		a.out[oi].c.Charged = int64(charged)
+		if !ok || (a.cfg.MaxReply > 0 && out > a.cfg.MaxReply) {
+			a.overflow(s, oi, out, !ok)
 			return
 		}
 		if s.blocked != nil && s.blocked.oi == pendingOut {
@@ -608,11 +634,14 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	a.out[oi].c.Close = s.closing
 }
 
-// overflow abandons a batch whose replies passed the output hard limit and
-// disconnects its client, before the replies take more memory.
-func (a *Actor) overflow(s *session, oi int32, size int) {
-	a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", size).
-		Msg("closing client whose replies reached the output buffer hard limit")
+// overflow abandons a batch whose client passed the output hard limit
+// (over) or was evicted for the client memory budget (evicted already
+// logged), and disconnects the client before its replies take more memory.
+func (a *Actor) overflow(s *session, oi int32, out int64, evicted bool) {
+	if !evicted {
+		a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).
+			Msg("closing client whose replies reached the output buffer hard limit")
+	}
 	first := len(a.recs)
 	for first > 0 && a.recs[first-1].out == oi {
 		first--
@@ -620,6 +649,7 @@ func (a *Actor) overflow(s *session, oi int32, size int) {
 	a.recs = a.recs[:first]
 	a.out[oi].c = Completion{ConnID: s.id, Kill: true}
 	s.killed = true
+	a.cfg.Clients.Release(s.mem)
 }
 
 // execute runs one command for s and appends its reply. It reports whether

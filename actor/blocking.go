@@ -102,8 +102,11 @@ type waiter struct {
 	seq  uint64
 	resp int
 	held []byte
-	oi   int32
-	rec  int32
+	// charged is what held was charged to the client's memory (carried to
+	// the completion that finally delivers it).
+	charged int64
+	oi      int32
+	rec     int32
 }
 
 // pendingOut marks a waiter whose batch runBatch has not yet linked.
@@ -318,7 +321,7 @@ func (a *Actor) complete(w *waiter, reply []byte, keyspace bool) {
 	buf := make([]byte, 0, len(w.held)+len(reply))
 	buf = append(append(buf, w.held...), reply...)
 	oi := int32(len(a.out))
-	a.out = append(a.out, routed{sink: w.s.sink, c: Completion{ConnID: w.s.id, Seq: w.seq, Reply: buf}})
+	a.out = append(a.out, routed{sink: w.s.sink, c: Completion{ConnID: w.s.id, Seq: w.seq, Reply: buf, Charged: w.charged}})
 	if len(w.held) > 0 {
 		a.recs = append(a.recs, cmdRec{out: oi, start: 0, end: int32(len(w.held))})
 	}
@@ -627,7 +630,7 @@ func (a *Actor) settleHeld(failed bool) {
 		if w := r.w; w != nil {
 			w.oi, w.rec = -1, -1
 			if !failed {
-				w.held = r.c.Reply
+				w.held, w.charged = r.c.Reply, r.c.Charged
 				continue
 			}
 			a.unregister(w)

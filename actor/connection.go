@@ -24,8 +24,10 @@ type session struct {
 	libName string
 	libVer  string
 	lastCmd string
-	noEvict bool
 	noTouch bool
+	// mem is the connection's share of the client memory budget (its
+	// NO-EVICT flag lives there too).
+	mem *ClientMem
 
 	// closing: close after this batch's reply (QUIT, killing itself).
 	closing bool
@@ -38,11 +40,16 @@ type session struct {
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
 	a.stats.connsReceived++
+	if info.Mem == nil {
+		// A caller without a loop (tests) has nothing that could evict.
+		info.Mem = a.cfg.Clients.Register(info.ID, func() {})
+	}
 	a.sessions[info.ID] = &session{
 		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
 		created: now, lastActive: now,
 		resp:   2,
 		authed: a.cfg.RequirePass == "",
+		mem:    info.Mem,
 	}
 }
 
@@ -135,7 +142,8 @@ func cmdReset(c *Ctx) error {
 	s := c.s
 	s.db, s.resp, s.name = 0, 2, ""
 	s.authed = c.a.cfg.RequirePass == ""
-	s.noEvict, s.noTouch = false, false
+	s.noTouch = false
+	s.mem.SetNoEvict(false)
 	c.w.Proto = 2
 	c.w.Simple("RESET")
 	return nil
@@ -325,7 +333,7 @@ func cmdClientOnOff(c *Ctx) error {
 		return ErrSyntax
 	}
 	if c.cmd.Name == "client|no-evict" {
-		c.s.noEvict = on
+		c.s.mem.SetNoEvict(on)
 	} else {
 		c.s.noTouch = on
 	}
@@ -360,9 +368,24 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 		app(k, "0")
 	}
 	app("multi", "-1")
-	for _, k := range []string{"qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem"} {
-		app(k, "0")
+	// Redis's buffer fields from the client's memory accounting: qbuf is
+	// input not yet parsed, argv-mem parsed commands waiting to run, omem
+	// replies not yet sent (built, in flight or in the socket's buffer).
+	var parts [memParts]int64
+	for p := range parts {
+		parts[p] = s.mem.Part(p)
 	}
+	omem := parts[MemReplies] + parts[MemOutput]
+	app("qbuf", num(parts[MemQuery]))
+	app("qbuf-free", "0")
+	app("argv-mem", num(parts[MemBatches]))
+	app("multi-mem", "0")
+	app("rbs", "0")
+	app("rbp", "0")
+	app("obl", "0")
+	app("oll", "0")
+	app("omem", num(omem))
+	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")
@@ -540,7 +563,7 @@ func cmdClientHelp(c *Ctx) error {
 		"SETNAME <name>", "    Name this connection.",
 		"GETNAME", "    This connection's name.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
-		"NO-EVICT (ON|OFF)", "    Accepted; Cellar does not evict clients.",
+		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 		"NO-TOUCH (ON|OFF)", "    Accepted; reads do not change what OBJECT reports.",
 		"HELP", "    This help.",
 	})

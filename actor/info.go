@@ -68,6 +68,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("blocked_clients", a.blk.waiters)
 		kv("tracking_clients", 0)
 		kv("clients_in_timeout_table", len(a.blk.timers))
+		kv("clients_memory", a.cfg.Clients.Used())
+		kv("maxmemory_clients", a.cfg.Clients.Limit())
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -82,6 +84,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory", 0)
 		kv("maxmemory_human", "0B")
 		kv("maxmemory_policy", "noeviction")
+		kv("mem_clients_normal", a.cfg.Clients.Used())
+		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_allocator", "go-"+runtime.Version())
 	case "persistence":
 		y := a.durable
@@ -121,11 +125,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))
 	case "stats":
-		var in, out, rejected, evicted uint64
+		var in, out, rejected uint64
 		var held int64
 		if a.net != nil {
 			in, out, rejected = a.net.NetInputBytes(), a.net.NetOutputBytes(), a.net.RejectedConns()
-			evicted, held = a.net.EvictedClients(), a.net.HeldInputBytes()
+			held = a.net.HeldInputBytes()
 		}
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", a.stats.connsReceived)
@@ -135,7 +139,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("total_net_input_bytes", in)
 		kv("total_net_output_bytes", out)
 		kv("rejected_connections", rejected)
-		kv("evicted_clients", evicted)
+		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
 		kv("expired_keys", a.stats.expiredKeys)
 		kv("evicted_keys", 0)

@@ -35,8 +35,11 @@ var stringCommands = []*Command{
 
 // getString reads a string key into the actor's scratch buffer, counting the
 // keyspace hit or miss.
-func (c *Ctx) getString(key []byte) ([]byte, bool, error) {
-	v, ok, err := c.st.GetString(c.db, key, nil)
+func (c *Ctx) getString(key []byte) ([]byte, bool, error) { return c.getStringInto(key, nil) }
+
+// getStringInto is getString appending the value to dst.
+func (c *Ctx) getStringInto(key, dst []byte) ([]byte, bool, error) {
+	v, ok, err := c.st.GetString(c.db, key, dst)
 	if err == nil {
 		if ok {
 			c.a.stats.keyspaceHits++
@@ -47,15 +50,32 @@ func (c *Ctx) getString(key []byte) ([]byte, bool, error) {
 	return v, ok, err
 }
 
-// GET key
-func cmdGet(c *Ctx) error {
-	v, ok, err := c.getString(c.args[1])
+// replyString replies with key's string value (null when missing) through
+// the actor's value scratch: a large value is copied once, into the reply,
+// and leaves no garbage behind (a pipeline of GETs of a big value would
+// otherwise allocate it once per GET). A key of another type is an error,
+// or null when nullWrongType (MGET).
+func (c *Ctx) replyString(key []byte, nullWrongType bool) error {
+	v, ok, err := c.getStringInto(key, c.a.valBuf[:0])
+	if cap(v) <= maxValScratch {
+		c.a.valBuf = v[:0]
+	}
+	if err == storage.ErrWrongType && nullWrongType {
+		ok, err = false, nil
+	}
 	if err != nil {
 		return err
 	}
 	c.bulkOrNull(v, ok)
 	return nil
 }
+
+// maxValScratch is the largest value scratch the actor keeps between
+// commands.
+const maxValScratch = 4 << 20
+
+// GET key
+func cmdGet(c *Ctx) error { return c.replyString(c.args[1], false) }
 
 // setFlags are SET/GETEX's options, as Redis's parser accepts them.
 type setFlags struct {
@@ -218,15 +238,9 @@ func cmdGetSet(c *Ctx) error {
 func cmdMGet(c *Ctx) error {
 	c.w.Array(len(c.args) - 1)
 	for _, key := range c.args[1:] {
-		v, ok, err := c.getString(key)
-		if err == storage.ErrWrongType || (err == nil && !ok) {
-			c.w.Null()
-			continue
-		}
-		if err != nil {
+		if err := c.replyString(key, true); err != nil {
 			return err
 		}
-		c.w.Bulk(v)
 	}
 	return nil
 }

@@ -119,7 +119,11 @@ func (r *runner) flood(ctx context.Context) *table {
 	t := &table{
 		ID: "flood", Title: "Flood",
 		Params: fmt.Sprintf("%d connections each write %d SETs of %d bytes (one key per connection) without waiting for replies, "+
-			"while a reader per connection checks every reply; peak VmRSS sampled every 20 ms; one round", c.conns, c.perConn, c.size),
+			"while a reader per connection checks every reply; peak VmRSS sampled every 20 ms; one round. "+
+			"Then two attacks on fresh servers, both with a %s client memory budget (Redis --maxmemory-clients, Cellar's default maxmemory_clients): "+
+			"clients that pipeline GETs of a 1 MB value, 100 at a time, 40 times 50 ms apart, never reading; "+
+			"clients that announce a 400 MB SET value and send 200 MB of it; peak RSS is the kernel's VmHWM",
+			c.conns, c.perConn, c.size, attackBudget),
 		Metric: "RSS KiB", Lower: true,
 		Servers: names, Labels: labels, Ratios: [][2]string{{"cellar", "redis"}},
 	}
@@ -149,6 +153,7 @@ func (r *runner) flood(ctx context.Context) *table {
 		t.add(peakRow, sp.Name, smp)
 		s.stop(r.cfg.keep)
 	}
+	r.attacks(ctx, t, specs)
 	t.finish()
 	return t
 }

@@ -33,7 +33,14 @@ type conn struct {
 	parser *proto.Parser
 	args   [][]byte // parser scratch
 	need   int      // inbound bytes to wait for before parsing again
-	held   int64    // inbound bytes as last counted in Server.held
+	big    []byte   // a large request being received (receiveBig)
+	mem    *actor.ClientMem
+	// held: inbound bytes the connection holds while its input waits
+	// (0 when it is being parsed).
+	held int64
+	// outWatched: in eventLoop.outWatch, its unsent output being
+	// re-measured on the ticker until it is sent.
+	outWatched bool
 	// readOff: the socket is out of the epoll set's read interest;
 	// readUnsure: gnet read it meanwhile, so that may no longer hold
 	// (readpause.go).
@@ -85,6 +92,9 @@ func (c *conn) parse() (wait bool) {
 		return true
 	}
 	n := c.gc.InboundBuffered()
+	if c.big != nil || (c.need-n >= bigRequest && c.parser.Pending()) {
+		return c.receiveBig()
+	}
 	if n < c.need {
 		// Part of a command: nothing for the actor yet, so the backlog is
 		// no reason to stop receiving it (client_query_buffer_limit and
@@ -164,11 +174,82 @@ func (c *conn) parse() (wait bool) {
 	return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
 }
 
+// bigRequest: a request still this many bytes short (a large bulk on its
+// way) is received into a buffer of its own instead of gnet's.
+const bigRequest = 1 << 20
+
+// receiveBig receives a large request into c.big, a buffer of its own that
+// grows as the bytes arrive (never ahead of them, so announcing a large
+// bulk takes nothing) and is charged to the client's memory before it
+// grows. gnet's ring buffer would hold the same bytes at up to twice their
+// size, and copy them again to present them contiguously. Only the
+// request's own bytes are moved (up to the parser's need), so what follows
+// it stays in gnet's buffer, in order. The complete request goes to the
+// actor in a batch of its own that keeps c.big as its memory: no copy.
+func (c *conn) receiveBig() (wait bool) {
+	for {
+		avail := c.gc.InboundBuffered()
+		k := min(c.need-len(c.big), avail)
+		if k <= 0 {
+			return false
+		}
+		if len(c.big)+k > cap(c.big) {
+			size := min(c.need, max(2*cap(c.big), len(c.big)+k, bigRequest))
+			if size > c.lp.srv.cfg.MaxQueryBuffer {
+				c.lp.srv.log.Warn().Uint64("client", c.id).Int("bytes", size).
+					Msg("closing client that reached max query buffer length")
+				c.closeNow(errQueryBuffer)
+				return true
+			}
+			c.mem.Set(actor.MemQuery, int64(size+avail))
+			if c.mem.Gone() {
+				return true // evicted; the loop is closing it
+			}
+			big := make([]byte, len(c.big), size)
+			copy(big, c.big)
+			c.big = big
+		}
+		c.gc.Read(c.big[len(c.big) : len(c.big)+k])
+		c.big = c.big[:len(c.big)+k]
+		c.lp.srv.netIn.Add(uint64(k))
+		if len(c.big) < c.need {
+			return false
+		}
+		args, n, need, err := c.parser.Parse(c.big, c.args)
+		c.args = args
+		if err != nil {
+			c.big = nil
+			c.protocolError(err)
+			return true
+		}
+		if n == 0 {
+			c.need = need
+			continue
+		}
+		// n == len(c.big): only the request's bytes were moved.
+		argv := make([][]byte, len(args))
+		copy(argv, args)
+		c.nextSeq++
+		c.inflight++
+		batch := &actor.Batch{ConnID: c.id, Seq: c.nextSeq, Args: argv, Ends: []int32{int32(len(argv))},
+			Bytes: int64(cap(c.big) + 24*len(argv) + 128)}
+		if actor.IsBlocking(actor.Lookup(argv[0])) {
+			c.barrier = c.nextSeq
+		}
+		c.big, c.need = nil, 0
+		c.mem.Add(actor.MemBatches, batch.Bytes)
+		c.lp.srv.act.Submit(batch)
+		return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
+	}
+}
+
 // submit sends a batch to the actor under the next sequence number.
 func (c *conn) submit(b *batchBuilder) {
 	c.nextSeq++
 	c.inflight++
-	c.lp.srv.act.Submit(b.finish(c.id, c.nextSeq))
+	batch := b.finish(c.id, c.nextSeq)
+	c.mem.Add(actor.MemBatches, batch.Bytes)
+	c.lp.srv.act.Submit(batch)
 	c.lp.freeBatch(b)
 }
 
@@ -214,45 +295,21 @@ func (c *conn) deliver(cmp actor.Completion) {
 	}
 }
 
-// account brings the connection's share of Server.held up to date (the
-// input it holds while it waits; a command still arriving is bounded per
-// connection instead), and closes the connection holding the most on this
-// loop when the total is over Config.MaxHeldInput.
+// account charges the input the connection holds, a bulk still arriving
+// included, to its memory (the client memory budget evicts the client
+// using the most when all of them pass it), and remembers whether that
+// input waits (readable pauses reading the socket then).
 func (c *conn) account(wait bool) {
 	if c.state == stateClosed {
 		return
 	}
-	var n int64
-	if wait {
-		n = int64(c.gc.InboundBuffered())
+	n := int64(c.gc.InboundBuffered())
+	c.mem.Set(actor.MemQuery, n+int64(cap(c.big)))
+	if !wait {
+		n = 0
 	}
-	d := n - c.held
-	if d == 0 {
-		return
-	}
+	c.lp.srv.held.Add(n - c.held)
 	c.held = n
-	srv := c.lp.srv
-	if total := srv.held.Add(d); d > 0 && total > srv.cfg.MaxHeldInput {
-		c.lp.evictLargest(total)
-	}
-}
-
-// evictLargest closes the open connection of this loop that holds the most
-// unparsed input.
-func (lp *eventLoop) evictLargest(total int64) {
-	var big *conn
-	for _, c := range lp.conns {
-		if c.state == stateOpen && (big == nil || c.held > big.held) {
-			big = c
-		}
-	}
-	if big == nil || big.held == 0 {
-		return
-	}
-	lp.srv.evicted.Add(1)
-	lp.srv.log.Warn().Uint64("client", big.id).Int64("bytes", big.held).Int64("held_total", total).
-		Msg("closing the client holding the most input: input held for all clients is over max_held_input")
-	big.closeNow(errHeldInput)
 }
 
 // write sends one batch's replies and advances the FIFO.
@@ -264,6 +321,7 @@ func (c *conn) write(cmp actor.Completion) {
 	if c.barrier != 0 && cmp.Seq >= c.barrier {
 		c.barrier = 0
 	}
+	c.mem.Add(actor.MemReplies, -cmp.Charged)
 	if len(cmp.Reply) > 0 {
 		c.lp.srv.netOut.Add(uint64(len(cmp.Reply)))
 		if _, err := c.gc.Write(cmp.Reply); err != nil {
@@ -274,7 +332,9 @@ func (c *conn) write(cmp actor.Completion) {
 		return
 	}
 	cfg := &c.lp.srv.cfg
-	if out := int64(c.gc.OutboundBuffered()); cfg.OutputHardLimit > 0 && out > cfg.OutputHardLimit {
+	out := int64(c.gc.OutboundBuffered())
+	c.watchOutput(out)
+	if cfg.OutputHardLimit > 0 && out > cfg.OutputHardLimit {
 		c.lp.srv.log.Warn().Uint64("client", c.id).Int64("bytes", out).
 			Msg("closing client that reached the output buffer hard limit")
 		c.closeNow(errOutputBuffer)
@@ -289,11 +349,23 @@ func (c *conn) write(cmp actor.Completion) {
 	}
 }
 
+// watchOutput charges the connection's unsent output (out bytes in gnet's
+// buffer) to its memory; while there is any, the loop's ticker measures it
+// again, since gnet sends it without telling the loop.
+func (c *conn) watchOutput(out int64) {
+	c.mem.Set(actor.MemOutput, out)
+	if out > 0 && !c.outWatched {
+		c.outWatched = true
+		c.lp.outWatch = append(c.lp.outWatch, c.id)
+		c.lp.outWatchN.Add(1)
+	}
+}
+
 var (
 	errQueryBuffer  = errors.New("query buffer limit")
 	errOutputBuffer = errors.New("output buffer limit")
 	errKilled       = errors.New("killed by CLIENT KILL")
-	errHeldInput    = errors.New("max_held_input: holding the most input")
+	errEvicted      = errors.New("maxmemory_clients: evicted, using the most client memory")
 )
 
 // closeNow asks gnet to close the connection; gnet then calls OnClose,
@@ -325,10 +397,11 @@ func (c *conn) teardown(err error) {
 	srv := c.lp.srv
 	srv.act.Closed(c.id)
 	delete(c.lp.conns, c.id)
+	srv.budget.Release(c.mem)
 	srv.held.Add(-c.held)
 	c.held = 0
 	c.early, c.final = nil, nil
-	c.args, c.parser = nil, nil
+	c.args, c.parser, c.big = nil, nil, nil
 	srv.clients.Add(-1)
 	// A connection paused on its output leaves outPaused at the next check.
 	if e := srv.log.Debug(); e.Enabled() {
@@ -354,6 +427,8 @@ type eventLoop struct {
 
 	outPaused  []uint64     // connections paused on their output
 	outPausedN atomic.Int64 // len(outPaused), for the ticker
+	outWatch   []uint64     // connections with unsent output (watchOutput)
+	outWatchN  atomic.Int64 // len(outWatch), for the ticker
 	checkFn    gnet.RunnableFunc
 	epfd       int  // the loop's epoll descriptor, -1 if unknown (readpause.go)
 	epChecked  bool // epfd was looked up
@@ -458,6 +533,22 @@ func (lp *eventLoop) check(context.Context) error {
 	}
 	lp.outPaused = keep
 	lp.outPausedN.Store(int64(len(keep)))
+	watch := lp.outWatch[:0]
+	for _, id := range lp.outWatch {
+		c := lp.conns[id]
+		if c == nil || c.state == stateClosed {
+			continue
+		}
+		out := int64(c.gc.OutboundBuffered())
+		c.mem.Set(actor.MemOutput, out)
+		if out > 0 {
+			watch = append(watch, id)
+		} else {
+			c.outWatched = false
+		}
+	}
+	lp.outWatch = watch
+	lp.outWatchN.Store(int64(len(watch)))
 	return nil
 }
 
@@ -496,10 +587,16 @@ func (b *batchBuilder) add(args [][]byte) {
 }
 
 // finish makes the actor's Batch: its own copy of the arguments, in one
-// allocation for the bytes and one for the slices.
+// allocation for the bytes and one for the slices. A large arena (a big
+// bulk) is handed over as it is rather than copied once more.
 func (b *batchBuilder) finish(id, seq uint64) *actor.Batch {
-	arena := make([]byte, len(b.arena))
-	copy(arena, b.arena)
+	var arena []byte
+	if cap(b.arena) > 1<<20 {
+		arena, b.arena = b.arena, nil
+	} else {
+		arena = make([]byte, len(b.arena))
+		copy(arena, b.arena)
+	}
 	args := make([][]byte, len(b.offs)/2)
 	for i := range args {
 		s, e := b.offs[2*i], b.offs[2*i+1]
@@ -507,6 +604,6 @@ func (b *batchBuilder) finish(id, seq uint64) *actor.Batch {
 	}
 	ends := make([]int32, len(b.ends))
 	copy(ends, b.ends)
-	bytes := int64(len(arena) + 24*len(args) + 4*len(ends) + 128)
+	bytes := int64(cap(arena) + 24*len(args) + 4*len(ends) + 128)
 	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes}
 }

@@ -41,12 +41,10 @@ type Config struct {
 	// MaxBacklog is the actor backlog (bytes of submitted requests) above
 	// which no connection is parsed until the actor catches up.
 	MaxBacklog int64
-	// MaxHeldInput bounds the input the loops hold, received and not yet
-	// parsed, for all connections together (gnet reads sockets whether or
-	// not their input is parsed). Above it the connection holding the most
-	// on the loop that saw the excess is closed, as Redis's
-	// maxmemory-clients evicts the largest clients.
-	MaxHeldInput int64
+	// Clients is the client memory budget (maxmemory_clients), shared
+	// with the actor: the loops charge each connection's input and unsent
+	// output to it, and close the connections it evicts.
+	Clients      *actor.MemBudget
 	TCPKeepAlive time.Duration
 }
 
@@ -72,9 +70,6 @@ func (c Config) withDefaults() Config {
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = 8 << 20
 	}
-	if c.MaxHeldInput <= 0 {
-		c.MaxHeldInput = 256 << 20
-	}
 	return c
 }
 
@@ -97,8 +92,8 @@ type Server struct {
 	netIn     atomic.Uint64
 	netOut    atomic.Uint64
 	rejected  atomic.Uint64
-	held      atomic.Int64  // input held for all connections (Config.MaxHeldInput)
-	evicted   atomic.Uint64 // connections closed for MaxHeldInput
+	budget    *actor.MemBudget
+	held      atomic.Int64 // input held by connections whose input waits
 	stopping  atomic.Bool
 	tickStop  chan struct{}
 	tickDone  chan struct{}
@@ -109,8 +104,13 @@ type Server struct {
 
 // New makes a server that feeds act. Start it with Start.
 func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
+	cfg = cfg.withDefaults()
+	if cfg.Clients == nil {
+		cfg.Clients = actor.NewMemBudget(0, log)
+	}
 	s := &Server{
-		cfg:      cfg.withDefaults(),
+		cfg:      cfg,
+		budget:   cfg.Clients,
 		log:      log,
 		act:      act,
 		booted:   make(chan struct{}),
@@ -180,7 +180,6 @@ func (s *Server) NetInputBytes() uint64  { return s.netIn.Load() }
 func (s *Server) NetOutputBytes() uint64 { return s.netOut.Load() }
 func (s *Server) RejectedConns() uint64  { return s.rejected.Load() }
 func (s *Server) HeldInputBytes() int64  { return s.held.Load() }
-func (s *Server) EvictedClients() uint64 { return s.evicted.Load() }
 
 // StopReading makes every loop stop parsing new input (shutdown's first
 // step: what was already submitted still completes and is written).
@@ -202,7 +201,7 @@ func (s *Server) Stop(ctx context.Context) error {
 
 // tickEvery is how often the loops look at waiting connections: resume
 // those stalled on the actor's backlog or paused on output that drained,
-// close those past the soft limit time.
+// close those past the soft limit time, measure unsent output again.
 const tickEvery = 20 * time.Millisecond
 
 // tick drives the output checks until Stop. Its Execute calls end before
@@ -219,7 +218,7 @@ func (s *Server) tick() {
 		}
 		s.loopsMu.Lock()
 		for _, lp := range s.loops {
-			if lp.outPausedN.Load() > 0 || lp.stalledN.Load() > 0 {
+			if lp.outPausedN.Load() > 0 || lp.stalledN.Load() > 0 || lp.outWatchN.Load() > 0 {
 				lp.el.Execute(context.Background(), lp.checkFn)
 			}
 		}
@@ -289,13 +288,28 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		state:  stateOpen,
 		expect: 1,
 	}
+	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	gc.SetContext(c)
 	lp.conns[c.id] = c
 	s.act.Open(actor.ConnInfo{
 		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: localAddr(gc),
-		FD: gc.Fd(), Sink: lp,
+		FD: gc.Fd(), Sink: lp, Mem: c.mem,
 	})
 	return nil, gnet.None
+}
+
+// evictFunc is how the client memory budget closes connection id, from
+// whichever goroutine found the budget exceeded: the close runs on the
+// connection's own loop.
+func (lp *eventLoop) evictFunc(id uint64) func() {
+	return func() {
+		lp.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			if c := lp.conns[id]; c != nil {
+				c.closeNow(errEvicted)
+			}
+			return nil
+		}))
+	}
 }
 
 func addrString(a net.Addr) string {

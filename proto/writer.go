@@ -51,6 +51,7 @@ func (w *Writer) Int(n int64) {
 
 // Bulk appends a bulk string.
 func (w *Writer) Bulk(b []byte) {
+	w.grow(len(b) + 32)
 	w.header('$', len(b))
 	w.Buf = append(w.Buf, b...)
 	w.Buf = append(w.Buf, '\r', '\n')
@@ -58,6 +59,7 @@ func (w *Writer) Bulk(b []byte) {
 
 // BulkString appends a bulk string.
 func (w *Writer) BulkString(s string) {
+	w.grow(len(s) + 32)
 	w.header('$', len(s))
 	w.Buf = append(w.Buf, s...)
 	w.Buf = append(w.Buf, '\r', '\n')
@@ -160,7 +162,23 @@ func (w *Writer) Verbatim(format, s string) {
 }
 
 // Raw appends already encoded RESP.
-func (w *Writer) Raw(b []byte) { w.Buf = append(w.Buf, b...) }
+func (w *Writer) Raw(b []byte) {
+	w.grow(len(b))
+	w.Buf = append(w.Buf, b...)
+}
+
+// grow makes room for n more bytes. Past 64 KiB the buffer doubles rather
+// than grow by append's quarter: a batch of large replies (a pipeline of
+// GETs of big values) then copies itself a few times instead of dozens,
+// and leaves that much less garbage behind.
+func (w *Writer) grow(n int) {
+	if cap(w.Buf)-len(w.Buf) >= n || len(w.Buf)+n < 64<<10 {
+		return
+	}
+	nb := make([]byte, len(w.Buf), max(2*cap(w.Buf), len(w.Buf)+n))
+	copy(nb, w.Buf)
+	w.Buf = nb
+}
 
 func (w *Writer) header(t byte, n int) {
 	w.Buf = append(w.Buf, t)

@@ -131,18 +131,17 @@ func TestFloodWithSmallBacklog(t *testing.T) {
 
 // A connection whose input must wait stops being read: a client blocked in
 // BLPOP that pipelines 2 MB behind it fills the socket buffers and is held
-// back by TCP, while the server holds at most a read of it (were it read,
-// max_held_input would disconnect the client). Once the BLPOP is served,
+// back by TCP, while the server holds at most a read of it. Once the BLPOP is served,
 // reading resumes and every pipelined command runs, in order.
 func TestWaitingInputIsNotRead(t *testing.T) {
-	s := startServer(t, func(c *cellar.Config) { c.MaxHeldInput = 1 << 20 })
+	s := startServer(t)
 	needCellar(t, s)
 	admin := s.client()
 	r := s.raw()
 	r.send(encode("BLPOP", "queue", "0"))
 	waitBlocked(t, admin, 1)
 
-	// 2 MB of INCRs, over max_held_input.
+	// 2 MB of INCRs.
 	const perWrite, writes = 2000, 40
 	chunk := bytes.Repeat(encode("INCR", "counter"), perWrite)
 	var written atomic.Int64
@@ -181,11 +180,11 @@ func TestWaitingInputIsNotRead(t *testing.T) {
 	}
 }
 
-// The input held for all clients together is bounded (max_held_input):
-// over it, the client holding the most is disconnected with a log line, and
-// everyone else is served.
+// The input held for all clients together counts against the client
+// memory budget (maxmemory_clients): over it, the client using the most is
+// disconnected with a log line, and everyone else is served.
 func TestHeldInputLimit(t *testing.T) {
-	s := startServer(t, func(c *cellar.Config) { c.MaxHeldInput = 1 << 20 })
+	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 1 << 20 })
 	needCellar(t, s)
 	admin := s.client()
 	// Each client blocks and pipelines more than one read behind it, which
@@ -199,13 +198,13 @@ func TestHeldInputLimit(t *testing.T) {
 		go conns[i].c.Write(req)
 	}
 	waitFor(t, 20*time.Second, "an eviction to be logged", func() bool {
-		return strings.Contains(s.logBuf.String(), "over max_held_input")
+		return strings.Contains(s.logBuf.String(), "over maxmemory_clients")
 	})
 	if n := infoInt(t, admin, "stats", "evicted_clients"); n < 1 {
 		t.Fatalf("evicted_clients %d", n)
 	}
-	waitFor(t, 20*time.Second, "held input to fall under the limit", func() bool {
-		return infoInt(t, admin, "stats", "held_input_bytes") <= 1<<20
+	waitFor(t, 20*time.Second, "client memory to fall under the limit", func() bool {
+		return infoInt(t, admin, "clients", "clients_memory") <= 1<<20
 	})
 	other := s.raw()
 	other.expect("+PONG\r\n", "PING")

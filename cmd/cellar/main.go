@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -54,6 +55,11 @@ func run(args []string) int {
 	defer out.Close()
 	log := cellar.NewLogger(cfg, zerolog.LevelWriterAdapter{Writer: out})
 
+	// Go's collector lets the heap grow to twice what is live; bound it by
+	// what the settings budget instead (unless GOMEMLIMIT says otherwise).
+	if limit := cfg.GoMemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+	}
 	srv, err := cellar.Start(cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
