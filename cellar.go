@@ -6,8 +6,9 @@
 //	client sockets → loop (gnet) → actor (one goroutine, SQLite) → offload
 //	              ← completions (counting mailbox per loop) ←
 //
-// See DESIGN.md for the invariants each package keeps; each package's
-// doc.go says how.
+// docs/architecture.md explains the goroutines, the invariants every
+// package keeps and the data flows; each package's doc.go says how it keeps
+// them.
 package cellar
 
 import (
@@ -150,8 +151,10 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // requests, finish the batches already submitted, deliver their replies,
 // let pending fsyncs complete, close the database (which checkpoints the
 // WAL), and close the connections. The order keeps the gnet engine alive
-// until no goroutine can call into it any more (ENGINEERING.md's shutdown
-// hazard). It is safe to call more than once.
+// until no goroutine can call into it any more: a late Execute after the
+// engine stops could write into a reused file descriptor, possibly the
+// database (docs/architecture.md, "Shutdown"). It is safe to call more
+// than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		defer close(s.done)

@@ -85,8 +85,9 @@ type Config struct {
 	// (the SHUTDOWN command); it must not block.
 	Shutdown func()
 
-	// Blocked-client limits (seed 000, E.14). A blocking command that
-	// would pass one is refused with "ERR too many blocked clients".
+	// Blocked-client limits (docs/architecture.md, "Blocked clients"). A
+	// blocking command that would pass one is refused with "ERR too many
+	// blocked clients".
 	MaxWaitersPerKey int // waiters queued on one key
 	MaxTotalWaiters  int // waiters in all
 	MaxKeysPerWait   int // distinct keys one blocking command watches

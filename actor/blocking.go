@@ -11,7 +11,8 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-// Blocked clients (seed 000, E.6-E.10), in the actor.
+// Blocked clients, in the actor (docs/architecture.md, "Blocked clients",
+// has the whole model and the tests that pin it).
 //
 // A blocking command that finds nothing to take registers a waiter and
 // leaves its batch's reply unfinished: the batch is suspended (the loop reads

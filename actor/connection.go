@@ -57,7 +57,7 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 // loop closing the socket after EOF, an error, CLIENT KILL or shutdown). It
 // is idempotent: a second call finds nothing and does nothing.
 //
-// Canonical order (DESIGN.md invariant 5): cancel waiters (a blocked
+// Canonical order (invariant 5 in actor/doc.go): cancel waiters (a blocked
 // client's waiter leaves every queue and the timer heap, so no later push
 // can pick it), release pending replies (the suspended batch's replies go
 // with the waiter, never written), free buffers, update counters, log.

@@ -16,7 +16,7 @@
 //   - Lookup and IsBlocking read the immutable command table and are safe
 //     from any goroutine.
 //
-// Invariants (DESIGN.md):
+// Invariants (numbered as in docs/architecture.md, "Invariants"):
 //  1. Single ownership: sessions and the keyspace are touched only here.
 //     A Batch's arguments were copied by the loop and belong to the actor
 //     once submitted; a Completion's reply bytes belong to the loop once

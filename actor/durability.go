@@ -12,8 +12,10 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-// syncer is group commit for durability "always" (DESIGN.md model (d)): the
-// actor commits with synchronous=NORMAL and goes on; an offload worker
+// syncer is group commit for durability "always" (docs/architecture.md,
+// "Durability today"): the actor commits with synchronous=NORMAL and goes
+// on, since SQLite's single writer cannot start the next transaction while
+// a commit waits for its fsync; an offload worker
 // fsyncs the WAL; the replies that waited for those commits are delivered by
 // the worker once the fsync returns. While one fsync runs, new commits and
 // their replies gather, and the next fsync covers them all.
@@ -23,7 +25,8 @@ import (
 // An fsync error is final: durability of everything since the last good
 // fsync is unknown, so the waiting replies are never sent (their
 // connections are closed instead) and every later write is refused. Cellar
-// does not retry an fsync and pretend (see ENGINEERING.md).
+// does not retry an fsync and pretend: after a failed fsync the kernel may
+// have dropped the dirty pages, so a later success proves nothing.
 type syncer struct {
 	st   *storage.Store
 	pool *offload.Pool

@@ -19,9 +19,10 @@ import (
 // Meanwhile it samples the server's VmRSS every 20 ms. The sample's Value is
 // the peak RSS in KiB; Detail says how long the flood took.
 //
-// It is the shape of DESIGN.md's bounded-memory promise: far more requests
-// arrive than the server can execute at once, and what it buffers must stay
-// bounded (TCP back-pressure holds the rest in the clients' sockets).
+// It is the shape of the bounded-memory promise (invariant 7 in
+// docs/architecture.md): far more requests arrive than the server can
+// execute at once, and what it buffers must stay bounded (TCP back-pressure
+// holds the rest in the clients' sockets).
 func floodRun(ctx context.Context, addr string, pid, conns, perConn, size int, stallAfter time.Duration) sample {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -9,10 +9,10 @@
 // goroutine; the mailbox drain runs there too (gnet's Execute). Deliver is
 // the only method other goroutines call (the actor, offload workers).
 //
-// Invariants (DESIGN.md):
+// Invariants (numbered as in docs/architecture.md, "Invariants"):
 //  1. Single ownership: a connection's socket, buffers, parser and FIFO are
 //     touched only on its loop. Everything sent to the actor is a copy
-//     (copyBatch is the one crossing).
+//     (batchBuilder, in conn.go, is the one crossing).
 //  2. In-order replies: each batch gets the next sequence number; a
 //     completion that arrives early waits in the FIFO until those before
 //     it are written.
@@ -27,7 +27,10 @@
 //     whatever asked for it (EOF, read/write error, protocol error, QUIT,
 //     CLIENT KILL, output limit, shutdown); teardown runs once, in canonical
 //     order.
-//  6. Bounded: a query buffer above its limit closes the connection; a
+//  6. No reply before its data is as durable as configured: the actor's
+//     business; the loop writes only what it is delivered (and, itself,
+//     only protocol and maxclients errors, which depend on no data).
+//  7. Bounded: a query buffer above its limit closes the connection; a
 //     connection with too many batches in flight, a blocked command, output
 //     above the soft limit, or while the actor's backlog is high, stops
 //     being parsed and, once it holds input, stops being read (readpause.go:

@@ -8,14 +8,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Pausing reads. gnet has no read back-pressure (ENGINEERING.md; gnet
-// #712, #722): it reads every readable socket into the connection's inbound
-// buffer whether or not the handler consumes it, so a connection whose input
-// must wait (the actor is behind, too many batches in flight, a blocked
-// command, output above the soft limit) would make the loop hold all a
-// client sends. Instead, while such a connection holds input, the loop takes
-// its socket out of the read interest of the loop's epoll set: the kernel's
-// socket buffers fill and TCP pushes back on the client, as with Redis.
+// Pausing reads. gnet has no read back-pressure (gnet issues #712 and #722;
+// docs/architecture.md, "Back-pressure"): it reads every readable socket
+// into the connection's inbound buffer whether or not the handler consumes
+// it, so a connection whose input must wait (the actor is behind, too many
+// batches in flight, a blocked command, output above the soft limit) would
+// make the loop hold all a client sends. Instead, while such a connection
+// holds input, the loop takes its socket out of the read interest of the
+// loop's epoll set: the kernel's socket buffers fill and TCP pushes back on
+// the client, as with Redis.
 // The socket stays registered for EPOLLRDHUP, so a client that goes away
 // while paused is still noticed (gnet closes the connection), and for
 // EPOLLOUT while gnet has output pending for it.

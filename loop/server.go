@@ -187,7 +187,7 @@ func (s *Server) StopReading() { s.stopping.Store(true) }
 
 // Stop closes every connection and stops the engine. Quiesce the actor and
 // the offload pool first: after the engine stops, a late Execute could
-// write into a reused file descriptor (ENGINEERING.md).
+// write into a reused file descriptor (docs/architecture.md, "Shutdown").
 func (s *Server) Stop(ctx context.Context) error {
 	close(s.tickStop)
 	<-s.tickDone
@@ -205,7 +205,7 @@ func (s *Server) Stop(ctx context.Context) error {
 const tickEvery = 20 * time.Millisecond
 
 // tick drives the output checks until Stop. Its Execute calls end before
-// the engine stops (ENGINEERING.md's shutdown hazard).
+// the engine stops (docs/architecture.md, "Shutdown").
 func (s *Server) tick() {
 	defer close(s.tickDone)
 	t := time.NewTicker(tickEvery)

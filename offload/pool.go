@@ -4,7 +4,7 @@
 // socket or the actor's state; a job reports back only through its own
 // callbacks.
 //
-// Design (seed 002, sections 5 to 7 and 10 to 12):
+// Design (docs/architecture.md, "Goroutines", says why the pool exists):
 //   - A bounded queue (Config.QueueSize). When it is full, Submit either
 //     parks the caller until there is room (Park) or fails at once with
 //     ErrQueueFull (NoWait), as the caller chooses. The actor never parks.
@@ -97,7 +97,8 @@ const (
 )
 
 // decide moves a queued job to the given final state; false when another
-// party decided first (seed 003: report "done now" vs "already done").
+// party decided first, so each caller learns "done now" or "already done"
+// (invariant 4 in docs/architecture.md).
 func (j *Job) decide(to int32) bool { return j.state.CompareAndSwap(stateQueued, to) }
 
 func (j *Job) drop(err error) {
@@ -109,7 +110,8 @@ func (j *Job) drop(err error) {
 	}
 }
 
-// Stats are the pool's counters (seed 002 §10 names, plus outcomes).
+// Stats are the pool's counters (named as INFO offload reports them, plus
+// outcomes).
 type Stats struct {
 	Submitted      uint64 // block_tasks_submitted
 	Rejected       uint64 // block_tasks_rejected (queue full)

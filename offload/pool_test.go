@@ -26,7 +26,7 @@ func closePool(t *testing.T, p *Pool) {
 	t.Cleanup(func() { p.Close(context.Background()) })
 }
 
-// Seed 002 §12: "Offload quick task — completes with status 0".
+// A quick job runs and completes.
 func TestQuickTaskCompletes(t *testing.T) {
 	p := New(Config{})
 	closePool(t, p)
@@ -56,7 +56,7 @@ func blockWorkers(t *testing.T, p *Pool, n int) (release func()) {
 	return func() { close(gate) }
 }
 
-// Seed 002 §12: "Offload queue full (non-blocking) — returns -EAGAIN".
+// A full queue refuses a NoWait submission at once with ErrQueueFull.
 func TestQueueFullNoWait(t *testing.T) {
 	p := New(Config{QueueSize: 2, MaxWorkers: 1})
 	closePool(t, p)
@@ -75,7 +75,8 @@ func TestQueueFullNoWait(t *testing.T) {
 	}
 }
 
-// Seed 002 §12: "Offload queue full then frees space — task eventually runs".
+// A Park submission to a full queue waits for room, and the job eventually
+// runs.
 func TestQueueFullParkThenRuns(t *testing.T) {
 	p := New(Config{QueueSize: 1, MaxWorkers: 1})
 	closePool(t, p)
@@ -120,8 +121,8 @@ func TestParkCanceledWhileWaiting(t *testing.T) {
 	}
 }
 
-// Seed 002 §12: "Deadline expires before offload start — -ETIMEDOUT;
-// function not executed".
+// A job whose deadline passes before it starts is dropped with ErrDeadline
+// and never run.
 func TestDeadlineBeforeStart(t *testing.T) {
 	p := New(Config{MaxWorkers: 1})
 	closePool(t, p)
@@ -189,8 +190,9 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// Seed 002 §12: "Many concurrent waits (>1000) — all resume; no leaks;
-// bounded latency" (the latency bound is a benchmark matter, not asserted).
+// More than a thousand concurrent parked submissions all run, on no more
+// than MaxWorkers workers, and leave no worker behind after Close (their
+// latency is a benchmark matter, not asserted).
 func TestManyJobs(t *testing.T) {
 	p := New(Config{QueueSize: 64, MaxWorkers: 8})
 	var wg sync.WaitGroup

@@ -26,7 +26,8 @@
 //   - Writes happen only inside the transaction the actor opens per round
 //     (Begin/Commit); what Commit returns is in the WAL (synchronous=NORMAL)
 //     and survives a process crash; fsync of the WAL is the actor's business
-//     (SyncWAL), as DESIGN.md's durability model (d) prescribes.
+//     (SyncWAL, on the offload pool), as docs/architecture.md, "Durability
+//     today", describes.
 //   - The schema carries its version; Open migrates forward and refuses a
 //     database that is newer, foreign or corrupt rather than start empty.
 package storage

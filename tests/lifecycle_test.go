@@ -155,9 +155,13 @@ func TestFDReuseNeverMisroutes(t *testing.T) {
 	}
 }
 
-// Seed 002's testing matrix, rows for the evented IO layer (the gnet loops);
-// its offload-pool rows are unit tests in offload/.
-func TestSeed002EventedIO(t *testing.T) {
+// The event loops' readiness and waiting cases: a request answered at
+// once, a reply larger than the socket buffers written as the client
+// drains it, a wait that times out, a wait ended by CLIENT UNBLOCK, and
+// more than a thousand concurrent waits that all resume and leak nothing.
+// The offload pool's cases (queue full, deadlines, cancellation) are unit
+// tests in offload/.
+func TestEventLoopReadinessAndWaits(t *testing.T) {
 	s := startServer(t, func(c *cellar.Config) { c.OutputBuffer.SoftLimit = 0 })
 	needCellar(t, s)
 

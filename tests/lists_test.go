@@ -53,7 +53,9 @@ func popReply(key, val string) string { return array(bulk(key), bulk(val)) }
 
 const nullArray = "*-1\r\n"
 
-// E.13.1: a blocked BLPOP/BRPOP returns after a push, from the right end.
+// A blocked BLPOP/BRPOP returns after a push, from the right end. This and
+// the tests after it pin the blocking model of docs/architecture.md,
+// "Blocked clients".
 func TestBlockingHappyPath(t *testing.T) {
 	s := startServer(t)
 	admin := s.client()
@@ -85,7 +87,7 @@ func TestBlockingHappyPath(t *testing.T) {
 	waitBlocked(t, admin, 0)
 }
 
-// E.13.2: timeouts, decimal and integer, in both protocols; timeout 0
+// Timeouts, decimal and integer, in both protocols; timeout 0
 // waits until a push.
 func TestBlockingTimeouts(t *testing.T) {
 	s := startServer(t)
@@ -131,7 +133,7 @@ func TestBlockingTimeouts(t *testing.T) {
 	}
 }
 
-// E.13.3: keys are scanned in the order given, at the call and on wake.
+// Keys are scanned in the order given, at the call and on wake.
 func TestBlockingMultiKeyOrder(t *testing.T) {
 	s := startServer(t)
 	admin := s.client()
@@ -170,7 +172,7 @@ func TestBlockingMultiKeyOrder(t *testing.T) {
 	}
 }
 
-// E.13.4: waiters on a key are served oldest first; one element serves
+// Waiters on a key are served oldest first; one element serves
 // one waiter.
 func TestBlockingFIFO(t *testing.T) {
 	s := startServer(t)
@@ -223,7 +225,7 @@ func TestBlockingFIFO(t *testing.T) {
 	}
 }
 
-// E.13.5: a client that disconnects while blocked is cancelled; the next
+// A client that disconnects while blocked is cancelled; the next
 // waiter gets the element, and nothing is popped for the one that left.
 func TestBlockingDisconnect(t *testing.T) {
 	s := startServer(t)
@@ -274,7 +276,7 @@ func TestBlockingDisconnect(t *testing.T) {
 	}
 }
 
-// E.13.6: an expired list is absent before and while waiting; a key that
+// An expired list is absent before and while waiting; a key that
 // expires while a client waits is recreated by a push and served.
 func TestBlockingTTL(t *testing.T) {
 	s := startServer(t, func(c *cellar.Config) { c.Expiry.Interval = time.Hour }) // lazy expiry only
@@ -310,7 +312,7 @@ func TestBlockingTTL(t *testing.T) {
 	r.expect(integer(-2), "TTL", "k")
 }
 
-// E.13.7: blocking state is not persisted; clients re-issue after a restart.
+// Blocking state is not persisted; clients re-issue after a restart.
 func TestBlockingRestart(t *testing.T) {
 	s := startServer(t)
 	needCellar(t, s)
@@ -335,7 +337,7 @@ func TestBlockingRestart(t *testing.T) {
 	r.expect(array(bulk("kept")), "LRANGE", "other", "0", "-1")
 }
 
-// E.13.8: many pushers and many blocking consumers: every element is
+// Many pushers and many blocking consumers: every element is
 // delivered exactly once and the lists end empty.
 func TestBlockingConcurrency(t *testing.T) {
 	s := startServer(t)
@@ -587,7 +589,7 @@ func TestClientUnblock(t *testing.T) {
 	r.expect(integer(0), "EXISTS", "dst")
 }
 
-// Limits (seed E.14): over each, "ERR too many blocked clients"; under
+// Limits (blocking.*): over each, "ERR too many blocked clients"; under
 // them again, blocking works.
 func TestBlockingLimits(t *testing.T) {
 	s := startServer(t, func(c *cellar.Config) {

@@ -14,9 +14,10 @@ import (
 	"github.com/cellar-db/cellar"
 )
 
-// BZPOPMIN, BZPOPMAX and BZMPOP over the wire: seed 000's E.13 cases for
-// blocking sorted-set pops (E.12), plus what Redis does when waiters of
-// lists and of sorted sets share a key.
+// BZPOPMIN, BZPOPMAX and BZMPOP over the wire: the cases tests/lists_test.go
+// runs for the blocking list pops (docs/architecture.md, "Blocked
+// clients"), plus what Redis does when waiters of lists and of sorted sets
+// share a key.
 
 // zpopReply is a RESP2 BZPOPMIN/BZPOPMAX reply.
 func zpopReply(key, member, score string) string {
@@ -135,9 +136,10 @@ func TestBZPopMultiKeyOrder(t *testing.T) {
 	r.expect(zpopReply("k2", "second", "0"), "BZPOPMIN", "k1", "k2", "0")
 
 	// Both become available in one step (SWAPDB brings two sorted sets at
-	// once): the first key in the waiter's order wins (seed 000 E.9.3;
-	// Redis 7.0 serves the key whose readiness it handles first, a
-	// documented deviation).
+	// once): the first key in the waiter's order wins, because a woken
+	// waiter re-scans its own keys in its own order (docs/architecture.md,
+	// "Blocked clients"; Redis 7.0 serves the key whose readiness it handles
+	// first, a documented deviation).
 	if s.external {
 		return
 	}

@@ -5,10 +5,13 @@
 // extra/ for commands newer than that set. Redis's summaries are prose and
 // are left out; Cellar writes its own next to each handler.
 //
-//	go run ./actor/cmdgen -src ../shared/redis-commands-7.0
+//	make commands
 //
-// (make commands). Run it after adding a command; TestEveryCommandHasMetadata
-// fails until you do.
+// runs it with -src set to the directory of Redis 7.0's command JSON files
+// (see the Makefile). Run it after adding a command: until you do,
+// actor.New refuses to start ("no metadata for ... (run make commands)"),
+// so every test that starts a server fails (docs/architecture.md, "Where
+// changes go").
 package main
 
 import (
