@@ -83,7 +83,7 @@ func (c *Ctx) suspendOnJob() (finish func(reply []byte), err error) {
 	if c.noBlock {
 		return nil, ReplyError("ERR " + c.cmd.Name + " cannot wait here (inside MULTI or behind a blocked command)")
 	}
-	w := &waiter{kind: blockJob}
+	w := &waiter{} // no keys, no retry: only finish completes it
 	if err := c.block(w, 0); err != nil {
 		return nil, err
 	}

@@ -28,11 +28,11 @@ var zsetCommands = []*Command{
 	{Name: "zremrangebyrank", Summary: "Removes the members of a sorted set within a rank range.", Handler: cmdZRemRange},
 	{Name: "zremrangebyscore", Summary: "Removes the members of a sorted set within a score range.", Handler: cmdZRemRange},
 	{Name: "zremrangebylex", Summary: "Removes the members of a sorted set within a lexicographic range.", Handler: cmdZRemRange},
-	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop},
-	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop},
+	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop(lowest)},
+	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop(highest)},
 	{Name: "zmpop", Summary: "Removes and returns members from the first non-empty sorted set of several.", Handler: cmdZMPop},
-	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
-	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
+	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(lowest)},
+	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(highest)},
 	{Name: "bzmpop", Summary: "Removes and returns members from the first non-empty sorted set of several, waiting for one.", Handler: cmdBZMPop},
 	{Name: "zrandmember", Summary: "Returns random members of a sorted set, optionally with their scores.", Handler: cmdZRandMember},
 	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
@@ -605,17 +605,25 @@ func cmdZRemRange(c *Ctx) error {
 	return nil
 }
 
-// zpop is the pop path of ZPOPMIN, ZPOPMAX, ZMPOP and the first attempt of
-// their blocking forms: it pops up to count members (lowest scores first,
-// or highest with max) from the first of keys that exists, checking the
-// types of the keys up to that one. key is nil when none exists.
+// The end a sorted-set pop takes from: the lowest scores (ZPOPMIN,
+// BZPOPMIN, MIN) or the highest (ZPOPMAX, BZPOPMAX, MAX).
+const (
+	lowest  = false
+	highest = true
+)
+
+// zpop pops up to count members (lowest scores first, or highest with max)
+// from the first of keys that exists, checking the types of the keys up to
+// that one (a retry passes over those of another type). key is nil when
+// none exists.
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, popped []storage.Elem, err error) {
 	for _, k := range keys {
-		popped, ok, err := zpopKey(c.st, c.db, k, max, count)
-		if err != nil {
+		popped, ok, err := zpopKey(c, k, max, count)
+		switch {
+		case c.passOver(err):
+		case err != nil:
 			return nil, nil, err
-		}
-		if ok {
+		case ok:
 			return k, popped, nil
 		}
 	}
@@ -624,174 +632,122 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, popped []st
 
 // zpopKey pops up to count members from the sorted set at key (none for a
 // count <= 0) and deletes it if that emptied it; ok is false when key is
-// missing, and another type is storage.ErrWrongType. A woken BZPOPMIN,
-// BZPOPMAX or BZMPOP pops through it too, outside any command.
-func zpopKey(st *storage.Store, db int, key []byte, max bool, count int64) (popped []storage.Elem, ok bool, err error) {
-	z, err := st.OpenColl(db, key, storage.TypeZSet)
+// missing, and another type is storage.ErrWrongType.
+func zpopKey(c *Ctx, key []byte, max bool, count int64) (popped []storage.Elem, ok bool, err error) {
+	z, err := c.st.OpenColl(c.db, key, storage.TypeZSet)
 	if err != nil || z == nil {
 		return nil, false, err
 	}
 	if count <= 0 {
 		return nil, true, nil
 	}
-	if popped, err = st.ZPop(z, count, max); err != nil {
+	if popped, err = c.st.ZPop(z, count, max); err != nil {
 		return nil, false, err
 	}
 	if len(popped) == 0 {
 		// A stored sorted set is never empty; this one's count is wrong.
 		return nil, false, errCountMismatch(key, int(z.Len), 0)
 	}
-	return popped, true, st.SaveColl(z, false)
+	return popped, true, c.st.SaveColl(z, false)
 }
 
-// ZPOPMIN key [count] / ZPOPMAX key [count]
-func cmdZPop(c *Ctx) error {
-	if len(c.args) > 3 {
-		return ErrSyntax
-	}
-	count := int64(1)
-	if len(c.args) == 3 {
-		v, ok := parseIntOK(c.args[2])
-		if !ok || v < 0 {
-			return ErrCountNegative
+// popZSet is the work of ZMPOP, BZPOPMIN, BZPOPMAX and BZMPOP: it pops up
+// to count members from the first of keys that holds a sorted set and
+// replies with reply.
+func popZSet(max bool, count int64, reply func(w *proto.Writer, key []byte, popped []storage.Elem)) retry {
+	return func(c *Ctx, keys [][]byte) (bool, error) {
+		key, popped, err := zpop(c, keys, max, count)
+		if err != nil || key == nil {
+			return false, err
 		}
-		count = v
+		reply(c.w, key, popped)
+		return true, nil
 	}
-	_, popped, err := zpop(c, c.args[1:2], c.cmd.Name == "zpopmax", count)
-	if err != nil {
-		return err
-	}
-	// Without a count the reply is flat [member, score] in every protocol;
-	// with one, RESP3 nests pairs.
-	if len(c.args) == 3 {
-		writeScored(c, popped, true)
+}
+
+// ZPOPMIN key [count] / ZPOPMAX key [count] (max: highest)
+func cmdZPop(max bool) Handler {
+	return func(c *Ctx) error {
+		if len(c.args) > 3 {
+			return ErrSyntax
+		}
+		count := int64(1)
+		if len(c.args) == 3 {
+			v, ok := parseIntOK(c.args[2])
+			if !ok || v < 0 {
+				return ErrCountNegative
+			}
+			count = v
+		}
+		_, popped, err := zpop(c, c.args[1:2], max, count)
+		if err != nil {
+			return err
+		}
+		// Without a count the reply is flat [member, score] in every
+		// protocol; with one, RESP3 nests pairs.
+		if len(c.args) == 3 {
+			writeScored(c, popped, true)
+			return nil
+		}
+		c.w.Array(2 * len(popped))
+		for i := range popped {
+			c.w.Bulk(popped[i].Member)
+			c.w.Double(popped[i].Score)
+		}
 		return nil
 	}
-	c.w.Array(2 * len(popped))
-	for i := range popped {
-		c.w.Bulk(popped[i].Member)
-		c.w.Double(popped[i].Score)
-	}
-	return nil
 }
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdZMPop(c *Ctx) error {
-	keys, max, count, err := parseZMPop(c, 1)
+	keys, max, count, err := mpopArgs(c, 1, minMax)
 	if err != nil {
 		return err
 	}
-	key, popped, err := zpop(c, keys, max, count)
-	if err != nil {
-		return err
-	}
-	if key == nil {
-		c.w.NullArray()
-		return nil
-	}
-	writeZPopped(c.w, blockZMPop, key, popped)
-	return nil
+	return c.tryOnce(keys, popZSet(max, count, writeKeyMembers), (*proto.Writer).NullArray)
 }
 
-// BZPOPMIN|BZPOPMAX key [key ...] timeout
-func cmdBZPop(c *Ctx) error {
-	last := len(c.args) - 1
-	ms, err := parseTimeout(c.args[last])
-	if err != nil {
-		return err
+// BZPOPMIN|BZPOPMAX key [key ...] timeout (max: highest)
+func cmdBZPop(max bool) Handler {
+	return func(c *Ctx) error {
+		last := len(c.args) - 1
+		return c.tryOrPark(last, storage.TypeZSet, c.args[1:last], popZSet(max, 1, writeKeyMember), (*proto.Writer).NullArray)
 	}
-	max := c.cmd.Name == "bzpopmax"
-	keys := c.args[1:last]
-	key, popped, err := zpop(c, keys, max, 1)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		writeZPopped(c.w, blockZPop, key, popped)
-		return nil
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockZPop, keys: keys, max: max, count: 1}, ms)
 }
 
 // BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]. Like Redis it
 // checks the rest of the syntax before the timeout.
 func cmdBZMPop(c *Ctx) error {
-	keys, max, count, err := parseZMPop(c, 2)
+	keys, max, count, err := mpopArgs(c, 2, minMax)
 	if err != nil {
 		return err
 	}
-	ms, err := parseTimeout(c.args[1])
-	if err != nil {
-		return err
-	}
-	key, popped, err := zpop(c, keys, max, count)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		writeZPopped(c.w, blockZMPop, key, popped)
-		return nil
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockZMPop, keys: keys, max: max, count: count}, ms)
+	return c.tryOrPark(1, storage.TypeZSet, keys, popZSet(max, count, writeKeyMembers), (*proto.Writer).NullArray)
 }
 
-// parseZMPop parses ZMPOP's arguments from numkeys at args[i] on (BZMPOP
-// has its timeout first).
-func parseZMPop(c *Ctx, i int) (keys [][]byte, max bool, count int64, err error) {
-	n, ok := parseIntOK(c.args[i])
-	if !ok || n <= 0 {
-		return nil, false, 0, ErrNumKeysPositive
-	}
-	where := int64(i) + 1 + n
-	if n > int64(len(c.args)) || where >= int64(len(c.args)) {
-		return nil, false, 0, ErrSyntax
-	}
+// minMax parses the MIN|MAX of ZMPOP and BZMPOP.
+func minMax(b []byte) (max bool, err error) {
 	switch {
-	case c.argEq(int(where), "min"):
-	case c.argEq(int(where), "max"):
-		max = true
-	default:
-		return nil, false, 0, ErrSyntax
+	case eqFold(b, "min"):
+		return lowest, nil
+	case eqFold(b, "max"):
+		return highest, nil
 	}
-	count = -1
-	for j := int(where) + 1; j < len(c.args); j++ {
-		if count == -1 && c.argEq(j, "count") && j+1 < len(c.args) {
-			v, ok := parseIntOK(c.args[j+1])
-			if !ok || v <= 0 {
-				return nil, false, 0, ErrCountPositive
-			}
-			count = v
-			j++
-			continue
-		}
-		return nil, false, 0, ErrSyntax
-	}
-	if count == -1 {
-		count = 1
-	}
-	return c.args[i+1 : where], max, count, nil
+	return false, ErrSyntax
 }
 
-// writeZPopped writes what a sorted-set pop from key answers: [key, member,
-// score] for BZPOPMIN and BZPOPMAX (kind blockZPop, one member), or
-// [key, [[member, score], ...]] for ZMPOP and BZMPOP (blockZMPop). Scores
-// are doubles in RESP3.
-func writeZPopped(w *proto.Writer, kind blockKind, key []byte, popped []storage.Elem) {
-	if kind == blockZPop {
-		w.Array(3)
-		w.Bulk(key)
-		w.Bulk(popped[0].Member)
-		w.Double(popped[0].Score)
-		return
-	}
+// writeKeyMember is the reply of BZPOPMIN and BZPOPMAX: [key, member,
+// score], the score a double in RESP3.
+func writeKeyMember(w *proto.Writer, key []byte, popped []storage.Elem) {
+	w.Array(3)
+	w.Bulk(key)
+	w.Bulk(popped[0].Member)
+	w.Double(popped[0].Score)
+}
+
+// writeKeyMembers is the reply of ZMPOP and BZMPOP: [key, [[member, score],
+// ...]], the scores doubles in RESP3.
+func writeKeyMembers(w *proto.Writer, key []byte, popped []storage.Elem) {
 	w.Array(2)
 	w.Bulk(key)
 	w.Array(len(popped))
