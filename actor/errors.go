@@ -87,6 +87,11 @@ func errAtLeastOneKey(name string) error {
 	return ReplyError("ERR at least 1 input key is needed for '" + name + "' command")
 }
 
+// errUnsupportedOption is EXPIRE's error for an option it does not know.
+func errUnsupportedOption(opt []byte) error {
+	return ReplyError("ERR Unsupported option " + cString(opt, 1<<30))
+}
+
 // errCountMismatch reports a collection whose stored element count
 // disagrees with its rows: a Cellar bug, never the client's fault.
 func errCountMismatch(key []byte, stored, found int) error {

@@ -79,103 +79,133 @@ func aggregate(agg int, a, b float64) float64 {
 	return 0
 }
 
-// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
-// [WITHSCORES], ZINTER (the same), ZDIFF numkeys key [key ...]
-// [WITHSCORES], their STORE forms (destination first, no WITHSCORES) and
-// ZINTERCARD numkeys key [key ...] [LIMIT limit].
-func cmdZSetOp(c *Ctx) error {
-	name := c.cmd.Name
-	store := name == "zunionstore" || name == "zinterstore" || name == "zdiffstore"
-	card := name == "zintercard"
-	diff := name == "zdiff" || name == "zdiffstore"
-	inter := name == "zinter" || name == "zinterstore" || card
-	numIdx := 1
-	if store {
-		numIdx = 2
-	}
-	n, err := c.intArg(numIdx)
+// zsetOp is how ZUNION, ZINTER or ZDIFF (and its STORE form) combines its
+// inputs; a weighted one takes WEIGHTS and AGGREGATE.
+type zsetOp struct {
+	combine  func(c *Ctx, srcs []zsrc, agg int) ([]storage.Elem, error)
+	weighted bool
+}
+
+var (
+	zunionOp = zsetOp{combine: zunion, weighted: true}
+	zinterOp = zsetOp{combine: func(c *Ctx, srcs []zsrc, agg int) ([]storage.Elem, error) {
+		return zinter(c, srcs, agg, 0)
+	}, weighted: true}
+	zdiffOp = zsetOp{combine: func(c *Ctx, srcs []zsrc, _ int) ([]storage.Elem, error) {
+		return zdiff(c, srcs)
+	}}
+)
+
+// zsetInputs opens the inputs that numkeys at args[at] counts, and returns
+// them with the index of the argument after them.
+func zsetInputs(c *Ctx, at int) (srcs []zsrc, next int, err error) {
+	n, err := c.intArg(at)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if n < 1 {
-		return errAtLeastOneKey(name)
+		return nil, 0, errAtLeastOneKey(c.cmd.Name)
 	}
-	if n > int64(len(c.args)-numIdx-1) {
-		return ErrSyntax
+	if n > int64(len(c.args)-at-1) {
+		return nil, 0, ErrSyntax
 	}
-	srcs := make([]zsrc, n)
+	srcs = make([]zsrc, n)
 	for i := range srcs {
-		coll, err := c.st.OpenAnyColl(c.db, c.args[numIdx+1+i], storage.TypeZSet, storage.TypeSet)
+		coll, err := c.st.OpenAnyColl(c.db, c.args[at+1+i], storage.TypeZSet, storage.TypeSet)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		srcs[i] = zsrc{coll: coll, weight: 1}
 	}
-	agg, withScores, limit := aggSum, false, int64(0)
-	for j := numIdx + 1 + int(n); j < len(c.args); {
-		left := len(c.args) - j
-		switch {
-		case !diff && !card && left >= int(n)+1 && c.argEq(j, "weights"):
-			for i := range srcs {
-				w, ok := parseScore(c.args[j+1+i])
-				if !ok {
-					return ErrWeightNotFloat
-				}
-				srcs[i].weight = w
-			}
-			j += int(n) + 1
-		case !diff && !card && left >= 2 && c.argEq(j, "aggregate"):
+	return srcs, at + 1 + int(n), nil
+}
+
+// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+// [WITHSCORES], ZINTER (the same), ZDIFF numkeys key [key ...]
+// [WITHSCORES], and their STORE forms (store: destination first, no
+// WITHSCORES).
+func cmdZSetOp(op zsetOp, store bool) Handler {
+	return func(c *Ctx) error {
+		at := 1
+		if store {
+			at = 2
+		}
+		srcs, j, err := zsetInputs(c, at)
+		if err != nil {
+			return err
+		}
+		agg, withScores, n := aggSum, false, len(srcs)
+		for j < len(c.args) {
+			left := len(c.args) - j
 			switch {
-			case c.argEq(j+1, "sum"):
-				agg = aggSum
-			case c.argEq(j+1, "min"):
-				agg = aggMin
-			case c.argEq(j+1, "max"):
-				agg = aggMax
+			case op.weighted && left >= n+1 && c.argEq(j, "weights"):
+				for i := range srcs {
+					w, ok := parseScore(c.args[j+1+i])
+					if !ok {
+						return ErrWeightNotFloat
+					}
+					srcs[i].weight = w
+				}
+				j += n + 1
+			case op.weighted && left >= 2 && c.argEq(j, "aggregate"):
+				switch {
+				case c.argEq(j+1, "sum"):
+					agg = aggSum
+				case c.argEq(j+1, "min"):
+					agg = aggMin
+				case c.argEq(j+1, "max"):
+					agg = aggMax
+				default:
+					return ErrSyntax
+				}
+				j += 2
+			case !store && c.argEq(j, "withscores"):
+				withScores = true
+				j++
 			default:
 				return ErrSyntax
 			}
-			j += 2
-		case !store && !card && c.argEq(j, "withscores"):
-			withScores = true
-			j++
-		case card && left >= 2 && c.argEq(j, "limit"):
-			v, ok := parseIntOK(c.args[j+1])
-			if !ok || v < 0 {
-				return ErrLimitNegative
-			}
-			limit = v
-			j += 2
-		default:
-			return ErrSyntax
 		}
+		es, err := op.combine(c, srcs, agg)
+		if err != nil {
+			return err
+		}
+		sort.Slice(es, func(i, j int) bool {
+			if es[i].Score != es[j].Score {
+				return es[i].Score < es[j].Score
+			}
+			return bytes.Compare(es[i].Member, es[j].Member) < 0
+		})
+		if store {
+			return storeZSet(c, c.args[1], es)
+		}
+		writeScored(c, es, withScores)
+		return nil
 	}
-	var es []storage.Elem
-	switch {
-	case diff:
-		es, err = zdiff(c, srcs)
-	case inter:
-		es, err = zinter(c, srcs, agg, limit, card)
-	default:
-		es, err = zunion(c, srcs, agg)
-	}
+}
+
+// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+func cmdZInterCard(c *Ctx) error {
+	srcs, j, err := zsetInputs(c, 1)
 	if err != nil {
 		return err
 	}
-	if card {
-		c.w.Int(int64(len(es)))
-		return nil
-	}
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].Score != es[j].Score {
-			return es[i].Score < es[j].Score
+	limit := int64(0)
+	for ; j < len(c.args); j += 2 {
+		if len(c.args)-j < 2 || !c.argEq(j, "limit") {
+			return ErrSyntax
 		}
-		return bytes.Compare(es[i].Member, es[j].Member) < 0
-	})
-	if store {
-		return storeZSet(c, c.args[1], es)
+		v, ok := parseIntOK(c.args[j+1])
+		if !ok || v < 0 {
+			return ErrLimitNegative
+		}
+		limit = v
 	}
-	writeScored(c, es, withScores)
+	es, err := zinter(c, srcs, aggSum, limit)
+	if err != nil {
+		return err
+	}
+	c.w.Int(int64(len(es)))
 	return nil
 }
 
@@ -204,8 +234,8 @@ func (s *zsrc) elems(c *Ctx) ([]storage.Elem, error) {
 }
 
 // zinter walks the smallest input and looks each member up in the others.
-// With countOnly it stops after limit members (limit 0: no limit).
-func zinter(c *Ctx, srcs []zsrc, agg int, limit int64, countOnly bool) ([]storage.Elem, error) {
+// It stops after limit members (ZINTERCARD's LIMIT; 0: no limit).
+func zinter(c *Ctx, srcs []zsrc, agg int, limit int64) ([]storage.Elem, error) {
 	srcs = bySize(srcs)
 	if srcs[0].size() == 0 {
 		return nil, nil
@@ -228,7 +258,7 @@ func zinter(c *Ctx, srcs []zsrc, agg int, limit int64, countOnly bool) ([]storag
 		}
 		if in {
 			out = append(out, storage.Elem{Member: e.Member, Score: score})
-			if countOnly && limit > 0 && int64(len(out)) >= limit {
+			if limit > 0 && int64(len(out)) >= limit {
 				break
 			}
 		}

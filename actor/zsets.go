@@ -9,39 +9,39 @@ import (
 
 var zsetCommands = []*Command{
 	{Name: "zadd", Summary: "Adds members to a sorted set or updates their scores, with conditions.", Handler: cmdZAdd},
-	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZAdd},
+	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZIncrBy},
 	{Name: "zrem", Summary: "Removes members from a sorted set.", Handler: cmdZRem},
 	{Name: "zcard", Summary: "Returns the number of members of a sorted set.", Handler: cmdZCard},
 	{Name: "zscore", Summary: "Returns the score of a sorted-set member.", Handler: cmdZScore},
 	{Name: "zmscore", Summary: "Returns the scores of several sorted-set members.", Handler: cmdZMScore},
-	{Name: "zcount", Summary: "Counts the members of a sorted set within a score range.", Handler: cmdZCount},
-	{Name: "zlexcount", Summary: "Counts the members of a sorted set within a lexicographic range.", Handler: cmdZCount},
-	{Name: "zrank", Summary: "Returns the rank of a member, lowest score first.", Handler: cmdZRank},
-	{Name: "zrevrank", Summary: "Returns the rank of a member, highest score first.", Handler: cmdZRank},
-	{Name: "zrange", Summary: "Returns a range of a sorted set by rank, score or member.", Handler: cmdZRange},
-	{Name: "zrangestore", Summary: "Stores a range of a sorted set in another key.", Handler: cmdZRange},
-	{Name: "zrangebyscore", Summary: "Returns the members of a sorted set within a score range.", Handler: cmdZRange},
-	{Name: "zrevrangebyscore", Summary: "Returns the members of a sorted set within a score range, highest first.", Handler: cmdZRange},
-	{Name: "zrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range.", Handler: cmdZRange},
-	{Name: "zrevrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range, highest first.", Handler: cmdZRange},
-	{Name: "zrevrange", Summary: "Returns a range of a sorted set by rank, highest score first.", Handler: cmdZRange},
-	{Name: "zremrangebyrank", Summary: "Removes the members of a sorted set within a rank range.", Handler: cmdZRemRange},
-	{Name: "zremrangebyscore", Summary: "Removes the members of a sorted set within a score range.", Handler: cmdZRemRange},
-	{Name: "zremrangebylex", Summary: "Removes the members of a sorted set within a lexicographic range.", Handler: cmdZRemRange},
-	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop(lowest)},
-	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop(highest)},
+	{Name: "zcount", Summary: "Counts the members of a sorted set within a score range.", Handler: cmdZCount(scoreRange)},
+	{Name: "zlexcount", Summary: "Counts the members of a sorted set within a lexicographic range.", Handler: cmdZCount(lexRange)},
+	{Name: "zrank", Summary: "Returns the rank of a member, lowest score first.", Handler: cmdZRank(lowestFirst)},
+	{Name: "zrevrank", Summary: "Returns the rank of a member, highest score first.", Handler: cmdZRank(highestFirst)},
+	{Name: "zrange", Summary: "Returns a range of a sorted set by rank, score or member.", Handler: cmdZRange(rangeAuto, lowestFirst, replyResult)},
+	{Name: "zrangestore", Summary: "Stores a range of a sorted set in another key.", Handler: cmdZRange(rangeAuto, lowestFirst, storeResult)},
+	{Name: "zrangebyscore", Summary: "Returns the members of a sorted set within a score range.", Handler: cmdZRange(storage.ZByScore, lowestFirst, replyResult)},
+	{Name: "zrevrangebyscore", Summary: "Returns the members of a sorted set within a score range, highest first.", Handler: cmdZRange(storage.ZByScore, highestFirst, replyResult)},
+	{Name: "zrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range.", Handler: cmdZRange(storage.ZByLex, lowestFirst, replyResult)},
+	{Name: "zrevrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range, highest first.", Handler: cmdZRange(storage.ZByLex, highestFirst, replyResult)},
+	{Name: "zrevrange", Summary: "Returns a range of a sorted set by rank, highest score first.", Handler: cmdZRange(storage.ZByRank, highestFirst, replyResult)},
+	{Name: "zremrangebyrank", Summary: "Removes the members of a sorted set within a rank range.", Handler: cmdZRemRange(rankBounds)},
+	{Name: "zremrangebyscore", Summary: "Removes the members of a sorted set within a score range.", Handler: cmdZRemRange(scoreRange)},
+	{Name: "zremrangebylex", Summary: "Removes the members of a sorted set within a lexicographic range.", Handler: cmdZRemRange(lexRange)},
+	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop(lowestFirst)},
+	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop(highestFirst)},
 	{Name: "zmpop", Summary: "Removes and returns members from the first non-empty sorted set of several.", Handler: cmdZMPop},
-	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(lowest)},
-	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(highest)},
+	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(lowestFirst)},
+	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(highestFirst)},
 	{Name: "bzmpop", Summary: "Removes and returns members from the first non-empty sorted set of several, waiting for one.", Handler: cmdBZMPop},
 	{Name: "zrandmember", Summary: "Returns random members of a sorted set, optionally with their scores.", Handler: cmdZRandMember},
-	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
-	{Name: "zinter", Summary: "Returns the intersection of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
-	{Name: "zdiff", Summary: "Returns the members of the first sorted set that are in none of the others.", Handler: cmdZSetOp},
-	{Name: "zunionstore", Summary: "Stores the union of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zinterstore", Summary: "Stores the intersection of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zdiffstore", Summary: "Stores the difference of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zintercard", Summary: "Counts the members of the intersection of sorted sets, up to a limit.", Handler: cmdZSetOp},
+	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp(zunionOp, replyResult)},
+	{Name: "zinter", Summary: "Returns the intersection of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp(zinterOp, replyResult)},
+	{Name: "zdiff", Summary: "Returns the members of the first sorted set that are in none of the others.", Handler: cmdZSetOp(zdiffOp, replyResult)},
+	{Name: "zunionstore", Summary: "Stores the union of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zunionOp, storeResult)},
+	{Name: "zinterstore", Summary: "Stores the intersection of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zinterOp, storeResult)},
+	{Name: "zdiffstore", Summary: "Stores the difference of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zdiffOp, storeResult)},
+	{Name: "zintercard", Summary: "Counts the members of the intersection of sorted sets, up to a limit.", Handler: cmdZInterCard},
 	{Name: "zscan", Summary: "Iterates over the members and scores of a sorted set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeZSet) }},
 }
 
@@ -90,126 +90,166 @@ func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
 	writePairs(c, es, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
 }
 
+// zaddArgs is a parsed ZADD, or ZINCRBY (ZADD INCR with one pair).
+type zaddArgs struct {
+	nx, xx, gt, lt, ch, incr bool
+	scores                   []float64
+	members                  [][]byte
+}
+
 // ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
-// and ZINCRBY key increment member.
 func cmdZAdd(c *Ctx) error {
-	var nx, xx, gt, lt, ch, incr bool
+	var a zaddArgs
 	i := 2
-	if c.cmd.Name == "zincrby" {
-		incr = true
-	} else {
-	opts:
-		for ; i < len(c.args); i++ {
-			switch {
-			case c.argEq(i, "nx"):
-				nx = true
-			case c.argEq(i, "xx"):
-				xx = true
-			case c.argEq(i, "ch"):
-				ch = true
-			case c.argEq(i, "incr"):
-				incr = true
-			case c.argEq(i, "gt"):
-				gt = true
-			case c.argEq(i, "lt"):
-				lt = true
-			default:
-				break opts
-			}
+opts:
+	for ; i < len(c.args); i++ {
+		switch {
+		case c.argEq(i, "nx"):
+			a.nx = true
+		case c.argEq(i, "xx"):
+			a.xx = true
+		case c.argEq(i, "ch"):
+			a.ch = true
+		case c.argEq(i, "incr"):
+			a.incr = true
+		case c.argEq(i, "gt"):
+			a.gt = true
+		case c.argEq(i, "lt"):
+			a.lt = true
+		default:
+			break opts
 		}
 	}
-	rest := len(c.args) - i
-	if rest == 0 || rest%2 != 0 {
+	if err := a.parsePairs(c.args[i:]); err != nil {
+		return err
+	}
+	return zadd(c, &a)
+}
+
+// ZINCRBY key increment member
+func cmdZIncrBy(c *Ctx) error {
+	a := zaddArgs{incr: true}
+	if err := a.parsePairs(c.args[2:]); err != nil {
+		return err
+	}
+	return zadd(c, &a)
+}
+
+// parsePairs parses the score-member pairs, after checking them and the
+// options in Redis's order.
+func (a *zaddArgs) parsePairs(args [][]byte) error {
+	n := len(args)
+	if n == 0 || n%2 != 0 {
 		return ErrSyntax
 	}
-	if nx && xx {
+	if a.nx && a.xx {
 		return ErrNXAndXX
 	}
-	if (gt && nx) || (lt && nx) || (gt && lt) {
+	if (a.gt && a.nx) || (a.lt && a.nx) || (a.gt && a.lt) {
 		return ErrZAddGTLTNX
 	}
-	if incr && rest > 2 {
+	if a.incr && n > 2 {
 		return ErrZAddIncrPair
 	}
-	scores := make([]float64, rest/2)
-	for j := range scores {
-		v, ok := parseScore(c.args[i+2*j])
+	a.scores, a.members = make([]float64, n/2), make([][]byte, n/2)
+	for j := range a.scores {
+		v, ok := parseScore(args[2*j])
 		if !ok {
 			return ErrNotFloat
 		}
-		scores[j] = v
+		a.scores[j], a.members[j] = v, args[2*j+1]
 	}
-	z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
+	return nil
+}
+
+// zadd runs a parsed ZADD or ZINCRBY and replies: with how many members
+// it added (and updated, with CH), or with INCR the member's new score
+// (nil when a condition held it back).
+func zadd(c *Ctx, a *zaddArgs) error {
+	r, err := a.apply(c, c.args[1])
 	if err != nil {
 		return err
 	}
-	var added, updated, processed int64
-	var score float64
-	if z != nil || !xx {
-		if z == nil {
-			if z, err = c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeZSet); err != nil {
-				return err
-			}
-		}
-		for j, s := range scores {
-			m := c.args[i+2*j+1]
-			cur, exists, err := c.st.ZScore(z, m)
-			if err != nil {
-				return err
-			}
-			switch {
-			case exists:
-				if nx {
-					continue
-				}
-				if incr {
-					s += cur
-					if math.IsNaN(s) {
-						if err := c.st.SaveColl(z, false); err != nil {
-							return err
-						}
-						return ErrResultNaN
-					}
-				}
-				if (lt && s >= cur) || (gt && s <= cur) {
-					continue
-				}
-				score = s
-				processed++
-				if s != cur {
-					if err := c.st.ZSet(z, m, s, true); err != nil {
-						return err
-					}
-					updated++
-				}
-			case !xx:
-				if err := c.st.ZSet(z, m, s, false); err != nil {
-					return err
-				}
-				score = s
-				processed++
-				added++
-			}
-		}
-		if err := c.st.SaveColl(z, updated > 0); err != nil {
-			return err
-		}
-		if added > 0 || updated > 0 {
-			// The set may have just been created: its waiters can pop.
-			c.a.signalReady(c.db, c.args[1])
-		}
-	}
 	switch {
-	case !incr && ch:
-		c.w.Int(added + updated)
-	case !incr:
-		c.w.Int(added)
-	case processed > 0:
-		c.w.Double(score)
+	case !a.incr && a.ch:
+		c.w.Int(r.added + r.updated)
+	case !a.incr:
+		c.w.Int(r.added)
+	case r.scored:
+		c.w.Double(r.score)
 	default:
 		c.w.Null()
 	}
 	return nil
+}
+
+// zaddResult is what a ZADD did: how many members it added and updated,
+// and the last score it set or found already set (scored).
+type zaddResult struct {
+	added, updated int64
+	score          float64
+	scored         bool
+}
+
+// apply adds a's members to the sorted set at key, or updates their
+// scores, as a's conditions allow, and wakes the set's waiters if it
+// changed. With XX a missing key stays missing.
+func (a *zaddArgs) apply(c *Ctx, key []byte) (r zaddResult, err error) {
+	z, err := c.st.OpenColl(c.db, key, storage.TypeZSet)
+	if err != nil || (z == nil && a.xx) {
+		return r, err
+	}
+	if z == nil {
+		if z, err = c.st.OpenOrCreateColl(c.db, key, storage.TypeZSet); err != nil {
+			return r, err
+		}
+	}
+	for j, s := range a.scores {
+		m := a.members[j]
+		cur, exists, err := c.st.ZScore(z, m)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case exists:
+			if a.nx {
+				continue
+			}
+			if a.incr {
+				s += cur
+				if math.IsNaN(s) {
+					if err := c.st.SaveColl(z, false); err != nil {
+						return r, err
+					}
+					return r, ErrResultNaN
+				}
+			}
+			if (a.lt && s >= cur) || (a.gt && s <= cur) {
+				continue
+			}
+			r.score, r.scored = s, true
+			if s != cur {
+				if err := c.st.ZSet(z, m, s, true); err != nil {
+					return r, err
+				}
+				r.updated++
+			}
+		case !a.xx:
+			if err := c.st.ZSet(z, m, s, false); err != nil {
+				return r, err
+			}
+			r.score, r.scored = s, true
+			r.added++
+		}
+	}
+	if err := c.st.SaveColl(z, r.updated > 0); err != nil {
+		return r, err
+	}
+	if r.added > 0 || r.updated > 0 {
+		// The set may have just been created: its waiters can pop.
+		c.a.signalReady(c.db, key)
+	}
+	return r, nil
 }
 
 // ZREM key member [member ...]
@@ -251,16 +291,20 @@ func cmdZCard(c *Ctx) error {
 	return nil
 }
 
+// scoreOf looks member up in the sorted set at key: its score, and ok
+// false when the key or the member is missing.
+func (c *Ctx) scoreOf(key, member []byte) (z *storage.Coll, score float64, ok bool, err error) {
+	z, err = c.readColl(key, storage.TypeZSet)
+	if err != nil || z == nil {
+		return nil, 0, false, err
+	}
+	score, ok, err = c.st.ZScore(z, member)
+	return z, score, ok, err
+}
+
 // ZSCORE key member
 func cmdZScore(c *Ctx) error {
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Null()
-		}
-		return err
-	}
-	s, ok, err := c.st.ZScore(z, c.args[2])
+	_, s, ok, err := c.scoreOf(c.args[1], c.args[2])
 	if err != nil {
 		return err
 	}
@@ -356,55 +400,90 @@ func lexRange(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error) {
 	return r, s1 == '+' || s2 == '-', nil
 }
 
-// ZCOUNT key min max / ZLEXCOUNT key min max
-func cmdZCount(c *Ctx) error {
-	var r storage.ZRange
-	var empty bool
-	var err error
-	if c.cmd.Name == "zcount" {
-		r, empty, err = scoreRange(c.args[2], c.args[3])
-	} else {
-		r, empty, err = lexRange(c.args[2], c.args[3])
+// The order of a sorted set that a command follows: lowest scores first
+// (ZPOPMIN, ZRANK, ZRANGE), or highest (ZPOPMAX, ZREVRANK, ZREVRANGE).
+const (
+	lowestFirst  = false
+	highestFirst = true
+)
+
+// zrangeParser parses the min and max of a range of one kind (ranks,
+// scores or members); empty is set for a range that can select nothing
+// whatever the set holds.
+type zrangeParser func(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error)
+
+// rangeParser is the parser of ranges of kind.
+func rangeParser(kind int) zrangeParser {
+	switch kind {
+	case storage.ZByScore:
+		return scoreRange
+	case storage.ZByLex:
+		return lexRange
 	}
-	if err != nil {
-		return err
-	}
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil {
-		return err
-	}
-	n := int64(0)
-	if z != nil && !empty {
-		if n, err = c.st.ZCount(z, r); err != nil {
-			return err
-		}
-	}
-	c.w.Int(n)
-	return nil
+	return rankBounds
 }
 
-// ZRANK key member / ZREVRANK key member
-func cmdZRank(c *Ctx) error {
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Null()
+// rankBounds parses a rank range: start and stop, negative from the end.
+// They are clamped to the set once it is open (clampRanks).
+func rankBounds(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error) {
+	r.Kind = storage.ZByRank
+	if r.Start, err = parseInt(minArg); err == nil {
+		r.Stop, err = parseInt(maxArg)
+	}
+	return r, false, err
+}
+
+// clampRanks clamps a rank range to a set of n members, as rankRange does,
+// and reports whether it still selects anything. Other kinds pass as they
+// are.
+func clampRanks(r *storage.ZRange, n int64) bool {
+	if r.Kind != storage.ZByRank {
+		return true
+	}
+	var ok bool
+	r.Start, r.Stop, ok = rankRange(r.Start, r.Stop, n)
+	return ok
+}
+
+// ZCOUNT key min max / ZLEXCOUNT key min max, parse parsing the range.
+func cmdZCount(parse zrangeParser) Handler {
+	return func(c *Ctx) error {
+		r, empty, err := parse(c.args[2], c.args[3])
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	s, ok, err := c.st.ZScore(z, c.args[2])
-	if err != nil || !ok {
-		if err == nil {
-			c.w.Null()
+		z, err := c.readColl(c.args[1], storage.TypeZSet)
+		if err != nil {
+			return err
 		}
-		return err
+		n := int64(0)
+		if z != nil && !empty {
+			if n, err = c.st.ZCount(z, r); err != nil {
+				return err
+			}
+		}
+		c.w.Int(n)
+		return nil
 	}
-	rank, err := c.st.ZRank(z, c.args[2], s, c.cmd.Name == "zrevrank")
-	if err != nil {
-		return err
+}
+
+// ZRANK key member / ZREVRANK key member (rev: highestFirst)
+func cmdZRank(rev bool) Handler {
+	return func(c *Ctx) error {
+		z, s, ok, err := c.scoreOf(c.args[1], c.args[2])
+		if err != nil || !ok {
+			if err == nil {
+				c.w.Null()
+			}
+			return err
+		}
+		rank, err := c.st.ZRank(z, c.args[2], s, rev)
+		if err != nil {
+			return err
+		}
+		c.w.Int(rank)
+		return nil
 	}
-	c.w.Int(rank)
-	return nil
 }
 
 // rankRange clamps Redis rank indexes (negative from the end) to
@@ -426,45 +505,37 @@ func rankRange(start, stop, n int64) (int64, int64, bool) {
 // Range kinds as ZRANGE's options set them: auto until BYSCORE or BYLEX.
 const rangeAuto = -1
 
-// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
-// [WITHSCORES], ZRANGESTORE dst src min max [...] (no WITHSCORES), and the
-// older fixed-kind forms ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
-// ZREVRANGEBYLEX and ZREVRANGE, all parsed the way Redis's
-// zrangeGenericCommand does.
-func cmdZRange(c *Ctx) error {
-	kind, rev, revSet := rangeAuto, false, false
-	switch c.cmd.Name {
-	case "zrangebyscore":
-		kind, revSet = storage.ZByScore, true
-	case "zrevrangebyscore":
-		kind, rev, revSet = storage.ZByScore, true, true
-	case "zrangebylex":
-		kind, revSet = storage.ZByLex, true
-	case "zrevrangebylex":
-		kind, rev, revSet = storage.ZByLex, true, true
-	case "zrevrange":
-		kind, rev, revSet = storage.ZByRank, true, true
-	}
-	store := c.cmd.Name == "zrangestore"
+// zrangeArgs is a parsed command of the ZRANGE family.
+type zrangeArgs struct {
+	key        []byte
+	r          storage.ZRange // ranks not yet clamped
+	empty      bool           // selects nothing whatever the set holds
+	withScores bool
+}
+
+// parseZRange parses a command of the ZRANGE family the way Redis's
+// zrangeGenericCommand does. Its form fixes kind (or leaves it to BYSCORE
+// and BYLEX: rangeAuto, which also allows REV), the order rev, and whether
+// it stores (ZRANGESTORE: destination first, no WITHSCORES).
+func parseZRange(c *Ctx, kind int, rev, store bool) (a zrangeArgs, err error) {
+	revSet := kind != rangeAuto
 	first := 1
 	if store {
 		first = 2
 	}
-	key := c.args[first]
-	withScores := false
+	a.key = c.args[first]
 	offset, limit := int64(0), int64(-1)
 	for j := first + 3; j < len(c.args); j++ {
 		left := len(c.args) - j - 1
 		switch {
 		case !store && c.argEq(j, "withscores"):
-			withScores = true
+			a.withScores = true
 		case c.argEq(j, "limit") && left >= 2:
-			var err error
 			if offset, err = c.intArg(j + 1); err != nil {
-				return err
+				return a, err
 			}
 			if limit, err = c.intArg(j + 2); err != nil {
-				return err
+				return a, err
 			}
 			j += 2
 		case !revSet && c.argEq(j, "rev"):
@@ -474,69 +545,64 @@ func cmdZRange(c *Ctx) error {
 		case kind == rangeAuto && c.argEq(j, "byscore"):
 			kind = storage.ZByScore
 		default:
-			return ErrSyntax
+			return a, ErrSyntax
 		}
 	}
 	if kind == rangeAuto {
 		kind = storage.ZByRank
 	}
 	if limit != -1 && kind == storage.ZByRank {
-		return ErrLimitNeedsByScore
+		return a, ErrLimitNeedsByScore
 	}
-	if withScores && kind == storage.ZByLex {
-		return ErrWithScoresByLex
+	if a.withScores && kind == storage.ZByLex {
+		return a, ErrWithScoresByLex
 	}
 	minArg, maxArg := c.args[first+1], c.args[first+2]
 	if rev && kind != storage.ZByRank {
 		minArg, maxArg = maxArg, minArg
 	}
-	var r storage.ZRange
-	var start, stop int64
-	empty := false
-	var err error
-	switch kind {
-	case storage.ZByRank:
-		if start, stop, err = c.rangeArgs(first + 1); err != nil {
-			return err
-		}
-	case storage.ZByScore:
-		r, empty, err = scoreRange(minArg, maxArg)
-	case storage.ZByLex:
-		r, empty, err = lexRange(minArg, maxArg)
+	if a.r, a.empty, err = rangeParser(kind)(minArg, maxArg); err != nil {
+		return a, err
 	}
-	if err != nil {
-		return err
-	}
-	r.Rev, r.Offset, r.Limit = rev, offset, limit
+	a.r.Rev, a.r.Offset, a.r.Limit = rev, offset, limit
 	// Redis skips a negative offset's worth of elements forever (a rank
 	// range has no offset: LIMIT -1 -1 passes there unnoticed).
-	empty = empty || (offset < 0 && kind != storage.ZByRank)
-	z, err := c.readColl(key, storage.TypeZSet)
-	if err != nil {
-		return err
-	}
-	if z != nil && kind == storage.ZByRank {
-		var ok bool
-		r.Start, r.Stop, ok = rankRange(start, stop, z.Len)
-		empty = empty || !ok
-	}
-	buf := &c.a.elems
-	defer buf.release()
-	if z != nil && !empty {
-		err := c.st.ZRangeElems(z, r, func(e *storage.Elem) bool {
-			buf.add(e)
-			return true
-		})
+	a.empty = a.empty || (offset < 0 && kind != storage.ZByRank)
+	return a, nil
+}
+
+// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+// [WITHSCORES], ZRANGESTORE dst src min max [...] (store), and the older
+// forms that fix the kind and the order: ZRANGEBYSCORE, ZREVRANGEBYSCORE,
+// ZRANGEBYLEX, ZREVRANGEBYLEX and ZREVRANGE.
+func cmdZRange(kind int, rev, store bool) Handler {
+	return func(c *Ctx) error {
+		a, err := parseZRange(c, kind, rev, store)
 		if err != nil {
 			return err
 		}
+		z, err := c.readColl(a.key, storage.TypeZSet)
+		if err != nil {
+			return err
+		}
+		buf := &c.a.elems
+		defer buf.release()
+		if z != nil && clampRanks(&a.r, z.Len) && !a.empty {
+			err := c.st.ZRangeElems(z, a.r, func(e *storage.Elem) bool {
+				buf.add(e)
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		es := buf.list()
+		if store {
+			return storeZSet(c, c.args[1], es)
+		}
+		writeScored(c, es, a.withScores)
+		return nil
 	}
-	es := buf.list()
-	if store {
-		return storeZSet(c, c.args[1], es)
-	}
-	writeScored(c, es, withScores)
-	return nil
 }
 
 // storeZSet replaces key with a sorted set of es (no key when es is empty)
@@ -562,55 +628,33 @@ func storeZSet(c *Ctx, key []byte, es []storage.Elem) error {
 }
 
 // ZREMRANGEBYRANK key start stop, ZREMRANGEBYSCORE key min max,
-// ZREMRANGEBYLEX key min max
-func cmdZRemRange(c *Ctx) error {
-	var r storage.ZRange
-	var start, stop int64
-	empty := false
-	var err error
-	switch c.cmd.Name {
-	case "zremrangebyrank":
-		start, stop, err = c.rangeArgs(2)
-		r.Kind = storage.ZByRank
-	case "zremrangebyscore":
-		r, empty, err = scoreRange(c.args[2], c.args[3])
-	default:
-		r, empty, err = lexRange(c.args[2], c.args[3])
-	}
-	if err != nil {
-		return err
-	}
-	z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Int(0)
-		}
-		return err
-	}
-	if r.Kind == storage.ZByRank {
-		var ok bool
-		r.Start, r.Stop, ok = rankRange(start, stop, z.Len)
-		empty = empty || !ok
-	}
-	n := int64(0)
-	if !empty {
-		if n, err = c.st.ZDeleteRange(z, r); err != nil {
+// ZREMRANGEBYLEX key min max, parse parsing the range.
+func cmdZRemRange(parse zrangeParser) Handler {
+	return func(c *Ctx) error {
+		r, empty, err := parse(c.args[2], c.args[3])
+		if err != nil {
 			return err
 		}
-		if err := c.st.SaveColl(z, false); err != nil {
+		z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
+		if err != nil || z == nil {
+			if err == nil {
+				c.w.Int(0)
+			}
 			return err
 		}
+		n := int64(0)
+		if clampRanks(&r, z.Len) && !empty {
+			if n, err = c.st.ZDeleteRange(z, r); err != nil {
+				return err
+			}
+			if err := c.st.SaveColl(z, false); err != nil {
+				return err
+			}
+		}
+		c.w.Int(n)
+		return nil
 	}
-	c.w.Int(n)
-	return nil
 }
-
-// The end a sorted-set pop takes from: the lowest scores (ZPOPMIN,
-// BZPOPMIN, MIN) or the highest (ZPOPMAX, BZPOPMAX, MAX).
-const (
-	lowest  = false
-	highest = true
-)
 
 // zpop pops up to count members (lowest scores first, or highest with max)
 // from the first of keys that exists, checking the types of the keys up to
@@ -665,7 +709,7 @@ func popZSet(max bool, count int64, reply func(w *proto.Writer, key []byte, popp
 	}
 }
 
-// ZPOPMIN key [count] / ZPOPMAX key [count] (max: highest)
+// ZPOPMIN key [count] / ZPOPMAX key [count] (max: highestFirst)
 func cmdZPop(max bool) Handler {
 	return func(c *Ctx) error {
 		if len(c.args) > 3 {
@@ -707,7 +751,7 @@ func cmdZMPop(c *Ctx) error {
 	return c.tryOnce(keys, popZSet(max, count, writeKeyMembers), (*proto.Writer).NullArray)
 }
 
-// BZPOPMIN|BZPOPMAX key [key ...] timeout (max: highest)
+// BZPOPMIN|BZPOPMAX key [key ...] timeout (max: highestFirst)
 func cmdBZPop(max bool) Handler {
 	return func(c *Ctx) error {
 		last := len(c.args) - 1
@@ -729,9 +773,9 @@ func cmdBZMPop(c *Ctx) error {
 func minMax(b []byte) (max bool, err error) {
 	switch {
 	case eqFold(b, "min"):
-		return lowest, nil
+		return lowestFirst, nil
 	case eqFold(b, "max"):
-		return highest, nil
+		return highestFirst, nil
 	}
 	return false, ErrSyntax
 }
