@@ -611,7 +611,7 @@ func (a *Actor) settleHeld(failed bool) {
 // CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
 func cmdClientUnblock(c *Ctx) error {
 	if len(c.args) > 4 {
-		return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(c.args[1], 128) + "'. Try CLIENT HELP.")
+		return errSubcommandArgs(c.args[1])
 	}
 	asError := false
 	if len(c.args) == 4 {
@@ -620,7 +620,7 @@ func cmdClientUnblock(c *Ctx) error {
 		case c.argEq(3, "error"):
 			asError = true
 		default:
-			return ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return ErrUnblockReason
 		}
 	}
 	id, err := c.intArg(2)

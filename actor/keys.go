@@ -555,7 +555,7 @@ func cmdObjectFreq(c *Ctx) error {
 	if err != nil || !ok {
 		return err
 	}
-	return ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	return ErrNoLFU
 }
 
 // OBJECT REFCOUNT key: small integers are shared objects in Redis.

@@ -242,7 +242,7 @@ func cmdLPos(c *Ctx) error {
 				return err
 			}
 			if v == 0 {
-				return ReplyError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return ErrRankZero
 			}
 			if v == -1<<63 {
 				// Redis negates it, which overflows back to itself, and
@@ -254,13 +254,13 @@ func cmdLPos(c *Ctx) error {
 		case c.argEq(j, "count") && more:
 			v, ok := parseIntOK(c.args[j+1])
 			if !ok || v < 0 {
-				return ReplyError("ERR COUNT can't be negative")
+				return ErrLPosCountNegative
 			}
 			count = v
 		case c.argEq(j, "maxlen") && more:
 			v, ok := parseIntOK(c.args[j+1])
 			if !ok || v < 0 {
-				return ReplyError("ERR MAXLEN can't be negative")
+				return ErrMaxLenNegative
 			}
 			maxlen = v
 		default:
