@@ -3,7 +3,6 @@ package actor
 import (
 	"bytes"
 	"container/heap"
-	"errors"
 	"math/big"
 	"time"
 
@@ -14,62 +13,96 @@ import (
 // Blocked clients, in the actor (docs/architecture.md, "Blocked clients",
 // has the whole model and the tests that pin it).
 //
-// A blocking command that finds nothing to take registers a waiter and
-// leaves its batch's reply unfinished: the batch is suspended (the loop reads
+// A blocking command first tries its work as its non-blocking form would.
+// When it finds nothing to take, it parks: it registers a waiter and leaves
+// its batch's reply unfinished, so the batch is suspended (the loop reads
 // nothing more from that connection until the reply comes, as Redis does
-// with a blocked client). The waiter is queued, oldest first, on every key
-// it watches, and, with a timeout, in one deadline heap that the actor's
-// single timer follows.
+// with a blocked client). The waiter carries the attempt its handler made,
+// as a retry bound with whatever the handler parsed (the list end, the
+// count, the destination), and the keys it watches. It is queued, oldest
+// first, on every one of those keys, and, with a timeout, in one deadline
+// heap that the actor's single timer follows.
 //
-// A waiter completes at most once, by whichever comes first: a write that
-// makes one of its keys a non-empty list (a non-empty sorted set for
-// BZPOPMIN, BZPOPMAX and BZMPOP), its deadline, CLIENT UNBLOCK, or
-// its connection ending (disconnect, CLIENT KILL), which cancels it without
-// a reply. Completing unregisters it everywhere at once, so the others find
-// nothing and do nothing.
+// This file knows the waiters' bookkeeping, not their commands: queues,
+// deadlines, fairness, limits, cancellation and the loop that serves ready
+// keys by retrying waiters. What a command takes and what it answers lives
+// with the command (lists.go, zsets.go), in the one function that both its
+// handler and its waiter run.
 //
-// Commands that may make list elements or sorted-set members available mark
-// the key ready; after every command the actor serves the ready keys before
-// anything else runs: the oldest waiter of a ready key that takes what the
-// key now holds (list waiters from a list, sorted-set waiters from a sorted
-// set, as in Redis) takes an element (re-scanning its own keys in its own
-// order), then the next, while the key has both elements and such waiters.
-// Waiters of the other kind keep waiting, in their own queue, so they never
-// hold up the ones that can be served. The push, the wake and the pop are
-// therefore one step of one round: no other client can take the element in
-// between, and the pop commits with the round, so the woken reply is as
-// durable as any other (it joins the round's completions, which leave
-// after the commit, and after the fsync with durability "always").
+// A waiter completes at most once, by whichever comes first: a retry that
+// finds what it waits for, its deadline, CLIENT UNBLOCK, or its connection
+// ending (disconnect, CLIENT KILL), which cancels it without a reply.
+// Completing unregisters it everywhere at once, so the others find nothing
+// and do nothing.
+//
+// Each key queues its waiters in lanes, one per type of value they wait
+// for (lists for BLPOP, sorted sets for BZPOPMIN, ...). A key serves the
+// lane of the type it holds: waiters of another type keep waiting in their
+// own lane, so they never hold up the ones that can be served, and a key of
+// a type nobody waits for serves no one, as in Redis.
+//
+// Commands that may make something available on a key mark it ready; after
+// every command the actor serves the ready keys before anything else runs.
+// A key's turn retries the waiters of its lane oldest first, for as long as
+// the key still holds a value of the lane's type. The loop counts nothing:
+//   - a waiter that consumes (a pop, a move) takes what it needs; when the
+//     key is emptied it is gone, and the turn ends, so a write wakes at most
+//     as many consuming waiters as it made elements available;
+//   - a waiter that reads without consuming (an XREAD-style reader) leaves
+//     the key as it is, so the turn goes on to the next waiter, and every
+//     waiter of the lane is served, wakeup_batch_size per turn;
+//   - a waiter whose retry finds nothing for it keeps waiting, in its
+//     place, and the turn goes on past it (a list or sorted-set waiter
+//     never does: the ready key is one of its own).
+// A retry re-scans its own keys in its own order, passing over a key that
+// now holds another type (it held none when the client parked).
+//
+// The write, the wake and the retry are therefore one step of one round:
+// no other client can take the element in between, and what the retry
+// writes commits with the round, so the woken reply is as durable as any
+// other (it joins the round's completions, which leave after the commit,
+// and after the fsync with durability "always").
 
-// blockKind is what a waiter does when it wakes.
-type blockKind uint8
+// retry is a blocking command's attempt at its work, bound by its handler
+// to what the handler parsed. It looks at keys (the command's, in the
+// client's order) and, when it finds what it waits for, takes it, writes
+// the command's reply to c.w and reports done; an error is the command's
+// error reply. The handler runs it for the client first; a parked waiter
+// keeps it, and the serving loop runs it again in a Ctx of the waiter's own
+// (its session, database and protocol, woken set, no args). It must not
+// keep the batch's arguments: keys are the waiter's copies, and anything
+// else it binds must be a copy too.
+type retry func(c *Ctx, keys [][]byte) (done bool, err error)
 
-const (
-	blockPop   blockKind = iota // BLPOP, BRPOP: [key, element]
-	blockMPop                   // BLMPOP: [key, [elements]]
-	blockMove                   // BLMOVE, BRPOPLPUSH: the element, moved to dst
-	blockJob                    // SAVE, SHUTDOWN SAVE: waits for an offload job, on no key
-	blockZPop                   // BZPOPMIN, BZPOPMAX: [key, member, score]
-	blockZMPop                  // BZMPOP: [key, [[member, score], ...]]
-)
-
-// waitClass is the type of value a waiter takes: each key queues its
-// waiters in one lane per class, and a ready key serves the lane of the
-// type it holds.
-type waitClass uint8
-
-const (
-	classList waitClass = iota
-	classZSet
-	numClasses
-)
-
-// class is the lane a waiter of kind k queues in.
-func (k blockKind) class() waitClass {
-	if k == blockZPop || k == blockZMPop {
-		return classZSet
+// tryOnce runs try for the client and answers with none when it finds
+// nothing: the non-blocking forms (LMPOP, LMOVE, ZMPOP), and a blocking
+// command that may not block.
+func (c *Ctx) tryOnce(keys [][]byte, try retry, none func(*proto.Writer)) error {
+	done, err := try(c, keys)
+	if err == nil && !done {
+		none(c.w)
 	}
-	return classList
+	return err
+}
+
+// tryOrPark runs a blocking command whose other arguments are parsed: it
+// parses the timeout at args[timeoutArg], runs try for the client, and when
+// try finds nothing parks the client on keys, in the lane of type t, to be
+// retried when one of them is ready. A command that may not block (see
+// Ctx.noBlock) answers with none instead, as its non-blocking form would.
+func (c *Ctx) tryOrPark(timeoutArg int, t storage.Type, keys [][]byte, try retry, none func(*proto.Writer)) error {
+	ms, err := parseTimeout(c.args[timeoutArg])
+	if err != nil {
+		return err
+	}
+	if c.noBlock {
+		return c.tryOnce(keys, try, none)
+	}
+	done, err := try(c, keys)
+	if err != nil || done {
+		return err
+	}
+	return c.block(&waiter{typ: t, keys: keys, retry: try}, ms)
 }
 
 // waitKey names a watched key: its database and its bytes.
@@ -78,18 +111,16 @@ type waitKey struct {
 	key string
 }
 
-// waiter is one blocked client.
+// waiter is one blocked client. A waiter with no retry waits for an
+// offload job (SAVE), on no key; CLIENT UNBLOCK leaves it alone.
 type waiter struct {
 	s     *session
+	cmd   *Command
 	db    int
-	keys  [][]byte  // as the client gave them, scanned in this order
-	wkeys []waitKey // the distinct keys, as queued
-	kind  blockKind
-	from  storage.End
-	to    storage.End // blockMove
-	dst   []byte      // blockMove
-	count int64       // blockMPop, blockZMPop
-	max   bool        // blockZPop, blockZMPop: highest scores first
+	keys  [][]byte     // as the client gave them, scanned in this order
+	wkeys []waitKey    // the distinct keys, as queued
+	typ   storage.Type // the lane it queues in: the type it waits for
+	retry retry
 
 	deadline time.Time // zero: no timeout
 	hidx     int       // index in the deadline heap; -1 when not in it
@@ -113,28 +144,52 @@ type waiter struct {
 // pendingOut marks a waiter whose batch runBatch has not yet linked.
 const pendingOut = -2
 
-// waitQueue is one key's waiters, in one lane per class; live counts them
-// all (blocking.max_waiters_per_key applies to the key).
+// waitQueue is one key's waiters, in one lane per type waited for; live
+// counts them all (blocking.max_waiters_per_key applies to the key).
 type waitQueue struct {
-	lanes [numClasses]lane
+	lanes []lane
 	live  int
 }
 
-// lane is the waiters of one class on one key, oldest first. Completed
+// lane is the lane of type t, or nil.
+func (q *waitQueue) lane(t storage.Type) *lane {
+	for i := range q.lanes {
+		if q.lanes[i].typ == t {
+			return &q.lanes[i]
+		}
+	}
+	return nil
+}
+
+// lane is the waiters of one type on one key, oldest first. Completed
 // waiters are skipped and dropped lazily; live counts the others.
 type lane struct {
+	typ  storage.Type
 	ws   []*waiter
 	live int
 }
 
 // front is the oldest live waiter.
-func (q *lane) front() *waiter {
+func (q *lane) front() *waiter { return q.nth(0) }
+
+// nth is the live waiter that has n live ones before it, or nil. The
+// completed waiters in front of the oldest live one are dropped.
+func (q *lane) nth(n int) *waiter {
 	for i, w := range q.ws {
 		if !w.done {
 			clear(q.ws[:i])
 			q.ws = q.ws[i:]
+			break
+		}
+	}
+	for _, w := range q.ws {
+		if w.done {
+			continue
+		}
+		if n == 0 {
 			return w
 		}
+		n--
 	}
 	return nil
 }
@@ -236,7 +291,7 @@ func (c *Ctx) block(w *waiter, timeoutMs int64) error {
 			return ErrTooManyBlocked
 		}
 	}
-	w.s, w.db, w.resp = c.s, c.db, c.s.resp
+	w.s, w.cmd, w.db, w.resp = c.s, c.cmd, c.db, c.s.resp
 	w.hidx, w.oi, w.rec = -1, pendingOut, -1
 	// Copies: a waiter does not keep its whole batch's memory alive.
 	keys := make([][]byte, len(w.keys))
@@ -244,15 +299,17 @@ func (c *Ctx) block(w *waiter, timeoutMs int64) error {
 		keys[i] = bytes.Clone(k)
 	}
 	w.keys = keys
-	w.dst = bytes.Clone(w.dst)
-	cls := w.kind.class()
 	for _, k := range w.wkeys {
 		q := b.queues[k]
 		if q == nil {
 			q = &waitQueue{}
 			b.queues[k] = q
 		}
-		l := &q.lanes[cls]
+		l := q.lane(w.typ)
+		if l == nil {
+			q.lanes = append(q.lanes, lane{typ: w.typ})
+			l = &q.lanes[len(q.lanes)-1]
+		}
 		l.ws = append(l.ws, w)
 		l.live++
 		q.live++
@@ -274,7 +331,6 @@ func (a *Actor) unregister(w *waiter) bool {
 	}
 	w.done = true
 	b := &a.blk
-	cls := w.kind.class()
 	for _, k := range w.wkeys {
 		q := b.queues[k]
 		q.live--
@@ -282,7 +338,7 @@ func (a *Actor) unregister(w *waiter) bool {
 			delete(b.queues, k)
 			continue
 		}
-		l := &q.lanes[cls]
+		l := q.lane(w.typ)
 		l.live--
 		if l.live == 0 {
 			clear(l.ws)
@@ -342,8 +398,9 @@ func (a *Actor) cancelWaiter(w *waiter) {
 	w.held = nil
 }
 
-// signalReady notes that key may now hold list elements or sorted-set
-// members for its waiters.
+// signalReady notes that key may now hold something for its waiters. A
+// command calls it for every key it may have added to (it need not know
+// whether anyone waits).
 func (a *Actor) signalReady(db int, key []byte) {
 	b := &a.blk
 	if len(b.queues) == 0 {
@@ -366,12 +423,10 @@ func (a *Actor) signalDB(db int) {
 	}
 }
 
-// serveReady serves the ready keys' waiters, oldest first per key and
-// class, while a key has both elements and waiters that take them. Keys
-// take turns, each serving up to
-// blocking.wakeup_batch_size waiters per turn; keys made ready meanwhile
-// (a BLMOVE's destination) join the turns. Every turn ends at least one
-// waiter or drops the key, so serving ends.
+// serveReady serves the ready keys' waiters. Keys take turns (serveKey),
+// each serving up to blocking.wakeup_batch_size waiters per turn; keys made
+// ready meanwhile (a BLMOVE's destination) join the turns. A key goes round
+// again only after a turn that served that many, so serving ends.
 func (a *Actor) serveReady() {
 	b := &a.blk
 	defer func() {
@@ -386,38 +441,7 @@ func (a *Actor) serveReady() {
 			return
 		}
 		k := b.ready[i]
-		again := false
-		for served := 0; ; served++ {
-			q := b.queues[k]
-			if q == nil {
-				break
-			}
-			if a.roundErr != nil {
-				break
-			}
-			if served == a.cfg.WakeupBatchSize {
-				again = true
-				break
-			}
-			w, err := a.servable(k, q)
-			if err != nil {
-				a.fail(err)
-				break
-			}
-			if w == nil {
-				break
-			}
-			if !a.serve(w) {
-				// Only a storage failure (which dooms the round) gets
-				// here: the key is a non-empty list or sorted set among
-				// the waiter's keys. Never spin on it.
-				if a.roundErr == nil {
-					a.log.Error().Int("db", k.db).Msg("a waiter could not be served from a ready key")
-				}
-				break
-			}
-		}
-		if again {
+		if a.serveKey(k) {
 			b.ready = append(b.ready, k)
 		} else {
 			delete(b.readySet, k)
@@ -425,34 +449,54 @@ func (a *Actor) serveReady() {
 	}
 }
 
-// servable is the waiter that ready key k serves next: the oldest live one
-// of the lane matching what k holds, if k holds elements; nil otherwise
-// (k missing, of another type, or no waiter of its class).
-func (a *Actor) servable(k waitKey, q *waitQueue) (*waiter, error) {
-	key := []byte(k.key)
-	if q.lanes[classList].live > 0 {
-		n, err := a.st.ListLen(k.db, key)
-		switch {
-		case err == nil && n > 0:
-			return q.lanes[classList].front(), nil
-		case err == nil:
-			return nil, nil // missing: nothing for anyone
-		case !errors.Is(err, storage.ErrWrongType):
-			return nil, err
+// serveKey is one turn of ready key k: it retries the waiters of the lane
+// of the type k holds, oldest first, while k still holds a value of that
+// type, until wakeup_batch_size of them are served. It reports whether k
+// wants another turn (it served that many). Waiters whose retry found
+// nothing stay in front of the lane, and the turn goes on past them: within
+// a turn only the waiter being retried can complete, so the first passed
+// live waiters are the ones passed.
+func (a *Actor) serveKey(k waitKey) (again bool) {
+	b := &a.blk
+	served, passed := 0, 0
+	for {
+		q := b.queues[k]
+		if q == nil || a.roundErr != nil {
+			return false
+		}
+		if served == a.cfg.WakeupBatchSize {
+			return true
+		}
+		l, err := a.readyLane(k, q)
+		if err != nil {
+			a.fail(err)
+			return false
+		}
+		var w *waiter
+		if l != nil {
+			w = l.nth(passed)
+		}
+		if w == nil {
+			return false
+		}
+		if a.retryWaiter(w) {
+			served++
+		} else {
+			passed++
 		}
 	}
-	if q.lanes[classZSet].live > 0 {
-		z, err := a.st.OpenColl(k.db, key, storage.TypeZSet)
-		switch {
-		case errors.Is(err, storage.ErrWrongType):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		case z != nil && z.Len > 0:
-			return q.lanes[classZSet].front(), nil
-		}
+}
+
+// readyLane is the lane that k serves now: the one of the type of value k
+// holds; nil when k is missing or nobody waits for its type. A stored list
+// or sorted set is never empty (the write that empties one deletes its
+// key), so that k exists is that it has something to take.
+func (a *Actor) readyLane(k waitKey, q *waitQueue) (*lane, error) {
+	m, ok, err := a.st.Lookup(k.db, []byte(k.key))
+	if err != nil || !ok {
+		return nil, err
 	}
-	return nil, nil
+	return q.lane(m.Type), nil
 }
 
 // fail records a storage error that dooms the round.
@@ -462,105 +506,28 @@ func (a *Actor) fail(err error) {
 	}
 }
 
-// serve completes w from the first of its keys, in its own order, that
-// holds list elements (sorted-set members for the sorted-set kinds), and
-// reports whether it did. A key that now holds another type is skipped (it
-// was not one when w blocked).
-func (a *Actor) serve(w *waiter) bool {
+// retryWaiter runs w's retry, in a Ctx of w's own, and completes w with
+// what it wrote, or with the error it met (a storage failure also dooms
+// the round). It reports whether w completed; if not, w keeps waiting.
+func (a *Actor) retryWaiter(w *waiter) bool {
 	out := proto.Writer{Proto: w.resp}
-	switch w.kind {
-	case blockPop, blockMPop:
-		count := int64(1)
-		if w.kind == blockMPop {
-			count = w.count
-		}
-		for _, key := range w.keys {
-			vals, err := a.st.ListPop(w.db, key, w.from, count)
-			if errors.Is(err, storage.ErrWrongType) {
-				continue
-			}
-			if err != nil {
-				a.fail(err)
-				r, _ := replyFor(err)
-				out.Error(r)
-				a.complete(w, out.Buf, true)
-				return true
-			}
-			if len(vals) == 0 {
-				continue
-			}
-			writePopped(&out, w.kind, key, vals)
-			a.complete(w, out.Buf, true)
-			return true
-		}
-		return false
-	case blockMove:
-		src := w.keys[0]
-		n, err := a.st.ListLen(w.db, src)
-		if err != nil && !errors.Is(err, storage.ErrWrongType) {
-			a.fail(err)
-		}
-		if n == 0 {
-			return false
-		}
-		v, ok, err := a.st.ListMove(w.db, src, w.dst, w.from, w.to)
-		switch {
-		case errors.Is(err, storage.ErrWrongType):
-			// The destination holds another type: like Redis, the waiter
-			// gets WRONGTYPE and the element stays where it was.
-			out.Error(string(ErrWrongType))
-		case err != nil:
-			a.fail(err)
-			r, _ := replyFor(err)
-			out.Error(r)
-		case !ok:
-			return false
-		default:
-			out.Bulk(v)
-			a.signalReady(w.db, w.dst)
-		}
-		a.complete(w, out.Buf, true)
-		return true
-	case blockZPop, blockZMPop:
-		for _, key := range w.keys {
-			popped, ok, err := zpopKey(a.st, w.db, key, w.max, w.count)
-			if errors.Is(err, storage.ErrWrongType) {
-				continue
-			}
-			if err != nil {
-				a.fail(err)
-				r, _ := replyFor(err)
-				out.Error(r)
-				a.complete(w, out.Buf, true)
-				return true
-			}
-			if !ok || len(popped) == 0 {
-				continue
-			}
-			writeZPopped(&out, w.kind, key, popped)
-			a.complete(w, out.Buf, true)
-			return true
-		}
+	c := Ctx{a: a, s: w.s, cmd: w.cmd, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
+	done, err := w.retry(&c, w.keys)
+	if err != nil {
+		a.fail(err)
+		r, _ := replyFor(err)
+		out.Buf = out.Buf[:0] // drop anything half written
+		out.Error(r)
+	} else if !done {
 		return false
 	}
-	return false
-}
-
-// writePopped writes a blocking pop's reply.
-func writePopped(w *proto.Writer, kind blockKind, key []byte, vals [][]byte) {
-	w.Array(2)
-	w.Bulk(key)
-	if kind == blockMPop {
-		w.Array(len(vals))
-	}
-	for _, v := range vals {
-		w.Bulk(v)
-	}
+	a.complete(w, out.Buf, true)
+	return true
 }
 
 // timeoutReply is what a waiter gets when its time runs out (or CLIENT
-// UNBLOCK TIMEOUT): Redis's null array, for every blocking list and
-// sorted-set command.
+// UNBLOCK TIMEOUT): Redis's null array, whatever the command (BLMOVE's
+// too, although its other null replies are null bulks).
 func timeoutReply(w *waiter) []byte {
 	out := proto.Writer{Proto: w.resp}
 	out.NullArray()
@@ -648,7 +615,7 @@ func (a *Actor) settleHeld(failed bool) {
 // CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
 func cmdClientUnblock(c *Ctx) error {
 	if len(c.args) > 4 {
-		return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(c.args[1], 128) + "'. Try CLIENT HELP.")
+		return errSubcommandArgs(c.args[1])
 	}
 	asError := false
 	if len(c.args) == 4 {
@@ -657,7 +624,7 @@ func cmdClientUnblock(c *Ctx) error {
 		case c.argEq(3, "error"):
 			asError = true
 		default:
-			return ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return ErrUnblockReason
 		}
 	}
 	id, err := c.intArg(2)
@@ -665,7 +632,7 @@ func cmdClientUnblock(c *Ctx) error {
 		return err
 	}
 	target := c.a.sessions[uint64(id)]
-	if id <= 0 || target == nil || target.blocked == nil || target.blocked.kind == blockJob {
+	if id <= 0 || target == nil || target.blocked == nil || target.blocked.retry == nil {
 		// A client waiting for SAVE is not a blocked client in Redis's
 		// sense: CLIENT UNBLOCK does not apply to it.
 		c.w.Int(0)

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -24,7 +25,16 @@ type Ctx struct {
 	// would when it finds nothing (inside MULTI/EXEC, or not last in its
 	// batch), as Redis's CLIENT_DENY_BLOCKING does.
 	noBlock bool
+	// woken marks a parked waiter's retry (blocking.go), which runs outside
+	// any command of its client: see passOver.
+	woken bool
 }
+
+// passOver reports whether a retry skips a key for err: one that now holds
+// another type. It held none when the client parked (the first attempt
+// would have answered WRONGTYPE); like a key whose type nobody waiting
+// wants, it answers no one, and the retry looks on to its other keys.
+func (c *Ctx) passOver(err error) bool { return c.woken && errors.Is(err, storage.ErrWrongType) }
 
 // argEq reports whether args[i] equals word, ignoring ASCII case.
 func (c *Ctx) argEq(i int, word string) bool { return eqFold(c.args[i], word) }

@@ -79,12 +79,72 @@ const (
 	ErrWithScoresByLex     ReplyError = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 	ErrRandomCountTooLarge ReplyError = "ERR count is out of range: Cellar returns at most 16777216 elements with repeats"
 	ErrRandomReplyTooLarge ReplyError = "ERR reply would exceed proto-max-bulk-len: ask for fewer random elements"
+
+	// Lists (LPOS).
+	ErrRankZero          ReplyError = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list"
+	ErrLPosCountNegative ReplyError = "ERR COUNT can't be negative"
+	ErrMaxLenNegative    ReplyError = "ERR MAXLEN can't be negative"
+
+	// Keys, server and clients.
+	ErrNoLFU         ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrFirstDBIndex  ReplyError = "ERR invalid first DB index"
+	ErrSecondDBIndex ReplyError = "ERR invalid second DB index"
+	ErrUnblockReason ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 )
+
+// errNotPositive is why CONFIG SET refuses a value for one of the actor's
+// integer settings (the end of errConfigSetFailed's text).
+var errNotPositive = errors.New("argument must be a positive integer")
+
+// errSubcommandArgs is CLIENT's error for a subcommand given too many
+// arguments.
+func errSubcommandArgs(sub []byte) error {
+	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(sub, 128) + "'. Try CLIENT HELP.")
+}
+
+// errConfigSetUnknown is CONFIG SET's error for a parameter it does not
+// have.
+func errConfigSetUnknown(param []byte) error {
+	return ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '" + cString(param, 1<<30) + "'")
+}
+
+// errConfigSetImmutable is CONFIG SET's error for a parameter fixed at
+// start.
+func errConfigSetImmutable(name string) error {
+	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+}
+
+// errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
+func errConfigSetFailed(name string, err error) error {
+	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+}
+
+// errSnapshotStart is the error of SAVE, BGSAVE or SHUTDOWN SAVE when the
+// offload pool refuses the snapshot job.
+func errSnapshotStart(err error) error {
+	return ReplyError("ERR cannot start the snapshot: " + err.Error())
+}
+
+// errSnapshotFailed is SAVE's reply when its snapshot failed.
+func errSnapshotFailed(err error) error {
+	return ReplyError("ERR snapshot failed: " + err.Error())
+}
+
+// errCannotWait is the error of a command whose reply waits for background
+// work (SAVE) where it may not wait.
+func errCannotWait(name string) error {
+	return ReplyError("ERR " + name + " cannot wait here (inside MULTI or behind a blocked command)")
+}
 
 // errAtLeastOneKey is the numkeys error of ZUNION, ZINTER, ZDIFF, their
 // STORE forms and ZINTERCARD.
 func errAtLeastOneKey(name string) error {
 	return ReplyError("ERR at least 1 input key is needed for '" + name + "' command")
+}
+
+// errUnsupportedOption is EXPIRE's error for an option it does not know.
+func errUnsupportedOption(opt []byte) error {
+	return ReplyError("ERR Unsupported option " + cString(opt, 1<<30))
 }
 
 // errCountMismatch reports a collection whose stored element count

@@ -5,18 +5,19 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
 
 var hashCommands = []*Command{
-	{Name: "hset", Summary: "Sets fields of a hash, creating it if needed.", Handler: cmdHSet},
-	{Name: "hmset", Summary: "Sets fields of a hash (older form of HSET that replies OK).", Handler: cmdHSet},
+	{Name: "hset", Summary: "Sets fields of a hash, creating it if needed.", Handler: cmdHSet(replyAdded)},
+	{Name: "hmset", Summary: "Sets fields of a hash (older form of HSET that replies OK).", Handler: cmdHSet(replyOK)},
 	{Name: "hsetnx", Summary: "Sets a hash field only if it does not exist.", Handler: cmdHSetNX},
 	{Name: "hget", Summary: "Returns the value of a hash field.", Handler: cmdHGet},
 	{Name: "hmget", Summary: "Returns the values of several hash fields.", Handler: cmdHMGet},
-	{Name: "hgetall", Summary: "Returns every field and value of a hash.", Handler: cmdHGetAll},
-	{Name: "hkeys", Summary: "Returns every field of a hash.", Handler: cmdHGetAll},
-	{Name: "hvals", Summary: "Returns every value of a hash.", Handler: cmdHGetAll},
+	{Name: "hgetall", Summary: "Returns every field and value of a hash.", Handler: cmdHGetAll(hashFields | hashValues)},
+	{Name: "hkeys", Summary: "Returns every field of a hash.", Handler: cmdHGetAll(hashFields)},
+	{Name: "hvals", Summary: "Returns every value of a hash.", Handler: cmdHGetAll(hashValues)},
 	{Name: "hdel", Summary: "Removes fields from a hash.", Handler: cmdHDel},
 	{Name: "hexists", Summary: "Tells whether a hash has a field.", Handler: cmdHExists},
 	{Name: "hlen", Summary: "Returns the number of fields of a hash.", Handler: cmdHLen},
@@ -27,34 +28,36 @@ var hashCommands = []*Command{
 	{Name: "hscan", Summary: "Iterates over the fields and values of a hash with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeHash) }},
 }
 
+// The replies of HSET (how many fields it added) and HMSET (OK).
+func replyAdded(w *proto.Writer, added int64) { w.Int(added) }
+func replyOK(w *proto.Writer, _ int64)        { w.OK() }
+
 // HSET key field value [field value ...] / HMSET (replies OK)
-func cmdHSet(c *Ctx) error {
-	if len(c.args)%2 != 0 {
-		return errWrongArgs(c.cmd.Name)
-	}
-	h, err := c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeHash)
-	if err != nil {
-		return err
-	}
-	added := int64(0)
-	for i := 2; i < len(c.args); i += 2 {
-		ok, err := c.st.HashSet(h, c.args[i], c.args[i+1], false)
+func cmdHSet(reply func(w *proto.Writer, added int64)) Handler {
+	return func(c *Ctx) error {
+		if len(c.args)%2 != 0 {
+			return errWrongArgs(c.cmd.Name)
+		}
+		h, err := c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeHash)
 		if err != nil {
 			return err
 		}
-		if ok {
-			added++
+		added := int64(0)
+		for i := 2; i < len(c.args); i += 2 {
+			ok, err := c.st.HashSet(h, c.args[i], c.args[i+1], false)
+			if err != nil {
+				return err
+			}
+			if ok {
+				added++
+			}
 		}
+		if err := c.st.SaveColl(h, true); err != nil {
+			return err
+		}
+		reply(c.w, added)
+		return nil
 	}
-	if err := c.st.SaveColl(h, true); err != nil {
-		return err
-	}
-	if c.cmd.Name == "hmset" {
-		c.w.OK()
-	} else {
-		c.w.Int(added)
-	}
-	return nil
 }
 
 // HSETNX key field value
@@ -126,44 +129,54 @@ func cmdHMGet(c *Ctx) error {
 	return nil
 }
 
+// What HGETALL (both), HKEYS and HVALS return of each field.
+type hashParts uint8
+
+const (
+	hashFields hashParts = 1 << iota
+	hashValues
+)
+
 // HGETALL key / HKEYS key / HVALS key
-func cmdHGetAll(c *Ctx) error {
-	h, err := c.readColl(c.args[1], storage.TypeHash)
-	if err != nil {
+func cmdHGetAll(parts hashParts) Handler {
+	return func(c *Ctx) error {
+		h, err := c.readColl(c.args[1], storage.TypeHash)
+		if err != nil {
+			return err
+		}
+		keys, vals := parts&hashFields != 0, parts&hashValues != 0
+		if h == nil {
+			if keys && vals {
+				c.w.Map(0)
+			} else {
+				c.w.Array(0)
+			}
+			return nil
+		}
+		// The count is known up front (keys.value), so the elements stream
+		// straight into the reply.
+		n := int(h.Len)
+		if keys && vals {
+			c.w.Map(n)
+		} else {
+			c.w.Array(n)
+		}
+		written := 0
+		err = c.st.Elements(h, func(e *storage.Elem) bool {
+			if keys {
+				c.w.Bulk(e.Member)
+			}
+			if vals {
+				c.w.Bulk(e.Value)
+			}
+			written++
+			return true
+		})
+		if err == nil && written != n {
+			return errCountMismatch(c.args[1], n, written)
+		}
 		return err
 	}
-	keys, vals := c.cmd.Name != "hvals", c.cmd.Name != "hkeys"
-	if h == nil {
-		if keys && vals {
-			c.w.Map(0)
-		} else {
-			c.w.Array(0)
-		}
-		return nil
-	}
-	// The count is known up front (keys.value), so the elements stream
-	// straight into the reply.
-	n := int(h.Len)
-	if keys && vals {
-		c.w.Map(n)
-	} else {
-		c.w.Array(n)
-	}
-	written := 0
-	err = c.st.Elements(h, func(e *storage.Elem) bool {
-		if keys {
-			c.w.Bulk(e.Member)
-		}
-		if vals {
-			c.w.Bulk(e.Value)
-		}
-		written++
-		return true
-	})
-	if err == nil && written != n {
-		return errCountMismatch(c.args[1], n, written)
-	}
-	return err
 }
 
 // HDEL key field [field ...]

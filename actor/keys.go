@@ -14,17 +14,17 @@ var keyCommands = []*Command{
 	{Name: "exists", Summary: "Counts how many of the given keys exist.", Handler: cmdExists},
 	{Name: "touch", Summary: "Counts how many of the given keys exist.", Handler: cmdExists},
 	{Name: "type", Summary: "Returns the type of a key.", Handler: cmdType},
-	{Name: "expire", Summary: "Sets a key's time to live in seconds.", Handler: cmdExpire},
-	{Name: "pexpire", Summary: "Sets a key's time to live in milliseconds.", Handler: cmdExpire},
-	{Name: "expireat", Summary: "Sets a key's expiry as a unix time in seconds.", Handler: cmdExpire},
-	{Name: "pexpireat", Summary: "Sets a key's expiry as a unix time in milliseconds.", Handler: cmdExpire},
-	{Name: "ttl", Summary: "Returns a key's time to live in seconds.", Handler: cmdTTL},
-	{Name: "pttl", Summary: "Returns a key's time to live in milliseconds.", Handler: cmdTTL},
-	{Name: "expiretime", Summary: "Returns a key's expiry as a unix time in seconds.", Handler: cmdTTL},
-	{Name: "pexpiretime", Summary: "Returns a key's expiry as a unix time in milliseconds.", Handler: cmdTTL},
+	{Name: "expire", Summary: "Sets a key's time to live in seconds.", Handler: cmdExpire(inSeconds, fromNow)},
+	{Name: "pexpire", Summary: "Sets a key's time to live in milliseconds.", Handler: cmdExpire(inMillis, fromNow)},
+	{Name: "expireat", Summary: "Sets a key's expiry as a unix time in seconds.", Handler: cmdExpire(inSeconds, unixTime)},
+	{Name: "pexpireat", Summary: "Sets a key's expiry as a unix time in milliseconds.", Handler: cmdExpire(inMillis, unixTime)},
+	{Name: "ttl", Summary: "Returns a key's time to live in seconds.", Handler: cmdTTL(inSeconds, fromNow)},
+	{Name: "pttl", Summary: "Returns a key's time to live in milliseconds.", Handler: cmdTTL(inMillis, fromNow)},
+	{Name: "expiretime", Summary: "Returns a key's expiry as a unix time in seconds.", Handler: cmdTTL(inSeconds, unixTime)},
+	{Name: "pexpiretime", Summary: "Returns a key's expiry as a unix time in milliseconds.", Handler: cmdTTL(inMillis, unixTime)},
 	{Name: "persist", Summary: "Removes a key's expiry.", Handler: cmdPersist},
-	{Name: "rename", Summary: "Renames a key, replacing the destination.", Handler: cmdRename},
-	{Name: "renamenx", Summary: "Renames a key only if the destination does not exist.", Handler: cmdRename},
+	{Name: "rename", Summary: "Renames a key, replacing the destination.", Handler: cmdRename(replaceDst)},
+	{Name: "renamenx", Summary: "Renames a key only if the destination does not exist.", Handler: cmdRename(keepDst)},
 	{Name: "copy", Summary: "Copies a key, optionally to another database.", Handler: cmdCopy},
 	{Name: "move", Summary: "Moves a key to another database.", Handler: cmdMove},
 	{Name: "keys", Summary: "Returns the keys matching a pattern.", Handler: cmdKeys},
@@ -85,98 +85,121 @@ func cmdType(c *Ctx) error {
 	return nil
 }
 
-// EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE, EXPIREAT, PEXPIREAT
-func cmdExpire(c *Ctx) error {
-	var nx, xx, gt, lt bool
-	for _, opt := range c.args[3:] {
+// The unit of an expiry or a time to live, and whether it counts from now
+// or is a unix time: EXPIRE and TTL take and give seconds from now, the P
+// forms milliseconds, EXPIREAT and EXPIRETIME unix times.
+const (
+	inSeconds = true
+	inMillis  = false
+	fromNow   = true
+	unixTime  = false
+)
+
+// expireCond is the condition of EXPIRE and its kin: NX, XX, GT, LT.
+type expireCond struct{ nx, xx, gt, lt bool }
+
+// parseExpireCond parses the options of EXPIRE and its kin.
+func parseExpireCond(opts [][]byte) (f expireCond, err error) {
+	for _, opt := range opts {
 		switch {
 		case eqFold(opt, "nx"):
-			nx = true
+			f.nx = true
 		case eqFold(opt, "xx"):
-			xx = true
+			f.xx = true
 		case eqFold(opt, "gt"):
-			gt = true
+			f.gt = true
 		case eqFold(opt, "lt"):
-			lt = true
+			f.lt = true
 		default:
-			return ReplyError("ERR Unsupported option " + cString(opt, 1<<30))
+			return f, errUnsupportedOption(opt)
 		}
 	}
-	if nx && (xx || gt || lt) {
-		return ErrNXWithGTLT
+	if f.nx && (f.xx || f.gt || f.lt) {
+		return f, ErrNXWithGTLT
 	}
-	if gt && lt {
-		return ErrGTLTNX
+	if f.gt && f.lt {
+		return f, ErrGTLTNX
 	}
-	when, err := c.intArg(2)
-	if err != nil {
-		return err
-	}
-	name := c.cmd.Name
-	if name == "expire" || name == "expireat" {
-		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
-			return errInvalidExpire(name)
+	return f, nil
+}
+
+// allows reports whether the condition lets a key whose expiry is cur (0:
+// none, which GT and LT treat as infinite) get the expiry when.
+func (f expireCond) allows(cur, when int64) bool {
+	return !((f.nx && cur != 0) || (f.xx && cur == 0) || (f.gt && (cur == 0 || when <= cur)) || (f.lt && cur != 0 && when >= cur))
+}
+
+// EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE, EXPIREAT, PEXPIREAT
+func cmdExpire(seconds, relative bool) Handler {
+	return func(c *Ctx) error {
+		cond, err := parseExpireCond(c.args[3:])
+		if err != nil {
+			return err
 		}
-		when *= 1000
-	}
-	base := int64(0)
-	if name == "expire" || name == "pexpire" {
-		base = c.now
-	}
-	if when > math.MaxInt64-base {
-		return errInvalidExpire(name)
-	}
-	when += base
-	m, ok, err := c.st.Lookup(c.db, c.args[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		c.w.Int(0)
+		when, err := c.intArg(2)
+		if err != nil {
+			return err
+		}
+		if seconds {
+			if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+				return errInvalidExpire(c.cmd.Name)
+			}
+			when *= 1000
+		}
+		base := int64(0)
+		if relative {
+			base = c.now
+		}
+		if when > math.MaxInt64-base {
+			return errInvalidExpire(c.cmd.Name)
+		}
+		when += base
+		m, ok, err := c.st.Lookup(c.db, c.args[1])
+		if err != nil {
+			return err
+		}
+		if !ok || !cond.allows(m.ExpireAt, when) {
+			c.w.Int(0)
+			return nil
+		}
+		if when <= c.now {
+			_, err = c.st.Delete(c.db, c.args[1])
+		} else {
+			err = c.st.SetExpire(c.db, c.args[1], when)
+		}
+		if err != nil {
+			return err
+		}
+		c.w.Int(1)
 		return nil
 	}
-	cur := m.ExpireAt // 0: no expiry ("infinite")
-	if (nx && cur != 0) || (xx && cur == 0) || (gt && (cur == 0 || when <= cur)) || (lt && cur != 0 && when >= cur) {
-		c.w.Int(0)
-		return nil
-	}
-	if when <= c.now {
-		_, err = c.st.Delete(c.db, c.args[1])
-	} else {
-		err = c.st.SetExpire(c.db, c.args[1], when)
-	}
-	if err != nil {
-		return err
-	}
-	c.w.Int(1)
-	return nil
 }
 
 // TTL key, PTTL key, EXPIRETIME key, PEXPIRETIME key
-func cmdTTL(c *Ctx) error {
-	m, ok, err := c.st.Lookup(c.db, c.args[1])
-	if err != nil {
-		return err
-	}
-	if !ok {
-		c.w.Int(-2)
+func cmdTTL(seconds, relative bool) Handler {
+	return func(c *Ctx) error {
+		m, ok, err := c.st.Lookup(c.db, c.args[1])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.w.Int(-2)
+			return nil
+		}
+		if m.ExpireAt == 0 {
+			c.w.Int(-1)
+			return nil
+		}
+		v := m.ExpireAt
+		if relative {
+			v = max(v-c.now, 0)
+		}
+		if seconds {
+			v = (v + 500) / 1000
+		}
+		c.w.Int(v)
 		return nil
 	}
-	if m.ExpireAt == 0 {
-		c.w.Int(-1)
-		return nil
-	}
-	abs := c.cmd.Name == "expiretime" || c.cmd.Name == "pexpiretime"
-	ms := c.cmd.Name == "pttl" || c.cmd.Name == "pexpiretime"
-	v := m.ExpireAt
-	if !abs {
-		v = max(v-c.now, 0)
-	}
-	if !ms {
-		v = (v + 500) / 1000
-	}
-	c.w.Int(v)
-	return nil
 }
 
 // PERSIST key
@@ -196,45 +219,53 @@ func cmdPersist(c *Ctx) error {
 	return nil
 }
 
-// RENAME key newkey / RENAMENX key newkey
-func cmdRename(c *Ctx) error {
-	nx := c.cmd.Name == "renamenx"
-	src, dst := c.args[1], c.args[2]
-	_, ok, err := c.st.Lookup(c.db, src)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return ErrNoSuchKey
-	}
-	if bytes.Equal(src, dst) {
+// Whether a rename replaces an existing destination (RENAME) or leaves it
+// and does nothing (RENAMENX).
+const (
+	replaceDst = false
+	keepDst    = true
+)
+
+// RENAME key newkey / RENAMENX key newkey (nx)
+func cmdRename(nx bool) Handler {
+	return func(c *Ctx) error {
+		src, dst := c.args[1], c.args[2]
+		_, ok, err := c.st.Lookup(c.db, src)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNoSuchKey
+		}
+		if bytes.Equal(src, dst) {
+			if nx {
+				c.w.Int(0)
+			} else {
+				c.w.OK()
+			}
+			return nil
+		}
 		if nx {
-			c.w.Int(0)
+			_, exists, err := c.st.Lookup(c.db, dst)
+			if err != nil {
+				return err
+			}
+			if exists {
+				c.w.Int(0)
+				return nil
+			}
+		}
+		if err := c.st.Rename(c.db, src, dst); err != nil {
+			return err
+		}
+		c.a.signalReady(c.db, dst)
+		if nx {
+			c.w.Int(1)
 		} else {
 			c.w.OK()
 		}
 		return nil
 	}
-	if nx {
-		_, exists, err := c.st.Lookup(c.db, dst)
-		if err != nil {
-			return err
-		}
-		if exists {
-			c.w.Int(0)
-			return nil
-		}
-	}
-	if err := c.st.Rename(c.db, src, dst); err != nil {
-		return err
-	}
-	c.a.signalReady(c.db, dst)
-	if nx {
-		c.w.Int(1)
-	} else {
-		c.w.OK()
-	}
-	return nil
 }
 
 // dbArg parses a database index argument as Redis's getIntFromObject plus
@@ -524,7 +555,7 @@ func cmdObjectFreq(c *Ctx) error {
 	if err != nil || !ok {
 		return err
 	}
-	return ReplyError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	return ErrNoLFU
 }
 
 // OBJECT REFCOUNT key: small integers are shared objects in Redis.

@@ -1,16 +1,19 @@
 package actor
 
 import (
+	"bytes"
+
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
 
 var listCommands = []*Command{
-	{Name: "lpush", Summary: "Inserts elements at the head of a list, creating it if needed.", Handler: cmdPush},
-	{Name: "rpush", Summary: "Appends elements to the tail of a list, creating it if needed.", Handler: cmdPush},
-	{Name: "lpushx", Summary: "Inserts elements at the head of a list that exists.", Handler: cmdPush},
-	{Name: "rpushx", Summary: "Appends elements to the tail of a list that exists.", Handler: cmdPush},
-	{Name: "lpop", Summary: "Removes and returns elements from the head of a list.", Handler: cmdPop},
-	{Name: "rpop", Summary: "Removes and returns elements from the tail of a list.", Handler: cmdPop},
+	{Name: "lpush", Summary: "Inserts elements at the head of a list, creating it if needed.", Handler: cmdPush(storage.Left, orCreate)},
+	{Name: "rpush", Summary: "Appends elements to the tail of a list, creating it if needed.", Handler: cmdPush(storage.Right, orCreate)},
+	{Name: "lpushx", Summary: "Inserts elements at the head of a list that exists.", Handler: cmdPush(storage.Left, onlyExisting)},
+	{Name: "rpushx", Summary: "Appends elements to the tail of a list that exists.", Handler: cmdPush(storage.Right, onlyExisting)},
+	{Name: "lpop", Summary: "Removes and returns elements from the head of a list.", Handler: cmdPop(storage.Left)},
+	{Name: "rpop", Summary: "Removes and returns elements from the tail of a list.", Handler: cmdPop(storage.Right)},
 	{Name: "llen", Summary: "Returns the length of a list.", Handler: cmdLLen},
 	{Name: "lrange", Summary: "Returns a range of a list's elements by index.", Handler: cmdLRange},
 	{Name: "lindex", Summary: "Returns the element of a list at an index.", Handler: cmdLIndex},
@@ -19,85 +22,88 @@ var listCommands = []*Command{
 	{Name: "lrem", Summary: "Removes occurrences of an element from a list.", Handler: cmdLRem},
 	{Name: "ltrim", Summary: "Keeps only a range of a list's elements, by index.", Handler: cmdLTrim},
 	{Name: "lpos", Summary: "Returns the indexes of the elements of a list equal to a value.", Handler: cmdLPos},
-	{Name: "lmove", Summary: "Moves an element from one end of a list to an end of another.", Handler: cmdLMove},
-	{Name: "rpoplpush", Summary: "Moves the tail element of a list to the head of another (LMOVE RIGHT LEFT).", Handler: cmdLMove},
+	{Name: "lmove", Summary: "Moves an element from one end of a list to an end of another.", Handler: cmdLMove(endsArgs)},
+	{Name: "rpoplpush", Summary: "Moves the tail element of a list to the head of another (LMOVE RIGHT LEFT).", Handler: cmdLMove(tailToHead)},
 	{Name: "lmpop", Summary: "Pops elements from the first non-empty list of several.", Handler: cmdLMPop},
-	{Name: "blpop", Summary: "Pops the head element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop},
-	{Name: "brpop", Summary: "Pops the tail element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop},
-	{Name: "blmove", Summary: "Moves an element between lists, waiting for the source to have one.", Handler: cmdBLMove},
-	{Name: "brpoplpush", Summary: "Moves the tail element of a list to the head of another, waiting for one.", Handler: cmdBLMove},
+	{Name: "blpop", Summary: "Pops the head element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop(storage.Left)},
+	{Name: "brpop", Summary: "Pops the tail element of the first non-empty list, waiting for one if none has any.", Handler: cmdBPop(storage.Right)},
+	{Name: "blmove", Summary: "Moves an element between lists, waiting for the source to have one.", Handler: cmdBLMove(endsArgs)},
+	{Name: "brpoplpush", Summary: "Moves the tail element of a list to the head of another, waiting for one.", Handler: cmdBLMove(tailToHead)},
 	{Name: "blmpop", Summary: "Pops elements from the first non-empty list of several, waiting for one.", Handler: cmdBLMPop},
 }
 
-// LPUSH|RPUSH|LPUSHX|RPUSHX key element [element ...]
-func cmdPush(c *Ctx) error {
-	end := storage.Left
-	if c.cmd.Name[0] == 'r' {
-		end = storage.Right
-	}
-	onlyExisting := c.cmd.Name[len(c.cmd.Name)-1] == 'x'
-	key := c.args[1]
-	n, err := c.st.ListPush(c.db, key, end, c.args[2:], onlyExisting)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		c.a.signalReady(c.db, key)
-	}
-	c.w.Int(n)
-	return nil
-}
+// Whether a push creates a missing list (LPUSH, RPUSH) or adds only to one
+// that exists (LPUSHX, RPUSHX).
+const (
+	orCreate     = false
+	onlyExisting = true
+)
 
-// LPOP|RPOP key [count]
-func cmdPop(c *Ctx) error {
-	end := storage.Left
-	if c.cmd.Name == "rpop" {
-		end = storage.Right
-	}
-	if len(c.args) > 3 {
-		return errWrongArgs(c.cmd.Name)
-	}
-	withCount := len(c.args) == 3
-	count := int64(1)
-	if withCount {
-		v, ok := parseIntOK(c.args[2])
-		if !ok || v < 0 {
-			return ErrCountNegative
-		}
-		count = v
-	}
-	if withCount && count == 0 {
-		// Redis answers an empty array for an existing list, after the
-		// usual lookup.
-		n, err := c.st.ListLen(c.db, c.args[1])
+// LPUSH|RPUSH key element [element ...] (at end), and LPUSHX|RPUSHX
+// (existing: onlyExisting).
+func cmdPush(end storage.End, existing bool) Handler {
+	return func(c *Ctx) error {
+		key := c.args[1]
+		n, err := c.st.ListPush(c.db, key, end, c.args[2:], existing)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if n > 0 {
+			c.a.signalReady(c.db, key)
+		}
+		c.w.Int(n)
+		return nil
+	}
+}
+
+// LPOP|RPOP key [count], popping at end.
+func cmdPop(end storage.End) Handler {
+	return func(c *Ctx) error {
+		if len(c.args) > 3 {
+			return errWrongArgs(c.cmd.Name)
+		}
+		withCount := len(c.args) == 3
+		count := int64(1)
+		if withCount {
+			v, ok := parseIntOK(c.args[2])
+			if !ok || v < 0 {
+				return ErrCountNegative
+			}
+			count = v
+		}
+		if withCount && count == 0 {
+			// Redis answers an empty array for an existing list, after the
+			// usual lookup.
+			n, err := c.st.ListLen(c.db, c.args[1])
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				c.w.NullArray()
+			} else {
+				c.w.Array(0)
+			}
+			return nil
+		}
+		vals, err := c.st.ListPop(c.db, c.args[1], end, count)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(vals) == 0 && withCount:
 			c.w.NullArray()
-		} else {
-			c.w.Array(0)
+		case len(vals) == 0:
+			c.w.Null()
+		case withCount:
+			c.w.Array(len(vals))
+			for _, v := range vals {
+				c.w.Bulk(v)
+			}
+		default:
+			c.w.Bulk(vals[0])
 		}
 		return nil
 	}
-	vals, err := c.st.ListPop(c.db, c.args[1], end, count)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(vals) == 0 && withCount:
-		c.w.NullArray()
-	case len(vals) == 0:
-		c.w.Null()
-	case withCount:
-		c.w.Array(len(vals))
-		for _, v := range vals {
-			c.w.Bulk(v)
-		}
-	default:
-		c.w.Bulk(vals[0])
-	}
-	return nil
 }
 
 // LLEN key
@@ -236,7 +242,7 @@ func cmdLPos(c *Ctx) error {
 				return err
 			}
 			if v == 0 {
-				return ReplyError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return ErrRankZero
 			}
 			if v == -1<<63 {
 				// Redis negates it, which overflows back to itself, and
@@ -248,13 +254,13 @@ func cmdLPos(c *Ctx) error {
 		case c.argEq(j, "count") && more:
 			v, ok := parseIntOK(c.args[j+1])
 			if !ok || v < 0 {
-				return ReplyError("ERR COUNT can't be negative")
+				return ErrLPosCountNegative
 			}
 			count = v
 		case c.argEq(j, "maxlen") && more:
 			v, ok := parseIntOK(c.args[j+1])
 			if !ok || v < 0 {
-				return ReplyError("ERR MAXLEN can't be negative")
+				return ErrMaxLenNegative
 			}
 			maxlen = v
 		default:
@@ -297,12 +303,11 @@ func listEnd(b []byte) (storage.End, error) {
 	return 0, ErrSyntax
 }
 
-// moveEnds parses the wherefrom/whereto of LMOVE and BLMOVE, or gives
-// RPOPLPUSH's RIGHT LEFT.
-func moveEnds(c *Ctx) (from, to storage.End, err error) {
-	if c.cmd.Name == "rpoplpush" || c.cmd.Name == "brpoplpush" {
-		return storage.Right, storage.Left, nil
-	}
+// moveEnds gives the ends a move takes from and puts to.
+type moveEnds func(c *Ctx) (from, to storage.End, err error)
+
+// endsArgs parses the wherefrom and whereto of LMOVE and BLMOVE.
+func endsArgs(c *Ctx) (from, to storage.End, err error) {
 	if from, err = listEnd(c.args[3]); err != nil {
 		return
 	}
@@ -310,160 +315,147 @@ func moveEnds(c *Ctx) (from, to storage.End, err error) {
 	return
 }
 
-// move runs LMOVE's body and writes its reply: the element, or nil when
-// src is missing.
-func move(c *Ctx, from, to storage.End) error {
-	src, dst := c.args[1], c.args[2]
-	v, ok, err := c.st.ListMove(c.db, src, dst, from, to)
-	if err != nil {
-		return err
+// tailToHead is the move of RPOPLPUSH and BRPOPLPUSH: RIGHT LEFT.
+func tailToHead(*Ctx) (from, to storage.End, err error) { return storage.Right, storage.Left, nil }
+
+// moveTo is the work of LMOVE, RPOPLPUSH, BLMOVE and BRPOPLPUSH: it moves
+// the element at the from end of the list at keys[0] to the to end of dst
+// and replies with it. A missing source is nothing found; a destination of
+// another type is WRONGTYPE, and the element stays where it was (a woken
+// waiter too, as in Redis). A retry never passes over its source: it is
+// the ready key, a list.
+func moveTo(dst []byte, from, to storage.End) retry {
+	return func(c *Ctx, keys [][]byte) (bool, error) {
+		v, ok, err := c.st.ListMove(c.db, keys[0], dst, from, to)
+		if err != nil || !ok {
+			return false, err
+		}
+		c.a.signalReady(c.db, dst)
+		c.w.Bulk(v)
+		return true, nil
 	}
-	if !ok {
-		c.w.Null()
-		return nil
-	}
-	c.a.signalReady(c.db, dst)
-	c.w.Bulk(v)
-	return nil
 }
 
 // LMOVE source destination LEFT|RIGHT LEFT|RIGHT, RPOPLPUSH source destination
-func cmdLMove(c *Ctx) error {
-	from, to, err := moveEnds(c)
-	if err != nil {
-		return err
+func cmdLMove(ends moveEnds) Handler {
+	return func(c *Ctx) error {
+		from, to, err := ends(c)
+		if err != nil {
+			return err
+		}
+		return c.tryOnce(c.args[1:2], moveTo(c.args[2], from, to), (*proto.Writer).Null)
 	}
-	return move(c, from, to)
 }
 
-// mpopArgs parses the numkeys key [key ...] LEFT|RIGHT [COUNT count] part of
-// LMPOP and BLMPOP, starting at args[at].
-func mpopArgs(c *Ctx, at int) (keys [][]byte, end storage.End, count int64, err error) {
+// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout,
+// BRPOPLPUSH source destination timeout
+func cmdBLMove(ends moveEnds) Handler {
+	return func(c *Ctx) error {
+		from, to, err := ends(c)
+		if err != nil {
+			return err
+		}
+		// The destination is copied: a parked waiter keeps its retry
+		// past the batch.
+		move := moveTo(bytes.Clone(c.args[2]), from, to)
+		return c.tryOrPark(len(c.args)-1, storage.TypeList, c.args[1:2], move, (*proto.Writer).Null)
+	}
+}
+
+// mpopArgs parses the numkeys key [key ...] WHERE [COUNT count] part of
+// LMPOP, BLMPOP, ZMPOP and BZMPOP, starting at args[at]; where parses WHERE
+// (LEFT|RIGHT, MIN|MAX).
+func mpopArgs[W any](c *Ctx, at int, where func([]byte) (W, error)) (keys [][]byte, w W, count int64, err error) {
 	numkeys, ok := parseIntOK(c.args[at])
 	if !ok || numkeys < 1 {
-		return nil, 0, 0, ErrNumKeysPositive
+		return nil, w, 0, ErrNumKeysPositive
 	}
 	if numkeys >= int64(len(c.args)-at-1) {
-		return nil, 0, 0, ErrSyntax
+		return nil, w, 0, ErrSyntax
 	}
-	where := at + 1 + int(numkeys)
-	if end, err = listEnd(c.args[where]); err != nil {
-		return nil, 0, 0, err
+	wi := at + 1 + int(numkeys)
+	if w, err = where(c.args[wi]); err != nil {
+		return nil, w, 0, err
 	}
 	count = -1
-	for j := where + 1; j < len(c.args); j++ {
+	for j := wi + 1; j < len(c.args); j++ {
 		if count == -1 && c.argEq(j, "count") && j+1 < len(c.args) {
 			v, ok := parseIntOK(c.args[j+1])
 			if !ok || v < 1 {
-				return nil, 0, 0, ReplyError("ERR count should be greater than 0")
+				return nil, w, 0, ErrCountPositive
 			}
 			count = v
 			j++
 			continue
 		}
-		return nil, 0, 0, ErrSyntax
+		return nil, w, 0, ErrSyntax
 	}
 	if count == -1 {
 		count = 1
 	}
-	return c.args[at+1 : where], end, count, nil
+	return c.args[at+1 : wi], w, count, nil
 }
 
-// popFirst pops up to count elements from the first of keys that holds a
-// list with elements, and writes kind's reply. A key of another type met
-// before that is WRONGTYPE, as in Redis. It reports whether it popped.
-func popFirst(c *Ctx, keys [][]byte, end storage.End, count int64, kind blockKind) (bool, error) {
-	for _, key := range keys {
-		vals, err := c.st.ListPop(c.db, key, end, count)
-		if err != nil {
-			return false, err
+// popList is the work of LMPOP, BLPOP, BRPOP and BLMPOP: it pops up to count
+// elements at end of the first of keys that holds a list, and replies with
+// reply. A key of another type met before that is WRONGTYPE, as in Redis
+// (a retry passes over it).
+func popList(end storage.End, count int64, reply func(w *proto.Writer, key []byte, vals [][]byte)) retry {
+	return func(c *Ctx, keys [][]byte) (bool, error) {
+		for _, key := range keys {
+			vals, err := c.st.ListPop(c.db, key, end, count)
+			switch {
+			case c.passOver(err):
+			case err != nil:
+				return false, err
+			case len(vals) > 0:
+				reply(c.w, key, vals)
+				return true, nil
+			}
 		}
-		if len(vals) > 0 {
-			writePopped(c.w, kind, key, vals)
-			return true, nil
-		}
+		return false, nil
 	}
-	return false, nil
+}
+
+// writeKeyElem is the reply of BLPOP and BRPOP: [key, element].
+func writeKeyElem(w *proto.Writer, key []byte, vals [][]byte) {
+	w.Array(2)
+	w.Bulk(key)
+	w.Bulk(vals[0])
+}
+
+// writeKeyElems is the reply of LMPOP and BLMPOP: [key, [element ...]].
+func writeKeyElems(w *proto.Writer, key []byte, vals [][]byte) {
+	w.Array(2)
+	w.Bulk(key)
+	w.Array(len(vals))
+	for _, v := range vals {
+		w.Bulk(v)
+	}
 }
 
 // LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdLMPop(c *Ctx) error {
-	keys, end, count, err := mpopArgs(c, 1)
+	keys, end, count, err := mpopArgs(c, 1, listEnd)
 	if err != nil {
 		return err
 	}
-	popped, err := popFirst(c, keys, end, count, blockMPop)
-	if err == nil && !popped {
-		c.w.NullArray()
-	}
-	return err
+	return c.tryOnce(keys, popList(end, count, writeKeyElems), (*proto.Writer).NullArray)
 }
 
-// BLPOP|BRPOP key [key ...] timeout
-func cmdBPop(c *Ctx) error {
-	last := len(c.args) - 1
-	ms, err := parseTimeout(c.args[last])
-	if err != nil {
-		return err
+// BLPOP|BRPOP key [key ...] timeout, popping at end.
+func cmdBPop(end storage.End) Handler {
+	return func(c *Ctx) error {
+		last := len(c.args) - 1
+		return c.tryOrPark(last, storage.TypeList, c.args[1:last], popList(end, 1, writeKeyElem), (*proto.Writer).NullArray)
 	}
-	end := storage.Left
-	if c.cmd.Name == "brpop" {
-		end = storage.Right
-	}
-	keys := c.args[1:last]
-	popped, err := popFirst(c, keys, end, 1, blockPop)
-	if err != nil || popped {
-		return err
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockPop, keys: keys, from: end}, ms)
 }
 
 // BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdBLMPop(c *Ctx) error {
-	keys, end, count, err := mpopArgs(c, 2)
+	keys, end, count, err := mpopArgs(c, 2, listEnd)
 	if err != nil {
 		return err
 	}
-	ms, err := parseTimeout(c.args[1])
-	if err != nil {
-		return err
-	}
-	popped, err := popFirst(c, keys, end, count, blockMPop)
-	if err != nil || popped {
-		return err
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockMPop, keys: keys, from: end, count: count}, ms)
-}
-
-// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout,
-// BRPOPLPUSH source destination timeout
-func cmdBLMove(c *Ctx) error {
-	from, to, err := moveEnds(c)
-	if err != nil {
-		return err
-	}
-	ms, err := parseTimeout(c.args[len(c.args)-1])
-	if err != nil {
-		return err
-	}
-	n, err := c.st.ListLen(c.db, c.args[1])
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return move(c, from, to)
-	}
-	if c.noBlock {
-		c.w.Null()
-		return nil
-	}
-	return c.block(&waiter{kind: blockMove, keys: c.args[1:2], from: from, to: to, dst: c.args[2]}, ms)
+	return c.tryOrPark(1, storage.TypeList, keys, popList(end, count, writeKeyElems), (*proto.Writer).NullArray)
 }

@@ -48,7 +48,7 @@ func (a *Actor) snapshot(done func(error)) error {
 	if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
 		sn.running = false
 		sn.waiting = sn.waiting[:len(sn.waiting)-1]
-		return ReplyError("ERR cannot start the snapshot: " + err.Error())
+		return errSnapshotStart(err)
 	}
 	return nil
 }
@@ -81,9 +81,9 @@ func (a *Actor) snapshotDone(err error) {
 // (on the actor) with its reply. The batch must travel alone (Defers).
 func (c *Ctx) suspendOnJob() (finish func(reply []byte), err error) {
 	if c.noBlock {
-		return nil, ReplyError("ERR " + c.cmd.Name + " cannot wait here (inside MULTI or behind a blocked command)")
+		return nil, errCannotWait(c.cmd.Name)
 	}
-	w := &waiter{kind: blockJob}
+	w := &waiter{} // no keys, no retry: only finish completes it
 	if err := c.block(w, 0); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func cmdSave(c *Ctx) error {
 	}
 	return c.a.snapshot(func(err error) {
 		if err != nil {
-			finish(errorReply(ReplyError("ERR snapshot failed: " + err.Error())))
+			finish(errorReply(errSnapshotFailed(err)))
 			return
 		}
 		finish([]byte("+OK\r\n"))

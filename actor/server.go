@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -79,11 +78,11 @@ func cmdFlushAll(c *Ctx) error {
 func cmdSwapDB(c *Ctx) error {
 	a, ok := parseIntOK(c.args[1])
 	if !ok || a < -1<<31 || a > 1<<31-1 {
-		return ReplyError("ERR invalid first DB index")
+		return ErrFirstDBIndex
 	}
 	b, ok := parseIntOK(c.args[2])
 	if !ok || b < -1<<31 || b > 1<<31-1 {
-		return ReplyError("ERR invalid second DB index")
+		return ErrSecondDBIndex
 	}
 	if a < 0 || a >= numDBs || b < 0 || b >= numDBs {
 		return ErrDBIndex
@@ -521,7 +520,7 @@ func intParam(name string, v *int) Param {
 	return Param{Name: name, Get: func() string { return strconv.Itoa(*v) }, Set: func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return errors.New("argument must be a positive integer")
+			return errNotPositive
 		}
 		*v = n
 		return nil
@@ -566,10 +565,10 @@ func cmdConfigSet(c *Ctx) error {
 		name := lower(c.args[i])
 		p, ok := byName[name]
 		if !ok {
-			return ReplyError("ERR Unknown option or number of arguments for CONFIG SET - '" + cString(c.args[i], 1<<30) + "'")
+			return errConfigSetUnknown(c.args[i])
 		}
 		if p.Set == nil {
-			return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			return errConfigSetImmutable(name)
 		}
 		changes = append(changes, change{p, p.Get(), string(c.args[i+1])})
 	}
@@ -578,7 +577,7 @@ func cmdConfigSet(c *Ctx) error {
 			for j := i - 1; j >= 0; j-- {
 				changes[j].p.Set(changes[j].old)
 			}
-			return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + ch.p.Name + "') - " + err.Error())
+			return errConfigSetFailed(ch.p.Name, err)
 		}
 	}
 	c.w.OK()

@@ -14,13 +14,13 @@ var setCommands = []*Command{
 	{Name: "spop", Summary: "Removes and returns random members of a set.", Handler: cmdSPop},
 	{Name: "srandmember", Summary: "Returns random members of a set.", Handler: cmdSRandMember},
 	{Name: "smove", Summary: "Moves a member from one set to another.", Handler: cmdSMove},
-	{Name: "sinter", Summary: "Returns the intersection of sets.", Handler: cmdSetOp},
+	{Name: "sinter", Summary: "Returns the intersection of sets.", Handler: cmdSetOp(setInterAll, replyResult)},
 	{Name: "sintercard", Summary: "Counts the members of the intersection of sets, up to a limit.", Handler: cmdSInterCard},
-	{Name: "sinterstore", Summary: "Stores the intersection of sets in a key.", Handler: cmdSetOp},
-	{Name: "sunion", Summary: "Returns the union of sets.", Handler: cmdSetOp},
-	{Name: "sunionstore", Summary: "Stores the union of sets in a key.", Handler: cmdSetOp},
-	{Name: "sdiff", Summary: "Returns the members of the first set that are in none of the others.", Handler: cmdSetOp},
-	{Name: "sdiffstore", Summary: "Stores the difference of sets in a key.", Handler: cmdSetOp},
+	{Name: "sinterstore", Summary: "Stores the intersection of sets in a key.", Handler: cmdSetOp(setInterAll, storeResult)},
+	{Name: "sunion", Summary: "Returns the union of sets.", Handler: cmdSetOp(setUnion, replyResult)},
+	{Name: "sunionstore", Summary: "Stores the union of sets in a key.", Handler: cmdSetOp(setUnion, storeResult)},
+	{Name: "sdiff", Summary: "Returns the members of the first set that are in none of the others.", Handler: cmdSetOp(setDiff, replyResult)},
+	{Name: "sdiffstore", Summary: "Stores the difference of sets in a key.", Handler: cmdSetOp(setDiff, storeResult)},
 	{Name: "sscan", Summary: "Iterates over the members of a set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeSet) }},
 }
 
@@ -341,43 +341,46 @@ func setInter(c *Ctx, sets []*storage.Coll, limit int64) ([][]byte, error) {
 	return out, nil
 }
 
-// setUnionDiff returns the union of the sets, or the members of the first
-// that are in none of the others.
-func setUnionDiff(c *Ctx, sets []*storage.Coll, diff bool) ([][]byte, error) {
-	var out [][]byte
-	if diff {
-		if sets[0] == nil {
-			return nil, nil
-		}
-		cand, err := c.st.AllElements(sets[0])
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range cand {
-			in := false
-			for _, s := range sets[1:] {
-				if s == nil {
-					continue
-				}
-				if s.ID == sets[0].ID {
-					in = true
-					break
-				}
-				ok, err := c.st.SetHas(s, e.Member)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					in = true
-					break
-				}
-			}
-			if !in {
-				out = append(out, e.Member)
-			}
-		}
-		return out, nil
+// setDiff returns the members of the first set that are in none of the
+// others.
+func setDiff(c *Ctx, sets []*storage.Coll) ([][]byte, error) {
+	if sets[0] == nil {
+		return nil, nil
 	}
+	cand, err := c.st.AllElements(sets[0])
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range cand {
+		in := false
+		for _, s := range sets[1:] {
+			if s == nil {
+				continue
+			}
+			if s.ID == sets[0].ID {
+				in = true
+				break
+			}
+			ok, err := c.st.SetHas(s, e.Member)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				in = true
+				break
+			}
+		}
+		if !in {
+			out = append(out, e.Member)
+		}
+	}
+	return out, nil
+}
+
+// setUnion returns the members of all the sets.
+func setUnion(c *Ctx, sets []*storage.Coll) ([][]byte, error) {
+	var out [][]byte
 	seen := map[string]bool{}
 	for _, s := range sets {
 		if s == nil {
@@ -397,52 +400,55 @@ func setUnionDiff(c *Ctx, sets []*storage.Coll, diff bool) ([][]byte, error) {
 	return out, nil
 }
 
-// SINTER key [key ...], SUNION, SDIFF and their STORE forms
+// setInterAll returns the members that all the sets have.
+func setInterAll(c *Ctx, sets []*storage.Coll) ([][]byte, error) { return setInter(c, sets, 0) }
+
+// Whether an operation on several keys replies with its result (SINTER,
+// ZUNION, ZRANGE, ...) or stores it in the key given first (SINTERSTORE,
+// ZUNIONSTORE, ZRANGESTORE, ...) and replies with its size.
+const (
+	replyResult = false
+	storeResult = true
+)
+
+// SINTER key [key ...], SUNION, SDIFF (op) and their STORE forms
 // (SINTERSTORE destination key [key ...], ...).
-func cmdSetOp(c *Ctx) error {
-	name := c.cmd.Name
-	store := name == "sinterstore" || name == "sunionstore" || name == "sdiffstore"
-	keys := c.args[1:]
-	if store {
-		keys = c.args[2:]
-	}
-	sets, err := openSets(c, keys)
-	if err != nil {
-		return err
-	}
-	var members [][]byte
-	switch name {
-	case "sinter", "sinterstore":
-		members, err = setInter(c, sets, 0)
-	case "sunion", "sunionstore":
-		members, err = setUnionDiff(c, sets, false)
-	default:
-		members, err = setUnionDiff(c, sets, true)
-	}
-	if err != nil {
-		return err
-	}
-	if !store {
-		c.w.Set(len(members))
-		for _, m := range members {
-			c.w.Bulk(m)
+func cmdSetOp(op func(c *Ctx, sets []*storage.Coll) ([][]byte, error), store bool) Handler {
+	return func(c *Ctx) error {
+		keys := c.args[1:]
+		if store {
+			keys = c.args[2:]
 		}
-		return nil
-	}
-	dst, err := c.st.ReplaceColl(c.db, c.args[1], storage.TypeSet)
-	if err != nil {
-		return err
-	}
-	for _, m := range members {
-		if _, err := c.st.SetAdd(dst, m); err != nil {
+		sets, err := openSets(c, keys)
+		if err != nil {
 			return err
 		}
+		members, err := op(c, sets)
+		if err != nil {
+			return err
+		}
+		if !store {
+			c.w.Set(len(members))
+			for _, m := range members {
+				c.w.Bulk(m)
+			}
+			return nil
+		}
+		dst, err := c.st.ReplaceColl(c.db, c.args[1], storage.TypeSet)
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			if _, err := c.st.SetAdd(dst, m); err != nil {
+				return err
+			}
+		}
+		if err := c.st.SaveColl(dst, false); err != nil {
+			return err
+		}
+		c.w.Int(int64(len(members)))
+		return nil
 	}
-	if err := c.st.SaveColl(dst, false); err != nil {
-		return err
-	}
-	c.w.Int(int64(len(members)))
-	return nil
 }
 
 // SINTERCARD numkeys key [key ...] [LIMIT limit]

@@ -13,8 +13,8 @@ var stringCommands = []*Command{
 	{Name: "get", Summary: "Returns the value of a string key.", Handler: cmdGet},
 	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet},
 	{Name: "setnx", Summary: "Sets a string key only if it does not exist.", Handler: cmdSetNX},
-	{Name: "setex", Summary: "Sets a string key with an expiry in seconds.", Handler: cmdSetEX},
-	{Name: "psetex", Summary: "Sets a string key with an expiry in milliseconds.", Handler: cmdSetEX},
+	{Name: "setex", Summary: "Sets a string key with an expiry in seconds.", Handler: cmdSetEX(inSeconds)},
+	{Name: "psetex", Summary: "Sets a string key with an expiry in milliseconds.", Handler: cmdSetEX(inMillis)},
 	{Name: "mget", Summary: "Returns the values of several string keys.", Handler: cmdMGet},
 	{Name: "mset", Summary: "Sets several string keys.", Handler: cmdMSet},
 	{Name: "msetnx", Summary: "Sets several string keys only if none of them exists.", Handler: cmdMSetNX},
@@ -23,10 +23,10 @@ var stringCommands = []*Command{
 	{Name: "getex", Summary: "Returns a string key's value and changes its expiry.", Handler: cmdGetEx},
 	{Name: "append", Summary: "Appends to a string key, creating it if needed.", Handler: cmdAppend},
 	{Name: "strlen", Summary: "Returns the length of a string key's value.", Handler: cmdStrLen},
-	{Name: "incr", Summary: "Adds one to the integer in a string key.", Handler: cmdIncr},
-	{Name: "decr", Summary: "Subtracts one from the integer in a string key.", Handler: cmdIncr},
-	{Name: "incrby", Summary: "Adds an integer to the integer in a string key.", Handler: cmdIncr},
-	{Name: "decrby", Summary: "Subtracts an integer from the integer in a string key.", Handler: cmdIncr},
+	{Name: "incr", Summary: "Adds one to the integer in a string key.", Handler: cmdIncr(plusOne)},
+	{Name: "decr", Summary: "Subtracts one from the integer in a string key.", Handler: cmdIncr(minusOne)},
+	{Name: "incrby", Summary: "Adds an integer to the integer in a string key.", Handler: cmdIncr(plusArg)},
+	{Name: "decrby", Summary: "Subtracts an integer from the integer in a string key.", Handler: cmdIncr(minusArg)},
 	{Name: "incrbyfloat", Summary: "Adds a decimal number to the number in a string key.", Handler: cmdIncrByFloat},
 	{Name: "getrange", Summary: "Returns a substring of a string key's value.", Handler: cmdGetRange},
 	{Name: "substr", Summary: "Returns a substring of a string key's value (old name of GETRANGE).", Handler: cmdGetRange},
@@ -219,14 +219,11 @@ func cmdSetNX(c *Ctx) error {
 }
 
 // SETEX key seconds value / PSETEX key milliseconds value
-func cmdSetEX(c *Ctx) error {
-	f := setFlags{expire: c.args[2]}
-	if c.cmd.Name == "setex" {
-		f.ex = true
-	} else {
-		f.px = true
+func cmdSetEX(seconds bool) Handler {
+	return func(c *Ctx) error {
+		f := setFlags{expire: c.args[2], ex: seconds, px: !seconds}
+		return setGeneric(c, f, c.args[1], c.args[3], false)
 	}
-	return setGeneric(c, f, c.args[1], c.args[3], false)
 }
 
 // GETSET key value
@@ -370,50 +367,47 @@ func cmdStrLen(c *Ctx) error {
 	return nil
 }
 
-// INCR key / DECR key / INCRBY key increment / DECRBY key decrement
-func cmdIncr(c *Ctx) error {
-	var incr int64
-	switch c.cmd.Name {
-	case "incr":
-		incr = 1
-	case "decr":
-		incr = -1
-	case "incrby":
-		v, err := c.intArg(2)
+// The amounts INCR, DECR, INCRBY and DECRBY add.
+func plusOne(*Ctx) (int64, error)   { return 1, nil }
+func minusOne(*Ctx) (int64, error)  { return -1, nil }
+func plusArg(c *Ctx) (int64, error) { return c.intArg(2) }
+func minusArg(c *Ctx) (int64, error) {
+	v, err := c.intArg(2)
+	if err == nil && v == math.MinInt64 {
+		return 0, ErrDecrOverflow
+	}
+	return -v, err
+}
+
+// INCR key / DECR key / INCRBY key increment / DECRBY key decrement: by
+// gives the amount.
+func cmdIncr(by func(c *Ctx) (int64, error)) Handler {
+	return func(c *Ctx) error {
+		incr, err := by(c)
 		if err != nil {
 			return err
 		}
-		incr = v
-	case "decrby":
-		v, err := c.intArg(2)
+		old, _, err := c.st.GetString(c.db, c.args[1], nil)
 		if err != nil {
 			return err
 		}
-		if v == math.MinInt64 {
-			return ErrDecrOverflow
+		cur := int64(0)
+		if old != nil {
+			if cur, err = parseInt(old); err != nil {
+				return err
+			}
 		}
-		incr = -v
-	}
-	old, _, err := c.st.GetString(c.db, c.args[1], nil)
-	if err != nil {
-		return err
-	}
-	cur := int64(0)
-	if old != nil {
-		if cur, err = parseInt(old); err != nil {
+		if (incr < 0 && cur < 0 && incr < math.MinInt64-cur) || (incr > 0 && cur > 0 && incr > math.MaxInt64-cur) {
+			return ErrOverflow
+		}
+		cur += incr
+		var buf [20]byte
+		if err := c.st.SetString(c.db, c.args[1], strconv.AppendInt(buf[:0], cur, 10), 0, true); err != nil {
 			return err
 		}
+		c.w.Int(cur)
+		return nil
 	}
-	if (incr < 0 && cur < 0 && incr < math.MinInt64-cur) || (incr > 0 && cur > 0 && incr > math.MaxInt64-cur) {
-		return ErrOverflow
-	}
-	cur += incr
-	var buf [20]byte
-	if err := c.st.SetString(c.db, c.args[1], strconv.AppendInt(buf[:0], cur, 10), 0, true); err != nil {
-		return err
-	}
-	c.w.Int(cur)
-	return nil
 }
 
 // longDoublePrec is the mantissa of x87's 80-bit long double, which Redis

@@ -1,9 +1,7 @@
 package actor
 
 import (
-	"bytes"
 	"math"
-	"sort"
 
 	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
@@ -11,44 +9,42 @@ import (
 
 var zsetCommands = []*Command{
 	{Name: "zadd", Summary: "Adds members to a sorted set or updates their scores, with conditions.", Handler: cmdZAdd},
-	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZAdd},
+	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZIncrBy},
 	{Name: "zrem", Summary: "Removes members from a sorted set.", Handler: cmdZRem},
 	{Name: "zcard", Summary: "Returns the number of members of a sorted set.", Handler: cmdZCard},
 	{Name: "zscore", Summary: "Returns the score of a sorted-set member.", Handler: cmdZScore},
 	{Name: "zmscore", Summary: "Returns the scores of several sorted-set members.", Handler: cmdZMScore},
-	{Name: "zcount", Summary: "Counts the members of a sorted set within a score range.", Handler: cmdZCount},
-	{Name: "zlexcount", Summary: "Counts the members of a sorted set within a lexicographic range.", Handler: cmdZCount},
-	{Name: "zrank", Summary: "Returns the rank of a member, lowest score first.", Handler: cmdZRank},
-	{Name: "zrevrank", Summary: "Returns the rank of a member, highest score first.", Handler: cmdZRank},
-	{Name: "zrange", Summary: "Returns a range of a sorted set by rank, score or member.", Handler: cmdZRange},
-	{Name: "zrangestore", Summary: "Stores a range of a sorted set in another key.", Handler: cmdZRange},
-	{Name: "zrangebyscore", Summary: "Returns the members of a sorted set within a score range.", Handler: cmdZRange},
-	{Name: "zrevrangebyscore", Summary: "Returns the members of a sorted set within a score range, highest first.", Handler: cmdZRange},
-	{Name: "zrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range.", Handler: cmdZRange},
-	{Name: "zrevrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range, highest first.", Handler: cmdZRange},
-	{Name: "zrevrange", Summary: "Returns a range of a sorted set by rank, highest score first.", Handler: cmdZRange},
-	{Name: "zremrangebyrank", Summary: "Removes the members of a sorted set within a rank range.", Handler: cmdZRemRange},
-	{Name: "zremrangebyscore", Summary: "Removes the members of a sorted set within a score range.", Handler: cmdZRemRange},
-	{Name: "zremrangebylex", Summary: "Removes the members of a sorted set within a lexicographic range.", Handler: cmdZRemRange},
-	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop},
-	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop},
+	{Name: "zcount", Summary: "Counts the members of a sorted set within a score range.", Handler: cmdZCount(scoreRange)},
+	{Name: "zlexcount", Summary: "Counts the members of a sorted set within a lexicographic range.", Handler: cmdZCount(lexRange)},
+	{Name: "zrank", Summary: "Returns the rank of a member, lowest score first.", Handler: cmdZRank(lowestFirst)},
+	{Name: "zrevrank", Summary: "Returns the rank of a member, highest score first.", Handler: cmdZRank(highestFirst)},
+	{Name: "zrange", Summary: "Returns a range of a sorted set by rank, score or member.", Handler: cmdZRange(rangeAuto, lowestFirst, replyResult)},
+	{Name: "zrangestore", Summary: "Stores a range of a sorted set in another key.", Handler: cmdZRange(rangeAuto, lowestFirst, storeResult)},
+	{Name: "zrangebyscore", Summary: "Returns the members of a sorted set within a score range.", Handler: cmdZRange(storage.ZByScore, lowestFirst, replyResult)},
+	{Name: "zrevrangebyscore", Summary: "Returns the members of a sorted set within a score range, highest first.", Handler: cmdZRange(storage.ZByScore, highestFirst, replyResult)},
+	{Name: "zrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range.", Handler: cmdZRange(storage.ZByLex, lowestFirst, replyResult)},
+	{Name: "zrevrangebylex", Summary: "Returns the members of a sorted set within a lexicographic range, highest first.", Handler: cmdZRange(storage.ZByLex, highestFirst, replyResult)},
+	{Name: "zrevrange", Summary: "Returns a range of a sorted set by rank, highest score first.", Handler: cmdZRange(storage.ZByRank, highestFirst, replyResult)},
+	{Name: "zremrangebyrank", Summary: "Removes the members of a sorted set within a rank range.", Handler: cmdZRemRange(rankBounds)},
+	{Name: "zremrangebyscore", Summary: "Removes the members of a sorted set within a score range.", Handler: cmdZRemRange(scoreRange)},
+	{Name: "zremrangebylex", Summary: "Removes the members of a sorted set within a lexicographic range.", Handler: cmdZRemRange(lexRange)},
+	{Name: "zpopmin", Summary: "Removes and returns the members with the lowest scores.", Handler: cmdZPop(lowestFirst)},
+	{Name: "zpopmax", Summary: "Removes and returns the members with the highest scores.", Handler: cmdZPop(highestFirst)},
 	{Name: "zmpop", Summary: "Removes and returns members from the first non-empty sorted set of several.", Handler: cmdZMPop},
-	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
-	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop},
+	{Name: "bzpopmin", Summary: "Removes and returns the lowest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(lowestFirst)},
+	{Name: "bzpopmax", Summary: "Removes and returns the highest-scored member of the first non-empty sorted set, waiting for one if none has any.", Handler: cmdBZPop(highestFirst)},
 	{Name: "bzmpop", Summary: "Removes and returns members from the first non-empty sorted set of several, waiting for one.", Handler: cmdBZMPop},
 	{Name: "zrandmember", Summary: "Returns random members of a sorted set, optionally with their scores.", Handler: cmdZRandMember},
-	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
-	{Name: "zinter", Summary: "Returns the intersection of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp},
-	{Name: "zdiff", Summary: "Returns the members of the first sorted set that are in none of the others.", Handler: cmdZSetOp},
-	{Name: "zunionstore", Summary: "Stores the union of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zinterstore", Summary: "Stores the intersection of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zdiffstore", Summary: "Stores the difference of sorted sets (and sets) in a key.", Handler: cmdZSetOp},
-	{Name: "zintercard", Summary: "Counts the members of the intersection of sorted sets, up to a limit.", Handler: cmdZSetOp},
+	{Name: "zunion", Summary: "Returns the union of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp(zunionOp, replyResult)},
+	{Name: "zinter", Summary: "Returns the intersection of sorted sets (and sets), with weights and aggregation.", Handler: cmdZSetOp(zinterOp, replyResult)},
+	{Name: "zdiff", Summary: "Returns the members of the first sorted set that are in none of the others.", Handler: cmdZSetOp(zdiffOp, replyResult)},
+	{Name: "zunionstore", Summary: "Stores the union of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zunionOp, storeResult)},
+	{Name: "zinterstore", Summary: "Stores the intersection of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zinterOp, storeResult)},
+	{Name: "zdiffstore", Summary: "Stores the difference of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zdiffOp, storeResult)},
+	{Name: "zintercard", Summary: "Counts the members of the intersection of sorted sets, up to a limit.", Handler: cmdZInterCard},
 	{Name: "zscan", Summary: "Iterates over the members and scores of a sorted set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeZSet) }},
 }
 
-// writeScored writes sorted-set members, with their scores when
-// withScores is set (flat in RESP2, [member, score] pairs in RESP3).
 // elemBuf gathers sorted-set elements read from storage (their bytes are
 // valid only during the callback) for a reply that must count them first:
 // the members go into one arena rather than an allocation each. The actor
@@ -88,130 +84,172 @@ func (b *elemBuf) release() {
 	b.arena, b.ends, b.scores, b.es = b.arena[:0], b.ends[:0], b.scores[:0], b.es[:0]
 }
 
+// writeScored writes sorted-set members, with their scores when
+// withScores is set (flat in RESP2, [member, score] pairs in RESP3).
 func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
 	writePairs(c, es, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
 }
 
+// zaddArgs is a parsed ZADD, or ZINCRBY (ZADD INCR with one pair).
+type zaddArgs struct {
+	nx, xx, gt, lt, ch, incr bool
+	scores                   []float64
+	members                  [][]byte
+}
+
 // ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
-// and ZINCRBY key increment member.
 func cmdZAdd(c *Ctx) error {
-	var nx, xx, gt, lt, ch, incr bool
+	var a zaddArgs
 	i := 2
-	if c.cmd.Name == "zincrby" {
-		incr = true
-	} else {
-	opts:
-		for ; i < len(c.args); i++ {
-			switch {
-			case c.argEq(i, "nx"):
-				nx = true
-			case c.argEq(i, "xx"):
-				xx = true
-			case c.argEq(i, "ch"):
-				ch = true
-			case c.argEq(i, "incr"):
-				incr = true
-			case c.argEq(i, "gt"):
-				gt = true
-			case c.argEq(i, "lt"):
-				lt = true
-			default:
-				break opts
-			}
+opts:
+	for ; i < len(c.args); i++ {
+		switch {
+		case c.argEq(i, "nx"):
+			a.nx = true
+		case c.argEq(i, "xx"):
+			a.xx = true
+		case c.argEq(i, "ch"):
+			a.ch = true
+		case c.argEq(i, "incr"):
+			a.incr = true
+		case c.argEq(i, "gt"):
+			a.gt = true
+		case c.argEq(i, "lt"):
+			a.lt = true
+		default:
+			break opts
 		}
 	}
-	rest := len(c.args) - i
-	if rest == 0 || rest%2 != 0 {
+	if err := a.parsePairs(c.args[i:]); err != nil {
+		return err
+	}
+	return zadd(c, &a)
+}
+
+// ZINCRBY key increment member
+func cmdZIncrBy(c *Ctx) error {
+	a := zaddArgs{incr: true}
+	if err := a.parsePairs(c.args[2:]); err != nil {
+		return err
+	}
+	return zadd(c, &a)
+}
+
+// parsePairs parses the score-member pairs, after checking them and the
+// options in Redis's order.
+func (a *zaddArgs) parsePairs(args [][]byte) error {
+	n := len(args)
+	if n == 0 || n%2 != 0 {
 		return ErrSyntax
 	}
-	if nx && xx {
+	if a.nx && a.xx {
 		return ErrNXAndXX
 	}
-	if (gt && nx) || (lt && nx) || (gt && lt) {
+	if (a.gt && a.nx) || (a.lt && a.nx) || (a.gt && a.lt) {
 		return ErrZAddGTLTNX
 	}
-	if incr && rest > 2 {
+	if a.incr && n > 2 {
 		return ErrZAddIncrPair
 	}
-	scores := make([]float64, rest/2)
-	for j := range scores {
-		v, ok := parseScore(c.args[i+2*j])
+	a.scores, a.members = make([]float64, n/2), make([][]byte, n/2)
+	for j := range a.scores {
+		v, ok := parseScore(args[2*j])
 		if !ok {
 			return ErrNotFloat
 		}
-		scores[j] = v
+		a.scores[j], a.members[j] = v, args[2*j+1]
 	}
-	z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
+	return nil
+}
+
+// zadd runs a parsed ZADD or ZINCRBY and replies: with how many members
+// it added (and updated, with CH), or with INCR the member's new score
+// (nil when a condition held it back).
+func zadd(c *Ctx, a *zaddArgs) error {
+	r, err := a.apply(c, c.args[1])
 	if err != nil {
 		return err
 	}
-	var added, updated, processed int64
-	var score float64
-	if z != nil || !xx {
-		if z == nil {
-			if z, err = c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeZSet); err != nil {
-				return err
-			}
-		}
-		for j, s := range scores {
-			m := c.args[i+2*j+1]
-			cur, exists, err := c.st.ZScore(z, m)
-			if err != nil {
-				return err
-			}
-			switch {
-			case exists:
-				if nx {
-					continue
-				}
-				if incr {
-					s += cur
-					if math.IsNaN(s) {
-						if err := c.st.SaveColl(z, false); err != nil {
-							return err
-						}
-						return ErrResultNaN
-					}
-				}
-				if (lt && s >= cur) || (gt && s <= cur) {
-					continue
-				}
-				score = s
-				processed++
-				if s != cur {
-					if err := c.st.ZSet(z, m, s, true); err != nil {
-						return err
-					}
-					updated++
-				}
-			case !xx:
-				if err := c.st.ZSet(z, m, s, false); err != nil {
-					return err
-				}
-				score = s
-				processed++
-				added++
-			}
-		}
-		if err := c.st.SaveColl(z, updated > 0); err != nil {
-			return err
-		}
-		if added > 0 || updated > 0 {
-			// The set may have just been created: its waiters can pop.
-			c.a.signalReady(c.db, c.args[1])
-		}
-	}
 	switch {
-	case !incr && ch:
-		c.w.Int(added + updated)
-	case !incr:
-		c.w.Int(added)
-	case processed > 0:
-		c.w.Double(score)
+	case !a.incr && a.ch:
+		c.w.Int(r.added + r.updated)
+	case !a.incr:
+		c.w.Int(r.added)
+	case r.scored:
+		c.w.Double(r.score)
 	default:
 		c.w.Null()
 	}
 	return nil
+}
+
+// zaddResult is what a ZADD did: how many members it added and updated,
+// and the last score it set or found already set (scored).
+type zaddResult struct {
+	added, updated int64
+	score          float64
+	scored         bool
+}
+
+// apply adds a's members to the sorted set at key, or updates their
+// scores, as a's conditions allow, and wakes the set's waiters if it
+// changed. With XX a missing key stays missing.
+func (a *zaddArgs) apply(c *Ctx, key []byte) (r zaddResult, err error) {
+	z, err := c.st.OpenColl(c.db, key, storage.TypeZSet)
+	if err != nil || (z == nil && a.xx) {
+		return r, err
+	}
+	if z == nil {
+		if z, err = c.st.OpenOrCreateColl(c.db, key, storage.TypeZSet); err != nil {
+			return r, err
+		}
+	}
+	for j, s := range a.scores {
+		m := a.members[j]
+		cur, exists, err := c.st.ZScore(z, m)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case exists:
+			if a.nx {
+				continue
+			}
+			if a.incr {
+				s += cur
+				if math.IsNaN(s) {
+					if err := c.st.SaveColl(z, false); err != nil {
+						return r, err
+					}
+					return r, ErrResultNaN
+				}
+			}
+			if (a.lt && s >= cur) || (a.gt && s <= cur) {
+				continue
+			}
+			r.score, r.scored = s, true
+			if s != cur {
+				if err := c.st.ZSet(z, m, s, true); err != nil {
+					return r, err
+				}
+				r.updated++
+			}
+		case !a.xx:
+			if err := c.st.ZSet(z, m, s, false); err != nil {
+				return r, err
+			}
+			r.score, r.scored = s, true
+			r.added++
+		}
+	}
+	if err := c.st.SaveColl(z, r.updated > 0); err != nil {
+		return r, err
+	}
+	if r.added > 0 || r.updated > 0 {
+		// The set may have just been created: its waiters can pop.
+		c.a.signalReady(c.db, key)
+	}
+	return r, nil
 }
 
 // ZREM key member [member ...]
@@ -253,16 +291,20 @@ func cmdZCard(c *Ctx) error {
 	return nil
 }
 
+// scoreOf looks member up in the sorted set at key: its score, and ok
+// false when the key or the member is missing.
+func (c *Ctx) scoreOf(key, member []byte) (z *storage.Coll, score float64, ok bool, err error) {
+	z, err = c.readColl(key, storage.TypeZSet)
+	if err != nil || z == nil {
+		return nil, 0, false, err
+	}
+	score, ok, err = c.st.ZScore(z, member)
+	return z, score, ok, err
+}
+
 // ZSCORE key member
 func cmdZScore(c *Ctx) error {
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Null()
-		}
-		return err
-	}
-	s, ok, err := c.st.ZScore(z, c.args[2])
+	_, s, ok, err := c.scoreOf(c.args[1], c.args[2])
 	if err != nil {
 		return err
 	}
@@ -358,55 +400,90 @@ func lexRange(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error) {
 	return r, s1 == '+' || s2 == '-', nil
 }
 
-// ZCOUNT key min max / ZLEXCOUNT key min max
-func cmdZCount(c *Ctx) error {
-	var r storage.ZRange
-	var empty bool
-	var err error
-	if c.cmd.Name == "zcount" {
-		r, empty, err = scoreRange(c.args[2], c.args[3])
-	} else {
-		r, empty, err = lexRange(c.args[2], c.args[3])
+// The order of a sorted set that a command follows: lowest scores first
+// (ZPOPMIN, ZRANK, ZRANGE), or highest (ZPOPMAX, ZREVRANK, ZREVRANGE).
+const (
+	lowestFirst  = false
+	highestFirst = true
+)
+
+// zrangeParser parses the min and max of a range of one kind (ranks,
+// scores or members); empty is set for a range that can select nothing
+// whatever the set holds.
+type zrangeParser func(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error)
+
+// rangeParser is the parser of ranges of kind.
+func rangeParser(kind int) zrangeParser {
+	switch kind {
+	case storage.ZByScore:
+		return scoreRange
+	case storage.ZByLex:
+		return lexRange
 	}
-	if err != nil {
-		return err
-	}
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil {
-		return err
-	}
-	n := int64(0)
-	if z != nil && !empty {
-		if n, err = c.st.ZCount(z, r); err != nil {
-			return err
-		}
-	}
-	c.w.Int(n)
-	return nil
+	return rankBounds
 }
 
-// ZRANK key member / ZREVRANK key member
-func cmdZRank(c *Ctx) error {
-	z, err := c.readColl(c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Null()
+// rankBounds parses a rank range: start and stop, negative from the end.
+// They are clamped to the set once it is open (clampRanks).
+func rankBounds(minArg, maxArg []byte) (r storage.ZRange, empty bool, err error) {
+	r.Kind = storage.ZByRank
+	if r.Start, err = parseInt(minArg); err == nil {
+		r.Stop, err = parseInt(maxArg)
+	}
+	return r, false, err
+}
+
+// clampRanks clamps a rank range to a set of n members, as rankRange does,
+// and reports whether it still selects anything. Other kinds pass as they
+// are.
+func clampRanks(r *storage.ZRange, n int64) bool {
+	if r.Kind != storage.ZByRank {
+		return true
+	}
+	var ok bool
+	r.Start, r.Stop, ok = rankRange(r.Start, r.Stop, n)
+	return ok
+}
+
+// ZCOUNT key min max / ZLEXCOUNT key min max, parse parsing the range.
+func cmdZCount(parse zrangeParser) Handler {
+	return func(c *Ctx) error {
+		r, empty, err := parse(c.args[2], c.args[3])
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	s, ok, err := c.st.ZScore(z, c.args[2])
-	if err != nil || !ok {
-		if err == nil {
-			c.w.Null()
+		z, err := c.readColl(c.args[1], storage.TypeZSet)
+		if err != nil {
+			return err
 		}
-		return err
+		n := int64(0)
+		if z != nil && !empty {
+			if n, err = c.st.ZCount(z, r); err != nil {
+				return err
+			}
+		}
+		c.w.Int(n)
+		return nil
 	}
-	rank, err := c.st.ZRank(z, c.args[2], s, c.cmd.Name == "zrevrank")
-	if err != nil {
-		return err
+}
+
+// ZRANK key member / ZREVRANK key member (rev: highestFirst)
+func cmdZRank(rev bool) Handler {
+	return func(c *Ctx) error {
+		z, s, ok, err := c.scoreOf(c.args[1], c.args[2])
+		if err != nil || !ok {
+			if err == nil {
+				c.w.Null()
+			}
+			return err
+		}
+		rank, err := c.st.ZRank(z, c.args[2], s, rev)
+		if err != nil {
+			return err
+		}
+		c.w.Int(rank)
+		return nil
 	}
-	c.w.Int(rank)
-	return nil
 }
 
 // rankRange clamps Redis rank indexes (negative from the end) to
@@ -428,45 +505,37 @@ func rankRange(start, stop, n int64) (int64, int64, bool) {
 // Range kinds as ZRANGE's options set them: auto until BYSCORE or BYLEX.
 const rangeAuto = -1
 
-// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
-// [WITHSCORES], ZRANGESTORE dst src min max [...] (no WITHSCORES), and the
-// older fixed-kind forms ZRANGEBYSCORE, ZREVRANGEBYSCORE, ZRANGEBYLEX,
-// ZREVRANGEBYLEX and ZREVRANGE, all parsed the way Redis's
-// zrangeGenericCommand does.
-func cmdZRange(c *Ctx) error {
-	kind, rev, revSet := rangeAuto, false, false
-	switch c.cmd.Name {
-	case "zrangebyscore":
-		kind, revSet = storage.ZByScore, true
-	case "zrevrangebyscore":
-		kind, rev, revSet = storage.ZByScore, true, true
-	case "zrangebylex":
-		kind, revSet = storage.ZByLex, true
-	case "zrevrangebylex":
-		kind, rev, revSet = storage.ZByLex, true, true
-	case "zrevrange":
-		kind, rev, revSet = storage.ZByRank, true, true
-	}
-	store := c.cmd.Name == "zrangestore"
+// zrangeArgs is a parsed command of the ZRANGE family.
+type zrangeArgs struct {
+	key        []byte
+	r          storage.ZRange // ranks not yet clamped
+	empty      bool           // selects nothing whatever the set holds
+	withScores bool
+}
+
+// parseZRange parses a command of the ZRANGE family the way Redis's
+// zrangeGenericCommand does. Its form fixes kind (or leaves it to BYSCORE
+// and BYLEX: rangeAuto, which also allows REV), the order rev, and whether
+// it stores (ZRANGESTORE: destination first, no WITHSCORES).
+func parseZRange(c *Ctx, kind int, rev, store bool) (a zrangeArgs, err error) {
+	revSet := kind != rangeAuto
 	first := 1
 	if store {
 		first = 2
 	}
-	key := c.args[first]
-	withScores := false
+	a.key = c.args[first]
 	offset, limit := int64(0), int64(-1)
 	for j := first + 3; j < len(c.args); j++ {
 		left := len(c.args) - j - 1
 		switch {
 		case !store && c.argEq(j, "withscores"):
-			withScores = true
+			a.withScores = true
 		case c.argEq(j, "limit") && left >= 2:
-			var err error
 			if offset, err = c.intArg(j + 1); err != nil {
-				return err
+				return a, err
 			}
 			if limit, err = c.intArg(j + 2); err != nil {
-				return err
+				return a, err
 			}
 			j += 2
 		case !revSet && c.argEq(j, "rev"):
@@ -476,69 +545,64 @@ func cmdZRange(c *Ctx) error {
 		case kind == rangeAuto && c.argEq(j, "byscore"):
 			kind = storage.ZByScore
 		default:
-			return ErrSyntax
+			return a, ErrSyntax
 		}
 	}
 	if kind == rangeAuto {
 		kind = storage.ZByRank
 	}
 	if limit != -1 && kind == storage.ZByRank {
-		return ErrLimitNeedsByScore
+		return a, ErrLimitNeedsByScore
 	}
-	if withScores && kind == storage.ZByLex {
-		return ErrWithScoresByLex
+	if a.withScores && kind == storage.ZByLex {
+		return a, ErrWithScoresByLex
 	}
 	minArg, maxArg := c.args[first+1], c.args[first+2]
 	if rev && kind != storage.ZByRank {
 		minArg, maxArg = maxArg, minArg
 	}
-	var r storage.ZRange
-	var start, stop int64
-	empty := false
-	var err error
-	switch kind {
-	case storage.ZByRank:
-		if start, stop, err = c.rangeArgs(first + 1); err != nil {
-			return err
-		}
-	case storage.ZByScore:
-		r, empty, err = scoreRange(minArg, maxArg)
-	case storage.ZByLex:
-		r, empty, err = lexRange(minArg, maxArg)
+	if a.r, a.empty, err = rangeParser(kind)(minArg, maxArg); err != nil {
+		return a, err
 	}
-	if err != nil {
-		return err
-	}
-	r.Rev, r.Offset, r.Limit = rev, offset, limit
+	a.r.Rev, a.r.Offset, a.r.Limit = rev, offset, limit
 	// Redis skips a negative offset's worth of elements forever (a rank
 	// range has no offset: LIMIT -1 -1 passes there unnoticed).
-	empty = empty || (offset < 0 && kind != storage.ZByRank)
-	z, err := c.readColl(key, storage.TypeZSet)
-	if err != nil {
-		return err
-	}
-	if z != nil && kind == storage.ZByRank {
-		var ok bool
-		r.Start, r.Stop, ok = rankRange(start, stop, z.Len)
-		empty = empty || !ok
-	}
-	buf := &c.a.elems
-	defer buf.release()
-	if z != nil && !empty {
-		err := c.st.ZRangeElems(z, r, func(e *storage.Elem) bool {
-			buf.add(e)
-			return true
-		})
+	a.empty = a.empty || (offset < 0 && kind != storage.ZByRank)
+	return a, nil
+}
+
+// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+// [WITHSCORES], ZRANGESTORE dst src min max [...] (store), and the older
+// forms that fix the kind and the order: ZRANGEBYSCORE, ZREVRANGEBYSCORE,
+// ZRANGEBYLEX, ZREVRANGEBYLEX and ZREVRANGE.
+func cmdZRange(kind int, rev, store bool) Handler {
+	return func(c *Ctx) error {
+		a, err := parseZRange(c, kind, rev, store)
 		if err != nil {
 			return err
 		}
+		z, err := c.readColl(a.key, storage.TypeZSet)
+		if err != nil {
+			return err
+		}
+		buf := &c.a.elems
+		defer buf.release()
+		if z != nil && clampRanks(&a.r, z.Len) && !a.empty {
+			err := c.st.ZRangeElems(z, a.r, func(e *storage.Elem) bool {
+				buf.add(e)
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		es := buf.list()
+		if store {
+			return storeZSet(c, c.args[1], es)
+		}
+		writeScored(c, es, a.withScores)
+		return nil
 	}
-	es := buf.list()
-	if store {
-		return storeZSet(c, c.args[1], es)
-	}
-	writeScored(c, es, withScores)
-	return nil
 }
 
 // storeZSet replaces key with a sorted set of es (no key when es is empty)
@@ -564,60 +628,46 @@ func storeZSet(c *Ctx, key []byte, es []storage.Elem) error {
 }
 
 // ZREMRANGEBYRANK key start stop, ZREMRANGEBYSCORE key min max,
-// ZREMRANGEBYLEX key min max
-func cmdZRemRange(c *Ctx) error {
-	var r storage.ZRange
-	var start, stop int64
-	empty := false
-	var err error
-	switch c.cmd.Name {
-	case "zremrangebyrank":
-		start, stop, err = c.rangeArgs(2)
-		r.Kind = storage.ZByRank
-	case "zremrangebyscore":
-		r, empty, err = scoreRange(c.args[2], c.args[3])
-	default:
-		r, empty, err = lexRange(c.args[2], c.args[3])
-	}
-	if err != nil {
-		return err
-	}
-	z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
-	if err != nil || z == nil {
-		if err == nil {
-			c.w.Int(0)
-		}
-		return err
-	}
-	if r.Kind == storage.ZByRank {
-		var ok bool
-		r.Start, r.Stop, ok = rankRange(start, stop, z.Len)
-		empty = empty || !ok
-	}
-	n := int64(0)
-	if !empty {
-		if n, err = c.st.ZDeleteRange(z, r); err != nil {
+// ZREMRANGEBYLEX key min max, parse parsing the range.
+func cmdZRemRange(parse zrangeParser) Handler {
+	return func(c *Ctx) error {
+		r, empty, err := parse(c.args[2], c.args[3])
+		if err != nil {
 			return err
 		}
-		if err := c.st.SaveColl(z, false); err != nil {
+		z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
+		if err != nil || z == nil {
+			if err == nil {
+				c.w.Int(0)
+			}
 			return err
 		}
+		n := int64(0)
+		if clampRanks(&r, z.Len) && !empty {
+			if n, err = c.st.ZDeleteRange(z, r); err != nil {
+				return err
+			}
+			if err := c.st.SaveColl(z, false); err != nil {
+				return err
+			}
+		}
+		c.w.Int(n)
+		return nil
 	}
-	c.w.Int(n)
-	return nil
 }
 
-// zpop is the pop path of ZPOPMIN, ZPOPMAX, ZMPOP and the first attempt of
-// their blocking forms: it pops up to count members (lowest scores first,
-// or highest with max) from the first of keys that exists, checking the
-// types of the keys up to that one. key is nil when none exists.
+// zpop pops up to count members (lowest scores first, or highest with max)
+// from the first of keys that exists, checking the types of the keys up to
+// that one (a retry passes over those of another type). key is nil when
+// none exists.
 func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, popped []storage.Elem, err error) {
 	for _, k := range keys {
-		popped, ok, err := zpopKey(c.st, c.db, k, max, count)
-		if err != nil {
+		popped, ok, err := zpopKey(c, k, max, count)
+		switch {
+		case c.passOver(err):
+		case err != nil:
 			return nil, nil, err
-		}
-		if ok {
+		case ok:
 			return k, popped, nil
 		}
 	}
@@ -626,174 +676,122 @@ func zpop(c *Ctx, keys [][]byte, max bool, count int64) (key []byte, popped []st
 
 // zpopKey pops up to count members from the sorted set at key (none for a
 // count <= 0) and deletes it if that emptied it; ok is false when key is
-// missing, and another type is storage.ErrWrongType. A woken BZPOPMIN,
-// BZPOPMAX or BZMPOP pops through it too, outside any command.
-func zpopKey(st *storage.Store, db int, key []byte, max bool, count int64) (popped []storage.Elem, ok bool, err error) {
-	z, err := st.OpenColl(db, key, storage.TypeZSet)
+// missing, and another type is storage.ErrWrongType.
+func zpopKey(c *Ctx, key []byte, max bool, count int64) (popped []storage.Elem, ok bool, err error) {
+	z, err := c.st.OpenColl(c.db, key, storage.TypeZSet)
 	if err != nil || z == nil {
 		return nil, false, err
 	}
 	if count <= 0 {
 		return nil, true, nil
 	}
-	if popped, err = st.ZPop(z, count, max); err != nil {
+	if popped, err = c.st.ZPop(z, count, max); err != nil {
 		return nil, false, err
 	}
 	if len(popped) == 0 {
 		// A stored sorted set is never empty; this one's count is wrong.
 		return nil, false, errCountMismatch(key, int(z.Len), 0)
 	}
-	return popped, true, st.SaveColl(z, false)
+	return popped, true, c.st.SaveColl(z, false)
 }
 
-// ZPOPMIN key [count] / ZPOPMAX key [count]
-func cmdZPop(c *Ctx) error {
-	if len(c.args) > 3 {
-		return ErrSyntax
-	}
-	count := int64(1)
-	if len(c.args) == 3 {
-		v, ok := parseIntOK(c.args[2])
-		if !ok || v < 0 {
-			return ErrCountNegative
+// popZSet is the work of ZMPOP, BZPOPMIN, BZPOPMAX and BZMPOP: it pops up
+// to count members from the first of keys that holds a sorted set and
+// replies with reply.
+func popZSet(max bool, count int64, reply func(w *proto.Writer, key []byte, popped []storage.Elem)) retry {
+	return func(c *Ctx, keys [][]byte) (bool, error) {
+		key, popped, err := zpop(c, keys, max, count)
+		if err != nil || key == nil {
+			return false, err
 		}
-		count = v
+		reply(c.w, key, popped)
+		return true, nil
 	}
-	_, popped, err := zpop(c, c.args[1:2], c.cmd.Name == "zpopmax", count)
-	if err != nil {
-		return err
-	}
-	// Without a count the reply is flat [member, score] in every protocol;
-	// with one, RESP3 nests pairs.
-	if len(c.args) == 3 {
-		writeScored(c, popped, true)
+}
+
+// ZPOPMIN key [count] / ZPOPMAX key [count] (max: highestFirst)
+func cmdZPop(max bool) Handler {
+	return func(c *Ctx) error {
+		if len(c.args) > 3 {
+			return ErrSyntax
+		}
+		count := int64(1)
+		if len(c.args) == 3 {
+			v, ok := parseIntOK(c.args[2])
+			if !ok || v < 0 {
+				return ErrCountNegative
+			}
+			count = v
+		}
+		_, popped, err := zpop(c, c.args[1:2], max, count)
+		if err != nil {
+			return err
+		}
+		// Without a count the reply is flat [member, score] in every
+		// protocol; with one, RESP3 nests pairs.
+		if len(c.args) == 3 {
+			writeScored(c, popped, true)
+			return nil
+		}
+		c.w.Array(2 * len(popped))
+		for i := range popped {
+			c.w.Bulk(popped[i].Member)
+			c.w.Double(popped[i].Score)
+		}
 		return nil
 	}
-	c.w.Array(2 * len(popped))
-	for i := range popped {
-		c.w.Bulk(popped[i].Member)
-		c.w.Double(popped[i].Score)
-	}
-	return nil
 }
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdZMPop(c *Ctx) error {
-	keys, max, count, err := parseZMPop(c, 1)
+	keys, max, count, err := mpopArgs(c, 1, minMax)
 	if err != nil {
 		return err
 	}
-	key, popped, err := zpop(c, keys, max, count)
-	if err != nil {
-		return err
-	}
-	if key == nil {
-		c.w.NullArray()
-		return nil
-	}
-	writeZPopped(c.w, blockZMPop, key, popped)
-	return nil
+	return c.tryOnce(keys, popZSet(max, count, writeKeyMembers), (*proto.Writer).NullArray)
 }
 
-// BZPOPMIN|BZPOPMAX key [key ...] timeout
-func cmdBZPop(c *Ctx) error {
-	last := len(c.args) - 1
-	ms, err := parseTimeout(c.args[last])
-	if err != nil {
-		return err
+// BZPOPMIN|BZPOPMAX key [key ...] timeout (max: highestFirst)
+func cmdBZPop(max bool) Handler {
+	return func(c *Ctx) error {
+		last := len(c.args) - 1
+		return c.tryOrPark(last, storage.TypeZSet, c.args[1:last], popZSet(max, 1, writeKeyMember), (*proto.Writer).NullArray)
 	}
-	max := c.cmd.Name == "bzpopmax"
-	keys := c.args[1:last]
-	key, popped, err := zpop(c, keys, max, 1)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		writeZPopped(c.w, blockZPop, key, popped)
-		return nil
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockZPop, keys: keys, max: max, count: 1}, ms)
 }
 
 // BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]. Like Redis it
 // checks the rest of the syntax before the timeout.
 func cmdBZMPop(c *Ctx) error {
-	keys, max, count, err := parseZMPop(c, 2)
+	keys, max, count, err := mpopArgs(c, 2, minMax)
 	if err != nil {
 		return err
 	}
-	ms, err := parseTimeout(c.args[1])
-	if err != nil {
-		return err
-	}
-	key, popped, err := zpop(c, keys, max, count)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		writeZPopped(c.w, blockZMPop, key, popped)
-		return nil
-	}
-	if c.noBlock {
-		c.w.NullArray()
-		return nil
-	}
-	return c.block(&waiter{kind: blockZMPop, keys: keys, max: max, count: count}, ms)
+	return c.tryOrPark(1, storage.TypeZSet, keys, popZSet(max, count, writeKeyMembers), (*proto.Writer).NullArray)
 }
 
-// parseZMPop parses ZMPOP's arguments from numkeys at args[i] on (BZMPOP
-// has its timeout first).
-func parseZMPop(c *Ctx, i int) (keys [][]byte, max bool, count int64, err error) {
-	n, ok := parseIntOK(c.args[i])
-	if !ok || n <= 0 {
-		return nil, false, 0, ErrNumKeysPositive
-	}
-	where := int64(i) + 1 + n
-	if n > int64(len(c.args)) || where >= int64(len(c.args)) {
-		return nil, false, 0, ErrSyntax
-	}
+// minMax parses the MIN|MAX of ZMPOP and BZMPOP.
+func minMax(b []byte) (max bool, err error) {
 	switch {
-	case c.argEq(int(where), "min"):
-	case c.argEq(int(where), "max"):
-		max = true
-	default:
-		return nil, false, 0, ErrSyntax
+	case eqFold(b, "min"):
+		return lowestFirst, nil
+	case eqFold(b, "max"):
+		return highestFirst, nil
 	}
-	count = -1
-	for j := int(where) + 1; j < len(c.args); j++ {
-		if count == -1 && c.argEq(j, "count") && j+1 < len(c.args) {
-			v, ok := parseIntOK(c.args[j+1])
-			if !ok || v <= 0 {
-				return nil, false, 0, ErrCountPositive
-			}
-			count = v
-			j++
-			continue
-		}
-		return nil, false, 0, ErrSyntax
-	}
-	if count == -1 {
-		count = 1
-	}
-	return c.args[i+1 : where], max, count, nil
+	return false, ErrSyntax
 }
 
-// writeZPopped writes what a sorted-set pop from key answers: [key, member,
-// score] for BZPOPMIN and BZPOPMAX (kind blockZPop, one member), or
-// [key, [[member, score], ...]] for ZMPOP and BZMPOP (blockZMPop). Scores
-// are doubles in RESP3.
-func writeZPopped(w *proto.Writer, kind blockKind, key []byte, popped []storage.Elem) {
-	if kind == blockZPop {
-		w.Array(3)
-		w.Bulk(key)
-		w.Bulk(popped[0].Member)
-		w.Double(popped[0].Score)
-		return
-	}
+// writeKeyMember is the reply of BZPOPMIN and BZPOPMAX: [key, member,
+// score], the score a double in RESP3.
+func writeKeyMember(w *proto.Writer, key []byte, popped []storage.Elem) {
+	w.Array(3)
+	w.Bulk(key)
+	w.Bulk(popped[0].Member)
+	w.Double(popped[0].Score)
+}
+
+// writeKeyMembers is the reply of ZMPOP and BZMPOP: [key, [[member, score],
+// ...]], the scores doubles in RESP3.
+func writeKeyMembers(w *proto.Writer, key []byte, popped []storage.Elem) {
 	w.Array(2)
 	w.Bulk(key)
 	w.Array(len(popped))
@@ -841,278 +839,4 @@ func cmdZRandMember(c *Ctx) error {
 		return nil
 	}
 	return c.writeRandom(z, count, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
-}
-
-// Aggregations of ZUNION and ZINTER.
-const (
-	aggSum = iota
-	aggMin
-	aggMax
-)
-
-// zsrc is one input of a sorted-set operation: a sorted set or a set (its
-// members score 1), nil when the key is missing.
-type zsrc struct {
-	coll   *storage.Coll
-	weight float64
-}
-
-func (s *zsrc) size() int64 {
-	if s.coll == nil {
-		return 0
-	}
-	return s.coll.Len
-}
-
-// score looks member up in s: its weighted score, and whether it is
-// there. Like Redis's ZINTER, it leaves a NaN product for aggregate.
-func (s *zsrc) score(c *Ctx, member []byte) (float64, bool, error) {
-	if s.coll == nil {
-		return 0, false, nil
-	}
-	if s.coll.Type == storage.TypeSet {
-		ok, err := c.st.SetHas(s.coll, member)
-		return s.weight * 1, ok, err
-	}
-	v, ok, err := c.st.ZScore(s.coll, member)
-	return s.weight * v, ok, err
-}
-
-// weigh multiplies a score by a weight, NaN (0 × inf) counting as 0 as in
-// Redis.
-func weigh(w, v float64) float64 {
-	if r := w * v; !math.IsNaN(r) {
-		return r
-	}
-	return 0
-}
-
-// aggregate folds b into a as Redis's zunionInterAggregate does, C
-// comparisons included: a NaN b (a weight of ±inf times a score of 0)
-// leaves MIN and MAX unchanged and makes SUM 0.
-func aggregate(agg int, a, b float64) float64 {
-	switch agg {
-	case aggMin:
-		if b < a {
-			return b
-		}
-		return a
-	case aggMax:
-		if b > a {
-			return b
-		}
-		return a
-	}
-	if r := a + b; !math.IsNaN(r) {
-		return r
-	}
-	return 0
-}
-
-// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
-// [WITHSCORES], ZINTER (the same), ZDIFF numkeys key [key ...]
-// [WITHSCORES], their STORE forms (destination first, no WITHSCORES) and
-// ZINTERCARD numkeys key [key ...] [LIMIT limit].
-func cmdZSetOp(c *Ctx) error {
-	name := c.cmd.Name
-	store := name == "zunionstore" || name == "zinterstore" || name == "zdiffstore"
-	card := name == "zintercard"
-	diff := name == "zdiff" || name == "zdiffstore"
-	inter := name == "zinter" || name == "zinterstore" || card
-	numIdx := 1
-	if store {
-		numIdx = 2
-	}
-	n, err := c.intArg(numIdx)
-	if err != nil {
-		return err
-	}
-	if n < 1 {
-		return errAtLeastOneKey(name)
-	}
-	if n > int64(len(c.args)-numIdx-1) {
-		return ErrSyntax
-	}
-	srcs := make([]zsrc, n)
-	for i := range srcs {
-		coll, err := c.st.OpenAnyColl(c.db, c.args[numIdx+1+i], storage.TypeZSet, storage.TypeSet)
-		if err != nil {
-			return err
-		}
-		srcs[i] = zsrc{coll: coll, weight: 1}
-	}
-	agg, withScores, limit := aggSum, false, int64(0)
-	for j := numIdx + 1 + int(n); j < len(c.args); {
-		left := len(c.args) - j
-		switch {
-		case !diff && !card && left >= int(n)+1 && c.argEq(j, "weights"):
-			for i := range srcs {
-				w, ok := parseScore(c.args[j+1+i])
-				if !ok {
-					return ErrWeightNotFloat
-				}
-				srcs[i].weight = w
-			}
-			j += int(n) + 1
-		case !diff && !card && left >= 2 && c.argEq(j, "aggregate"):
-			switch {
-			case c.argEq(j+1, "sum"):
-				agg = aggSum
-			case c.argEq(j+1, "min"):
-				agg = aggMin
-			case c.argEq(j+1, "max"):
-				agg = aggMax
-			default:
-				return ErrSyntax
-			}
-			j += 2
-		case !store && !card && c.argEq(j, "withscores"):
-			withScores = true
-			j++
-		case card && left >= 2 && c.argEq(j, "limit"):
-			v, ok := parseIntOK(c.args[j+1])
-			if !ok || v < 0 {
-				return ErrLimitNegative
-			}
-			limit = v
-			j += 2
-		default:
-			return ErrSyntax
-		}
-	}
-	var es []storage.Elem
-	switch {
-	case diff:
-		es, err = zdiff(c, srcs)
-	case inter:
-		es, err = zinter(c, srcs, agg, limit, card)
-	default:
-		es, err = zunion(c, srcs, agg)
-	}
-	if err != nil {
-		return err
-	}
-	if card {
-		c.w.Int(int64(len(es)))
-		return nil
-	}
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].Score != es[j].Score {
-			return es[i].Score < es[j].Score
-		}
-		return bytes.Compare(es[i].Member, es[j].Member) < 0
-	})
-	if store {
-		return storeZSet(c, c.args[1], es)
-	}
-	writeScored(c, es, withScores)
-	return nil
-}
-
-// bySize orders inputs smallest first, as Redis does before combining them
-// (which also fixes the order scores are added in).
-func bySize(srcs []zsrc) []zsrc {
-	sorted := append([]zsrc(nil), srcs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].size() < sorted[j].size() })
-	return sorted
-}
-
-// elems reads every member of s with its weighted score.
-func (s *zsrc) elems(c *Ctx) ([]storage.Elem, error) {
-	if s.coll == nil {
-		return nil, nil
-	}
-	es, err := c.st.AllElements(s.coll)
-	for i := range es {
-		v := es[i].Score
-		if s.coll.Type == storage.TypeSet {
-			v = 1
-		}
-		es[i].Score = weigh(s.weight, v)
-	}
-	return es, err
-}
-
-// zinter walks the smallest input and looks each member up in the others.
-// With countOnly it stops after limit members (limit 0: no limit).
-func zinter(c *Ctx, srcs []zsrc, agg int, limit int64, countOnly bool) ([]storage.Elem, error) {
-	srcs = bySize(srcs)
-	if srcs[0].size() == 0 {
-		return nil, nil
-	}
-	cand, err := srcs[0].elems(c)
-	if err != nil {
-		return nil, err
-	}
-	out := cand[:0]
-	for _, e := range cand {
-		score, in := e.Score, true
-		for i := 1; i < len(srcs) && in; i++ {
-			v, ok, err := srcs[i].score(c, e.Member)
-			if err != nil {
-				return nil, err
-			}
-			if in = ok; ok {
-				score = aggregate(agg, score, v)
-			}
-		}
-		if in {
-			out = append(out, storage.Elem{Member: e.Member, Score: score})
-			if countOnly && limit > 0 && int64(len(out)) >= limit {
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-// zunion accumulates every input, smallest first.
-func zunion(c *Ctx, srcs []zsrc, agg int) ([]storage.Elem, error) {
-	var out []storage.Elem
-	at := map[string]int{}
-	for _, s := range bySize(srcs) {
-		es, err := s.elems(c)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			if i, ok := at[string(e.Member)]; ok {
-				out[i].Score = aggregate(agg, out[i].Score, e.Score)
-				continue
-			}
-			at[string(e.Member)] = len(out)
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-// zdiff keeps the members of the first input that no other input has,
-// with their scores in the first.
-func zdiff(c *Ctx, srcs []zsrc) ([]storage.Elem, error) {
-	first := srcs[0]
-	first.weight = 1
-	cand, err := first.elems(c)
-	if err != nil {
-		return nil, err
-	}
-	out := cand[:0]
-	for _, e := range cand {
-		in := false
-		for i := 1; i < len(srcs) && !in; i++ {
-			if srcs[i].coll != nil && srcs[i].coll.ID == first.coll.ID {
-				in = true
-				break
-			}
-			_, ok, err := srcs[i].score(c, e.Member)
-			if err != nil {
-				return nil, err
-			}
-			in = ok
-		}
-		if !in {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
