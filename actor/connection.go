@@ -105,8 +105,8 @@ var connectionCommands = []*Command{
 		{Name: "client|list", Summary: "Describes every connection.", Handler: cmdClientList},
 		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
 		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
-		{Name: "client|no-evict", Summary: "Accepted for compatibility; Cellar never evicts clients.", Handler: cmdClientOnOff},
-		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff},
+		{Name: "client|no-evict", Summary: "Exempts the connection from eviction by maxmemory_clients.", Handler: cmdClientOnOff(func(s *session, on bool) { s.mem.SetNoEvict(on) })},
+		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
 	}},
 }
@@ -156,7 +156,7 @@ func cmdHello(c *Ctx) error {
 	if len(c.args) >= 2 {
 		v, ok := parseIntOK(c.args[1])
 		if !ok {
-			return ReplyError("ERR Protocol version is not an integer or out of range")
+			return ErrProtoVersion
 		}
 		if v < 2 || v > 3 {
 			return ErrNoProto
@@ -175,7 +175,7 @@ func cmdHello(c *Ctx) error {
 			name, haveName = c.args[j+1], true
 			j++
 		default:
-			return ReplyError("ERR Syntax error in HELLO option '" + cString(c.args[j], 1<<30) + "'")
+			return errHelloOption(c.args[j])
 		}
 	}
 	if user != nil {
@@ -312,37 +312,35 @@ func cmdClientSetInfo(c *Ctx) error {
 	case eqFold(attr, "lib-ver"):
 		dst = &c.s.libVer
 	default:
-		return ReplyError("ERR Unrecognized option '" + cString(attr, 1<<30) + "'")
+		return errUnrecognizedOption(attr)
 	}
 	if validName(c.args[3]) != nil {
-		return ReplyError("ERR " + cString(attr, 1<<30) + " cannot contain spaces, newlines or special characters.")
+		return errBadClientInfo(attr)
 	}
 	*dst = string(c.args[3])
 	c.w.OK()
 	return nil
 }
 
-// CLIENT NO-EVICT|NO-TOUCH ON|OFF
-func cmdClientOnOff(c *Ctx) error {
-	var on bool
-	switch {
-	case c.argEq(2, "on"):
-		on = true
-	case c.argEq(2, "off"):
-	default:
-		return ErrSyntax
+// CLIENT NO-EVICT|NO-TOUCH ON|OFF: set turns the flag on or off.
+func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
+	return func(c *Ctx) error {
+		var on bool
+		switch {
+		case c.argEq(2, "on"):
+			on = true
+		case c.argEq(2, "off"):
+		default:
+			return ErrSyntax
+		}
+		set(c.s, on)
+		c.w.OK()
+		return nil
 	}
-	if c.cmd.Name == "client|no-evict" {
-		c.s.mem.SetNoEvict(on)
-	} else {
-		c.s.noTouch = on
-	}
-	c.w.OK()
-	return nil
 }
 
 // clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
-// order. Buffer sizes that only the loop knows are reported as 0.
+// order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	flags := "N"
 	if s.blocked != nil {
@@ -429,7 +427,7 @@ func validClientType(b []byte) (normal bool, err error) {
 	case "master", "slave", "replica", "pubsub":
 		return false, nil
 	}
-	return false, ReplyError("ERR Unknown client type '" + cString(b, 1<<30) + "'")
+	return false, errClientType(b)
 }
 
 // CLIENT LIST [TYPE type] [ID id [id ...]]
@@ -451,7 +449,7 @@ func cmdClientList(c *Ctx) error {
 		for _, a := range c.args[3:] {
 			id, ok := parseIntOK(a)
 			if !ok {
-				return ReplyError("ERR Invalid client ID")
+				return ErrInvalidClientID
 			}
 			if s := c.a.sessions[uint64(id)]; s != nil {
 				out = c.a.clientLine(out, s, now)
@@ -484,7 +482,7 @@ func cmdClientKill(c *Ctx) error {
 			case c.argEq(i, "id") && more:
 				v, ok := parseIntOK(c.args[i+1])
 				if !ok || v < 1 {
-					return ReplyError("ERR client-id should be greater than 0")
+					return ErrClientIDPositive
 				}
 				id = uint64(v)
 			case c.argEq(i, "type") && more:
@@ -499,7 +497,7 @@ func cmdClientKill(c *Ctx) error {
 				laddr, haveLaddr = string(c.args[i+1]), true
 			case c.argEq(i, "user") && more:
 				if string(c.args[i+1]) != "default" {
-					return ReplyError("ERR No such user '" + cString(c.args[i+1], 1<<30) + "'")
+					return errNoSuchUser(c.args[i+1])
 				}
 			case c.argEq(i, "skipme") && more:
 				switch {

@@ -58,6 +58,9 @@ const (
 	ErrConfigGetArgs    ReplyError = "ERR wrong number of arguments for 'config|get' command"
 	ErrUnknownSection   ReplyError = "ERR unknown section"
 	ErrMinMaxNotFloat   ReplyError = "ERR min or max is not a float"
+	ErrProtoVersion     ReplyError = "ERR Protocol version is not an integer or out of range"
+	ErrInvalidClientID  ReplyError = "ERR Invalid client ID"
+	ErrClientIDPositive ReplyError = "ERR client-id should be greater than 0"
 	ErrMinMaxLex        ReplyError = "ERR min or max not valid string range item"
 	ErrResultNaN        ReplyError = "ERR resulting score is not a number (NaN)"
 	ErrWeightNotFloat   ReplyError = "ERR weight value is not a float"
@@ -155,6 +158,26 @@ func errCountMismatch(key []byte, stored, found int) error {
 
 // errWrongArgs is Redis's arity error; name is the full name
 // ("get", "client|setname").
+func errHelloOption(opt []byte) error {
+	return ReplyError("ERR Syntax error in HELLO option '" + cString(opt, 1<<30) + "'")
+}
+
+func errUnrecognizedOption(opt []byte) error {
+	return ReplyError("ERR Unrecognized option '" + cString(opt, 1<<30) + "'")
+}
+
+func errBadClientInfo(attr []byte) error {
+	return ReplyError("ERR " + cString(attr, 1<<30) + " cannot contain spaces, newlines or special characters.")
+}
+
+func errClientType(typ []byte) error {
+	return ReplyError("ERR Unknown client type '" + cString(typ, 1<<30) + "'")
+}
+
+func errNoSuchUser(user []byte) error {
+	return ReplyError("ERR No such user '" + cString(user, 1<<30) + "'")
+}
+
 func errWrongArgs(name string) error {
 	return ReplyError("ERR wrong number of arguments for '" + name + "' command")
 }

@@ -28,10 +28,14 @@ import (
 )
 
 func main() {
-	src := flag.String("src", "../shared/redis-commands-7.0", "directory of Redis's command JSON files")
+	src := flag.String("src", "", "directory of Redis's command JSON files (required; make commands names it)")
 	extra := flag.String("extra", "actor/cmdgen/extra", "directory of hand-kept command JSON files")
 	out := flag.String("out", "actor/commands.json", "file to write")
 	flag.Parse()
+	if *src == "" {
+		fmt.Fprintln(os.Stderr, "cmdgen: -src is required")
+		os.Exit(2)
+	}
 
 	all := map[string]map[string]any{}
 	for _, dir := range []string{*src, *extra} {
