@@ -1,0 +1,264 @@
+package actor
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The actor's API: what the loops and the server give it and get back
+// (configuration, connections, batches, completions), and the inbox through
+// which everything reaches the actor goroutine.
+
+// Durability is how far a write must get before its reply leaves.
+type Durability int
+
+const (
+	// Everysec: committed to the WAL before the reply (a killed process
+	// loses nothing acknowledged); the WAL is fsynced about once a second.
+	Everysec Durability = iota
+	// Always: the reply waits for an fsync of the WAL that covers the write
+	// (group commit: writes arriving during one fsync share the next).
+	Always
+	// Off: committed before the reply; Cellar never fsyncs.
+	Off
+)
+
+func (d Durability) String() string {
+	switch d {
+	case Always:
+		return "always"
+	case Off:
+		return "off"
+	}
+	return "everysec"
+}
+
+// ParseDurability parses "always", "everysec" or "off".
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case "always":
+		return Always, nil
+	case "everysec":
+		return Everysec, nil
+	case "off":
+		return Off, nil
+	}
+	return 0, fmt.Errorf("must be always, everysec or off, not %q", s)
+}
+
+// Config is the actor's part of Cellar's configuration.
+type Config struct {
+	Durability  Durability
+	RequirePass string
+	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
+	// Redis's proto-max-bulk-len.
+	MaxBulkLen int64
+	// MaxReply is the output buffer hard limit: once a client's replies
+	// (being built, in flight to its loop and unsent in its socket's
+	// buffer) pass it, its batch is abandoned and the client disconnected,
+	// as Redis does at client-output-buffer-limit's hard limit (0: no
+	// limit).
+	MaxReply int64
+	// Clients is the client memory budget shared with the loops (nil: an
+	// unlimited one of the actor's own).
+	Clients *MemBudget
+	// SweepInterval is how often the active expiry runs; SweepBatch how
+	// many expired keys one slice may delete.
+	SweepInterval time.Duration
+	SweepBatch    int
+	// Version is Cellar's version, reported by INFO.
+	Version string
+	// Params are the settings CONFIG GET/SET know.
+	Params []Param
+	// Port, Bind and Dir are reported by INFO and CONFIG GET.
+	Port int
+	Bind string
+
+	// SnapshotPath is where SAVE and BGSAVE write the database's copy.
+	SnapshotPath string
+	// Shutdown, called on the actor goroutine, asks the server to stop
+	// (the SHUTDOWN command); it must not block.
+	Shutdown func()
+
+	// Blocked-client limits (docs/architecture.md, "Blocked clients"). A
+	// blocking command that would pass one is refused with "ERR too many
+	// blocked clients".
+	MaxWaitersPerKey int // waiters queued on one key
+	MaxTotalWaiters  int // waiters in all
+	MaxKeysPerWait   int // distinct keys one blocking command watches
+	// WakeupBatchSize is how many waiters one ready key serves before the
+	// other ready keys get their turn (serving goes on until no ready key
+	// has both elements and waiters, so it never strands an element).
+	WakeupBatchSize int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBulkLen <= 0 {
+		c.MaxBulkLen = 512 << 20
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 100 * time.Millisecond
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 200
+	}
+	if c.MaxWaitersPerKey <= 0 {
+		c.MaxWaitersPerKey = 10000
+	}
+	if c.MaxTotalWaiters <= 0 {
+		c.MaxTotalWaiters = 50000
+	}
+	if c.MaxKeysPerWait <= 0 {
+		c.MaxKeysPerWait = 128
+	}
+	if c.WakeupBatchSize <= 0 {
+		c.WakeupBatchSize = 1
+	}
+	return c
+}
+
+// RedisVersion is the Redis version Cellar's behaviour follows; INFO and
+// HELLO report it so that clients enable the right features.
+const RedisVersion = "7.0.15"
+
+// Sink receives completions for the connections of one loop. Deliver is
+// called from the actor or an offload worker, must be safe from any
+// goroutine and must never block.
+type Sink interface {
+	Deliver(cs []Completion)
+}
+
+// ConnInfo introduces a new connection to the actor.
+type ConnInfo struct {
+	ID        uint64 // client id: unique for the server's life, never reused
+	Addr      string // remote address
+	LocalAddr string
+	FD        int
+	Sink      Sink
+	// Mem is the connection's share of the client memory budget.
+	Mem *ClientMem
+}
+
+// Batch is every complete command a connection had buffered, as one message.
+// Args of command i are Args[Ends[i-1]:Ends[i]] (Ends[-1] being 0). The
+// slices point into memory the loop copied for the actor; the actor owns it.
+type Batch struct {
+	ConnID uint64
+	Seq    uint64
+	Args   [][]byte
+	Ends   []int32
+	// Bytes is the memory the batch holds, counted in the actor's backlog
+	// until it has run.
+	Bytes int64
+}
+
+// Len is the number of commands in the batch.
+func (b *Batch) Len() int { return len(b.Ends) }
+
+// Cmd returns the arguments of command i.
+func (b *Batch) Cmd(i int) [][]byte {
+	start := int32(0)
+	if i > 0 {
+		start = b.Ends[i-1]
+	}
+	return b.Args[start:b.Ends[i]:b.Ends[i]]
+}
+
+// Completion carries the replies to one batch back to its connection.
+type Completion struct {
+	ConnID uint64
+	Seq    uint64
+	Reply  []byte
+	// Close asks the loop to close the connection once Reply is written
+	// (QUIT, a client killing itself).
+	Close bool
+	// Kill asks the loop to close the connection now (CLIENT KILL from
+	// another client); Seq and Reply are unused.
+	Kill bool
+	// Charged is what the actor charged to the client's MemReplies for
+	// these replies; the loop releases it when it writes or drops them.
+	Charged int64
+}
+
+// NetStats is what the loops count for INFO; safe from any goroutine.
+type NetStats interface {
+	NetInputBytes() uint64
+	NetOutputBytes() uint64
+	RejectedConns() uint64
+	HeldInputBytes() int64
+}
+
+type msgKind uint8
+
+const (
+	msgOpen msgKind = iota
+	msgBatch
+	msgClosed
+	msgCall
+)
+
+type message struct {
+	kind  msgKind
+	open  ConnInfo
+	batch *Batch
+	id    uint64
+	fn    func()
+}
+
+// inbox is the actor's mailbox: the loops append, the actor takes all.
+type inbox struct {
+	mu     sync.Mutex
+	msgs   []message
+	bell   chan struct{}
+	queued atomic.Int64 // bytes of batches submitted and not yet executed
+}
+
+func (in *inbox) put(m message) {
+	in.mu.Lock()
+	in.msgs = append(in.msgs, m)
+	in.mu.Unlock()
+	select {
+	case in.bell <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued and gives the inbox spare (an empty
+// slice the caller no longer uses) to queue into next. Two buffers take
+// turns; neither is ever held by both sides.
+func (in *inbox) take(spare []message) []message {
+	in.mu.Lock()
+	msgs := in.msgs
+	in.msgs = spare[:0]
+	in.mu.Unlock()
+	return msgs
+}
+
+// Open registers a new connection. Called by the loop (any goroutine).
+func (a *Actor) Open(info ConnInfo) { a.in.put(message{kind: msgOpen, open: info}) }
+
+// Submit hands a batch to the actor. Called by the loop (any goroutine).
+func (a *Actor) Submit(b *Batch) {
+	a.in.queued.Add(b.Bytes)
+	a.in.put(message{kind: msgBatch, batch: b})
+}
+
+// Closed tells the actor a connection is gone. Called by the loop.
+func (a *Actor) Closed(id uint64) { a.in.put(message{kind: msgClosed, id: id}) }
+
+// Backlog is the memory held by submitted batches not yet executed; the
+// loops stop reading sockets while it is above their limit.
+func (a *Actor) Backlog() int64 { return a.in.queued.Load() }
+
+// Call runs fn on the actor goroutine between rounds and waits for it (for
+// administration and tests). It must not be called from the actor.
+func (a *Actor) Call(fn func()) {
+	done := make(chan struct{})
+	a.in.put(message{kind: msgCall, fn: func() { fn(); close(done) }})
+	select {
+	case <-done:
+	case <-a.done:
+	}
+}

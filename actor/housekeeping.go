@@ -1,0 +1,51 @@
+package actor
+
+import (
+	"time"
+)
+
+// housekeeping runs the periodic work: a slice of active expiry, and the
+// once-a-second fsync of durability everysec.
+func (a *Actor) housekeeping(now time.Time) {
+	a.nextSweep = now.Add(a.cfg.SweepInterval)
+	a.sweepMore = false
+	if a.careful {
+		// The sweep needs its own transaction, like every batch now.
+		if err := a.st.Begin(); err != nil {
+			return
+		}
+		defer func() {
+			if a.roundErr != nil {
+				a.st.Rollback()
+				a.roundErr = nil
+			} else {
+				a.st.Commit()
+			}
+		}()
+	}
+	if a.roundErr == nil {
+		a.st.Now = a.nowMs
+		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
+		if err != nil {
+			a.roundErr = err
+		} else {
+			a.stats.expiredKeys += uint64(n)
+			// A full slice means more are due: go on next round, after
+			// whatever clients sent meanwhile.
+			a.sweepMore = n == a.cfg.SweepBatch
+		}
+	}
+	if a.roundErr == nil {
+		// Free the blobs of large values whose rows went (storage/blobs.go).
+		if err := a.st.CollectGarbage(); err != nil {
+			a.roundErr = err
+		}
+	}
+	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
+		a.startCheckpoint()
+	}
+	if a.cfg.Durability == Everysec && now.Sub(a.lastSync) >= time.Second {
+		a.lastSync = now
+		a.durable.syncSoon(a.st.Commits())
+	}
+}

@@ -1,0 +1,240 @@
+package actor
+
+import (
+	"time"
+
+	"github.com/cellar-db/cellar/proto"
+)
+
+// The round engine: a round takes everything in the inbox, runs it in one
+// transaction (or, careful after a storage failure, one per batch),
+// commits, and hands the completions to the loops as durability allows.
+
+// routed is a completion with the sink it goes to. w is set while the
+// batch is suspended on a waiter registered in the current round (the
+// completion is held, not delivered); drop when that waiter was cancelled
+// (nothing is delivered).
+type routed struct {
+	sink Sink
+	c    Completion
+	w    *waiter
+	drop bool
+}
+
+// cmdRec remembers where a command's reply sits in its batch's buffer, so
+// that a failed commit can replace the replies that depended on it.
+type cmdRec struct {
+	out        int32 // index in Actor.out
+	start, end int32
+	keyspace   bool
+}
+
+// round executes every message taken from the inbox in one transaction,
+// commits, and releases the replies as durability allows.
+func (a *Actor) round(msgs []message) {
+	a.stats.rounds++
+	now := time.Now()
+	a.nowMs = now.UnixMilli()
+	a.roundStart = now
+	a.careful = now.Before(a.carefulUntil)
+	if !a.careful {
+		if err := a.st.Begin(); err != nil {
+			a.roundErr = err
+		}
+	}
+	a.expireWaiters(now)
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.kind {
+		case msgOpen:
+			a.openSession(m.open, now)
+		case msgBatch:
+			if a.careful {
+				a.runCareful(m.batch, now)
+			} else {
+				a.runBatch(m.batch, now)
+			}
+		case msgClosed:
+			a.endSession(m.id)
+		case msgCall:
+			m.fn()
+		}
+		if len(a.blk.ready) > 0 {
+			a.serveReady()
+		}
+		msgs[i] = message{}
+	}
+	a.spare = msgs[:0]
+	if !now.Before(a.nextSweep) || a.sweepMore {
+		a.housekeeping(now)
+	}
+	a.finishRound()
+}
+
+// finishRound commits the round and sends its completions on their way.
+func (a *Actor) finishRound() {
+	failed := a.roundErr != nil
+	if failed {
+		a.st.Rollback()
+		a.failRound(a.roundErr)
+	} else if _, _, err := a.st.Commit(); err != nil {
+		failed = true
+		a.failRound(err)
+	}
+	a.roundErr = nil
+	a.settleHeld(failed)
+	a.recs = a.recs[:0]
+	if len(a.out) == 0 {
+		return
+	}
+	if a.cfg.Durability == Always && a.durable.behind(a.st.Commits()) {
+		a.durable.enqueue(a.out, a.st.Commits())
+	} else {
+		deliver(a.out)
+	}
+	clear(a.out)
+	a.out = a.out[:0]
+}
+
+// failRound replaces the reply of every command that touched the keyspace in
+// this round with an error: nothing of the round was committed, so nothing
+// may be acknowledged. Replies of commands that did not touch the keyspace
+// (PING, SELECT, ...) stand.
+func (a *Actor) failRound(err error) { a.failRecs(err, 0) }
+
+// carefulFor is how long the actor stays careful after a storage failure.
+const carefulFor = 10 * time.Second
+
+// failRecs fails the replies recorded from recs[from] on (see failRound),
+// and makes the actor careful for a while.
+func (a *Actor) failRecs(err error, from int) {
+	reply, _ := replyFor(err)
+	a.stats.failedCommits++
+	a.stats.lastCommitError = err.Error()
+	a.carefulUntil = time.Now().Add(carefulFor)
+	a.log.Error().Err(err).Int("commands", len(a.recs)-from).Msg("commit failed; its writes are refused")
+	w := proto.Writer{}
+	for i := from; i < len(a.recs); {
+		oi := a.recs[i].out
+		old := a.out[oi].c.Reply
+		w.Buf = make([]byte, 0, len(old))
+		for ; i < len(a.recs) && a.recs[i].out == oi; i++ {
+			r := a.recs[i]
+			if r.keyspace {
+				w.Error(reply)
+			} else {
+				w.Raw(old[r.start:r.end])
+			}
+		}
+		a.out[oi].c.Reply = w.Buf
+	}
+}
+
+// deliver hands completions to their sinks, one call per sink.
+func deliver(rs []routed) {
+	for len(rs) > 0 {
+		sink := rs[0].sink
+		var rest []routed
+		group := make([]Completion, 0, len(rs))
+		for _, r := range rs {
+			if r.sink == sink {
+				group = append(group, r.c)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		sink.Deliver(group)
+		rs = rest
+	}
+}
+
+// runCareful runs a batch in a transaction of its own (careful mode): if
+// its commit fails, only its replies are retracted.
+func (a *Actor) runCareful(b *Batch, now time.Time) {
+	if err := a.st.Begin(); err != nil {
+		a.roundErr = err
+	}
+	from := len(a.recs)
+	a.runBatch(b, now)
+	if a.roundErr != nil {
+		a.st.Rollback()
+		a.failRecs(a.roundErr, from)
+		a.roundErr = nil
+		return
+	}
+	if _, _, err := a.st.Commit(); err != nil {
+		a.failRecs(err, from)
+	}
+}
+
+// runBatch executes one connection's batch and queues its completion.
+// Replies are charged to the client's memory as they are built; once the
+// client's replies (these, those in flight to its loop and those in its
+// socket's buffer) pass the output hard limit, or the client is evicted
+// for the client memory budget, nothing more of the batch runs (what ran
+// stays done) and the connection is closed.
+func (a *Actor) runBatch(b *Batch, now time.Time) {
+	n := b.Len()
+	s := a.sessions[b.ConnID]
+	defer a.in.queued.Add(-b.Bytes)
+	if s == nil {
+		return // the connection is gone; nothing to reply to
+	}
+	defer s.mem.Add(MemBatches, -b.Bytes)
+	if s.killed || s.mem.Gone() {
+		return
+	}
+	s.lastActive = now
+	oi := int32(len(a.out))
+	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
+	w := proto.Writer{Buf: make([]byte, 0, 64), Proto: s.resp}
+	charged := 0
+	for i := 0; i < n && !s.closing; i++ {
+		start := len(w.Buf)
+		// The loop ends a batch after a blocking command; one anywhere
+		// else (and any while the session already waits) runs in its
+		// non-blocking form, as in MULTI, rather than reorder replies.
+		noBlock := i != n-1 || s.blocked != nil
+		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
+		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
+		w.Proto = s.resp
+		out, ok := s.mem.chargeReply(int64(len(w.Buf) - charged))
+		charged = len(w.Buf)
+		a.out[oi].c.Charged = int64(charged)
+		if !ok || (a.cfg.MaxReply > 0 && out > a.cfg.MaxReply) {
+			a.overflow(s, oi, out, !ok)
+			return
+		}
+		if s.blocked != nil && s.blocked.oi == pendingOut {
+			a.out[oi].c.Reply = w.Buf
+			a.linkSuspended(s, oi)
+			break
+		}
+		if len(a.blk.ready) > 0 {
+			// Serve waiters before the next command runs, so that the
+			// push, the wake and the pop are one step.
+			a.out[oi].c.Reply = w.Buf
+			a.serveReady()
+		}
+	}
+	a.out[oi].c.Reply = w.Buf
+	a.out[oi].c.Close = s.closing
+}
+
+// overflow abandons a batch whose client passed the output hard limit
+// (over) or was evicted for the client memory budget (evicted already
+// logged), and disconnects the client before its replies take more memory.
+func (a *Actor) overflow(s *session, oi int32, out int64, evicted bool) {
+	if !evicted {
+		a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).
+			Msg("closing client whose replies reached the output buffer hard limit")
+	}
+	first := len(a.recs)
+	for first > 0 && a.recs[first-1].out == oi {
+		first--
+	}
+	a.recs = a.recs[:first]
+	a.out[oi].c = Completion{ConnID: s.id, Kill: true}
+	s.killed = true
+	a.cfg.Clients.Release(s.mem)
+}
