@@ -24,10 +24,11 @@ type Actor struct {
 	start time.Time
 
 	sessions map[uint64]*session
-	ctx      Ctx
-	elems    elemBuf   // scratch for sorted-set range replies (zsets.go)
-	valBuf   []byte    // scratch for string values copied into replies (strings.go)
-	spare    []message // the inbox buffer not lent to the inbox right now
+	// frames[d] is the Ctx and scratch of the command running at depth d
+	// (dispatch.go); depth is how many are running.
+	frames []*frame
+	depth  int
+	spare  []message // the inbox buffer not lent to the inbox right now
 
 	// The current round.
 	out        []routed

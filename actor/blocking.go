@@ -511,8 +511,11 @@ func (a *Actor) fail(err error) {
 // the round). It reports whether w completed; if not, w keeps waiting.
 func (a *Actor) retryWaiter(w *waiter) bool {
 	out := proto.Writer{Proto: w.resp}
-	c := Ctx{a: a, s: w.s, cmd: w.cmd, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
-	done, err := w.retry(&c, w.keys)
+	f := a.enter()
+	defer a.leave()
+	c := &f.ctx
+	*c = Ctx{a: a, f: f, s: w.s, cmd: w.cmd, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
+	done, err := w.retry(c, w.keys)
 	if err != nil {
 		a.fail(err)
 		r, _ := replyFor(err)

@@ -11,9 +11,11 @@ import (
 )
 
 // Ctx is what a handler sees of the command it runs. The actor reuses one
-// Ctx for every command; a handler must not keep it past its return.
+// Ctx per level of execution (dispatch.go); a handler must not keep it past
+// its return.
 type Ctx struct {
 	a    *Actor
+	f    *frame // this level's scratch
 	s    *session
 	cmd  *Command
 	args [][]byte

@@ -6,6 +6,43 @@ import (
 	"github.com/cellar-db/cellar/proto"
 )
 
+// Execution is re-entrant: a command may run commands (EXEC runs its queue,
+// EVAL the calls of its script), each one level deeper. Every level has a
+// frame of its own — the Ctx its handler sees and the scratch buffers that
+// handler may use — so a nested command never clobbers the state of the
+// command that runs it; with careful mode, each level's savepoint nests in
+// the one above (storage.Store.Savepoint).
+
+// frame is one level of command execution.
+type frame struct {
+	ctx   Ctx
+	elems elemBuf // sorted-set range replies (zsets.go)
+	val   []byte  // string values copied into replies (strings.go)
+}
+
+// enter starts a level of execution and returns its frame; leave ends it.
+// Frames are kept and reused, one per depth ever reached.
+func (a *Actor) enter() *frame {
+	if a.depth == len(a.frames) {
+		a.frames = append(a.frames, &frame{})
+	}
+	f := a.frames[a.depth]
+	a.depth++
+	return f
+}
+
+func (a *Actor) leave() {
+	a.depth--
+	a.frames[a.depth].ctx = Ctx{} // keep nothing of the command alive
+}
+
+// run executes args as a command of c's client one level deeper (EXEC,
+// EVAL), appending its reply to w. It never blocks: a blocking command
+// answers as its non-blocking form, as inside MULTI in Redis.
+func (c *Ctx) run(args [][]byte, w *proto.Writer) (keyspace bool) {
+	return c.a.execute(c.s, args, w, true)
+}
+
 // execute runs one command for s and appends its reply. It reports whether
 // the command touched the keyspace (so a failed commit must retract it).
 func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool) (keyspace bool) {
@@ -43,10 +80,14 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 			return true
 		}
 	}
-	s.lastCmd = cmd.Name
+	if a.depth == 0 {
+		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
+	}
 	a.st.Now = a.nowMs
-	c := &a.ctx
-	*c = Ctx{a: a, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock}
+	f := a.enter()
+	defer a.leave()
+	c := &f.ctx
+	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock}
 	start := len(w.Buf)
 	guard := a.careful && cmd.Is(FlagWrite)
 	if guard {

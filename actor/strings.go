@@ -51,14 +51,14 @@ func (c *Ctx) getStringInto(key, dst []byte) ([]byte, bool, error) {
 }
 
 // replyString replies with key's string value (null when missing) through
-// the actor's value scratch: a large value is copied once, into the reply,
+// the frame's value scratch: a large value is copied once, into the reply,
 // and leaves no garbage behind (a pipeline of GETs of a big value would
 // otherwise allocate it once per GET). A key of another type is an error,
 // or null when nullWrongType (MGET).
 func (c *Ctx) replyString(key []byte, nullWrongType bool) error {
-	v, ok, err := c.getStringInto(key, c.a.valBuf[:0])
+	v, ok, err := c.getStringInto(key, c.f.val[:0])
 	if cap(v) <= maxValScratch {
-		c.a.valBuf = v[:0]
+		c.f.val = v[:0]
 	}
 	if err == storage.ErrWrongType && nullWrongType {
 		ok, err = false, nil

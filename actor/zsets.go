@@ -585,7 +585,7 @@ func cmdZRange(kind int, rev, store bool) Handler {
 		if err != nil {
 			return err
 		}
-		buf := &c.a.elems
+		buf := &c.f.elems
 		defer buf.release()
 		if z != nil && clampRanks(&a.r, z.Len) && !a.empty {
 			err := c.st.ZRangeElems(z, a.r, func(e *storage.Elem) bool {

@@ -87,7 +87,7 @@ type Store struct {
 	nextID    int64
 	keyCounts [NumDBs]int64
 	keyDeltas [NumDBs]int64
-	saved     [NumDBs]int64 // keyDeltas at the last Savepoint
+	saved     [][NumDBs]int64 // keyDeltas at each open Savepoint, innermost last
 
 	// Now is the time, in unix milliseconds, that expiry is judged against.
 	// The actor sets it before each command, like Redis's command time
@@ -328,6 +328,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 		return false, s.commits, err
 	}
 	s.inTx = false
+	s.saved = s.saved[:0]
 	if !s.dirty {
 		return false, s.commits, nil
 	}
@@ -347,35 +348,45 @@ func (s *Store) Rollback() {
 	}
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
+	s.saved = s.saved[:0] // a rollback ends every savepoint
 	s.cache.clear() // it may hold what was just rolled back
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
 // Release forgets the mark. The actor uses them after storage failures, so
 // that one failing write is refused alone, atomically, without taking the
-// round's other commands with it.
+// round's other commands with it. Savepoints nest (a command run inside a
+// command, as by EXEC, has its own inside its caller's): Release and Undo
+// always act on the innermost one.
 func (s *Store) Savepoint() error {
 	if err := s.q(qSavepoint).exec(); err != nil {
 		return err
 	}
-	s.saved = s.keyDeltas
+	s.saved = append(s.saved, s.keyDeltas)
 	return nil
 }
 
-// Release forgets the last Savepoint, keeping what was done since.
-func (s *Store) Release() error { return s.q(qRelease).exec() }
+// Release forgets the innermost Savepoint, keeping what was done since.
+func (s *Store) Release() error {
+	if len(s.saved) > 0 {
+		s.saved = s.saved[:len(s.saved)-1]
+	}
+	return s.q(qRelease).exec()
+}
 
-// Undo rolls back to the last Savepoint and forgets it. It reports false
-// when SQLite has already abandoned the whole transaction (it does so for
-// some failures), in which case the caller must treat the round as failed.
+// Undo rolls back to the innermost Savepoint and forgets it. It reports
+// false when SQLite has already abandoned the whole transaction (it does so
+// for some failures), in which case the caller must treat the round as
+// failed.
 func (s *Store) Undo() bool {
-	if s.c.autocommit() {
+	if s.c.autocommit() || len(s.saved) == 0 {
 		return false
 	}
 	if s.q(qUndo).exec() != nil || s.q(qRelease).exec() != nil {
 		return false
 	}
-	s.keyDeltas = s.saved
+	s.keyDeltas = s.saved[len(s.saved)-1]
+	s.saved = s.saved[:len(s.saved)-1]
 	s.cache.clear() // it may hold what was just undone
 	return true
 }

@@ -329,3 +329,51 @@ func BenchmarkSetStringHot(b *testing.B) {
 	}
 	s.Commit()
 }
+
+// Savepoints nest: undoing the inner one keeps what was done under the
+// outer one, and the key count follows; a release of the inner keeps its
+// work for the outer to undo or keep.
+func TestNestedSavepoints(t *testing.T) {
+	s := openTest(t)
+	get := func(key string) bool {
+		t.Helper()
+		_, ok, err := s.GetString(0, []byte(key), nil)
+		must(t, err)
+		return ok
+	}
+	inTx(t, s, func() {
+		must(t, s.Savepoint())
+		must(t, s.SetString(0, []byte("outer"), []byte("1"), 0, false))
+		must(t, s.Savepoint())
+		must(t, s.SetString(0, []byte("inner"), []byte("2"), 0, false))
+		if !s.Undo() {
+			t.Fatal("inner Undo failed")
+		}
+		if get("inner") || !get("outer") || s.DBSize(0) != 1 {
+			t.Fatalf("after the inner undo: inner %v outer %v dbsize %d", get("inner"), get("outer"), s.DBSize(0))
+		}
+		must(t, s.Savepoint())
+		must(t, s.SetString(0, []byte("kept"), []byte("3"), 0, false))
+		must(t, s.Release())
+		must(t, s.Release())
+		must(t, s.Savepoint())
+		must(t, s.SetString(0, []byte("undone"), []byte("4"), 0, false))
+		must(t, s.Savepoint())
+		must(t, s.SetString(0, []byte("undone too"), []byte("5"), 0, false))
+		must(t, s.Release())
+		if !s.Undo() {
+			t.Fatal("outer Undo failed")
+		}
+	})
+	for key, want := range map[string]bool{"outer": true, "inner": false, "kept": true, "undone": false, "undone too": false} {
+		if get(key) != want {
+			t.Errorf("%s present %v, want %v", key, !want, want)
+		}
+	}
+	if s.DBSize(0) != 2 {
+		t.Fatalf("DBSIZE %d, want 2", s.DBSize(0))
+	}
+	if s.Undo() {
+		t.Fatal("Undo with no savepoint open succeeded")
+	}
+}
