@@ -332,8 +332,10 @@ func (c *conn) write(cmp actor.Completion) {
 		return
 	}
 	cfg := &c.lp.srv.cfg
-	out := int64(c.gc.OutboundBuffered())
-	c.watchOutput(out)
+	c.watchOutput(int64(c.gc.OutboundBuffered()))
+	// Redis's limits for normal clients, on the replies it owes: unsent in
+	// the socket's buffer and still in flight from the actor alike.
+	out := c.mem.Output()
 	if cfg.OutputHardLimit > 0 && out > cfg.OutputHardLimit {
 		c.lp.srv.log.Warn().Uint64("client", c.id).Int64("bytes", out).
 			Msg("closing client that reached the output buffer hard limit")
@@ -518,7 +520,8 @@ func (lp *eventLoop) check(context.Context) error {
 		if c == nil || c.state == stateClosed {
 			continue
 		}
-		switch out := int64(c.gc.OutboundBuffered()); {
+		c.mem.Set(actor.MemOutput, int64(c.gc.OutboundBuffered()))
+		switch out := c.mem.Output(); {
 		case out <= cfg.OutputSoftLimit:
 			c.outPaused = false
 			c.readable()
