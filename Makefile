@@ -44,10 +44,12 @@ crash-long:
 restart-2g:
 	$(GO) test ./tests -run '^$$' -bench BenchmarkRestartLargeDatabase -benchtime 1x -timeout 60m -v
 
-# Regenerates actor/commands.json from Redis's command metadata (a checkout
-# of the workplace's shared/redis-commands-7.0 next to this repository).
+# Regenerates actor/commands.json from Redis's command metadata: the JSON
+# files of src/commands/ in a Redis 7.0 source tree, named by
+# REDIS_COMMANDS (make commands REDIS_COMMANDS=~/redis-7.0/src/commands).
 commands:
-	$(GO) run ./actor/cmdgen -src ../shared/redis-commands-7.0
+	@test -n "$(REDIS_COMMANDS)" || { echo "make commands: set REDIS_COMMANDS to the src/commands directory of a Redis 7.0 source tree"; exit 2; }
+	$(GO) run ./actor/cmdgen -src $(REDIS_COMMANDS)
 
 bench: build deps
 	$(GO) run ./bench $(BENCH_ARGS)
