@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar"
+	"github.com/cellar-db/cellar/internal/wait"
 	"github.com/cellar-db/cellar/proto"
 )
 
@@ -248,19 +249,9 @@ func (r *rawConn) expectClosed() {
 	}
 }
 
-// waitFor polls cond until it holds, failing after timeout. The polling
-// interval only bounds how quickly the condition is noticed; nothing relies
-// on it for ordering.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds, failing after timeout: the one
+// polling helper, shared with the unit tests of the other packages.
+var waitFor = wait.For
 
 // Reply builders for exact-byte assertions.
 func bulk(s string) string   { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
