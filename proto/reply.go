@@ -177,55 +177,22 @@ func (rr *replyReader) reply() (replyNode, error) {
 			return n, badReply("null %q", body)
 		}
 		n.null = true
-	case '$', '!', '=':
+	case '$', '!', '=', '*', '~', '>', '%', '|':
 		size, ok := parseInt(body)
-		if ok && size == -1 && n.typ == '$' {
-			n.null = true
+		if ok && size == -1 && (n.typ == '$' || n.typ == '*') {
+			n.null = true // RESP2's null bulk string and null array
 			break
 		}
 		if !ok || size < 0 {
 			return n, badReply("length %q", rr.buf[start:hi])
 		}
-		if err := rr.payload(size); err != nil {
-			return n, err
-		}
-		n.textLo, n.text = hi+2, int(size)
-		if n.typ == '=' && (size < 4 || rr.buf[n.textLo+3] != ':') {
-			return n, badReply("verbatim string without its format")
-		}
-	case '*', '~', '>', '%', '|':
-		count, ok := parseInt(body)
-		if ok && count == -1 && n.typ == '*' {
-			n.null = true
+		if n.typ == '$' || n.typ == '!' || n.typ == '=' {
+			if err := rr.bulk(&n, size); err != nil {
+				return n, err
+			}
 			break
 		}
-		if !ok || count < 0 {
-			return n, badReply("length %q", rr.buf[start:hi])
-		}
-		if n.typ == '%' || n.typ == '|' {
-			count *= 2
-		}
-		elems := make([]replyNode, 0, min(count, 1024))
-		for i := int64(0); i < count; i++ {
-			e, err := rr.reply()
-			if err != nil {
-				return n, err
-			}
-			elems = append(elems, e)
-		}
-		n.text = -1
-		if n.typ == '|' {
-			// An attribute precedes the reply it describes: both are one
-			// reply to the reader.
-			next, err := rr.reply()
-			if err != nil {
-				return n, err
-			}
-			next.lo = start
-			next.attrs = append(elems, next.attrs...)
-			return next, nil
-		}
-		n.elems = elems
+		return rr.aggregate(n, size)
 	default:
 		return n, badReply("type byte %q", n.typ)
 	}
@@ -233,6 +200,48 @@ func (rr *replyReader) reply() (replyNode, error) {
 	if n.null {
 		n.text = -1
 	}
+	return n, nil
+}
+
+// bulk reads the payload of n, a bulk string, bulk error or verbatim
+// string of size bytes whose length line ends buf.
+func (rr *replyReader) bulk(n *replyNode, size int64) error {
+	n.textLo, n.text = len(rr.buf), int(size)
+	if err := rr.payload(size); err != nil {
+		return err
+	}
+	if n.typ == '=' && (size < 4 || rr.buf[n.textLo+3] != ':') {
+		return badReply("verbatim string without its format")
+	}
+	return nil
+}
+
+// aggregate reads the size elements of n (pairs for a map or an
+// attribute) and, after an attribute, the reply it describes.
+func (rr *replyReader) aggregate(n replyNode, size int64) (replyNode, error) {
+	if n.typ == '%' || n.typ == '|' {
+		size *= 2
+	}
+	elems := make([]replyNode, 0, min(size, 1024))
+	for i := int64(0); i < size; i++ {
+		e, err := rr.reply()
+		if err != nil {
+			return n, err
+		}
+		elems = append(elems, e)
+	}
+	if n.typ == '|' {
+		// An attribute precedes the reply it describes: both are one reply
+		// to the reader.
+		next, err := rr.reply()
+		if err != nil {
+			return n, err
+		}
+		next.lo = n.lo
+		next.attrs = append(elems, next.attrs...)
+		return next, nil
+	}
+	n.elems, n.text, n.hi = elems, -1, len(rr.buf)
 	return n, nil
 }
 
