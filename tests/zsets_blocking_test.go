@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// BZPOPMIN, BZPOPMAX and BZMPOP over the wire: the E.13 cases for blocking
-// sorted-set pops (E.12), plus what Redis does when waiters of lists and
-// of sorted sets share a key.
+// BZPOPMIN, BZPOPMAX and BZMPOP over the wire: the cases of the list
+// blocking tests, for sorted-set pops, plus what Redis does when waiters
+// of lists and of sorted sets share a key.
 
 // double is a RESP3 double.
 func double(s string) string { return "," + s + "\r\n" }
@@ -65,7 +65,7 @@ func TestBZPopMultiKeyOrder(t *testing.T) {
 		atCall: []check{{"ZADD k2 0 second", integer(1)},
 			{"BZPOPMIN k1 k2 0", zpopReply("k1", "from-k1", "1")}, {"BZPOPMIN k1 k2 0", zpopReply("k2", "second", "0")}},
 		// Both become available in one step (SWAPDB brings two sorted sets
-		// at once): the first key in the waiter's order wins (E.9.3; Redis
+		// at once): the first key in the waiter's order wins (Redis
 		// 7.0 serves the key whose readiness it handles first, a documented
 		// deviation).
 		swapOnly: true,
