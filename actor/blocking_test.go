@@ -1,16 +1,8 @@
 package actor
 
 import (
-	"context"
 	"errors"
-	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
-
-	"github.com/cellar-db/cellar/offload"
-	"github.com/cellar-db/cellar/storage"
 )
 
 // These tests drive the actor directly, to reach what the loop never
@@ -18,129 +10,10 @@ import (
 // inside one round (suspend and wake, suspend and disconnect, a failed
 // commit) that the wire cannot arrange deterministically.
 
-type chanSink chan Completion
-
-func (s chanSink) Deliver(cs []Completion) {
-	for _, c := range cs {
-		s <- c
-	}
-}
-
-type harness struct {
-	t    *testing.T
-	a    *Actor
-	sink chanSink
-	seq  map[uint64]uint64
-}
-
-func newHarness(t *testing.T) *harness {
-	st, err := storage.Open(storage.Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := offload.New(offload.Config{})
-	a, err := New(Config{}, st, pool, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go a.Run()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		a.Stop(ctx)
-		pool.Close(ctx)
-		st.Close()
-	})
-	h := &harness{t: t, a: a, sink: make(chanSink, 1000), seq: map[uint64]uint64{}}
-	return h
-}
-
-func (h *harness) open(id uint64) { h.a.Open(ConnInfo{ID: id, Sink: h.sink}) }
-
-// submit sends one batch of commands for conn id.
-func (h *harness) submit(id uint64, cmds ...[]string) {
-	h.seq[id]++
-	b := &Batch{ConnID: id, Seq: h.seq[id]}
-	for _, cmd := range cmds {
-		for _, arg := range cmd {
-			b.Args = append(b.Args, []byte(arg))
-		}
-		b.Ends = append(b.Ends, int32(len(b.Args)))
-	}
-	h.a.Submit(b)
-}
-
-// hold stops the actor between rounds until the returned func is called,
-// so that the messages sent meanwhile are taken in one round.
-func (h *harness) hold() func() {
-	entered, release := make(chan struct{}), make(chan struct{})
-	h.a.in.put(message{kind: msgCall, fn: func() { close(entered); <-release }})
-	<-entered
-	return func() { close(release) }
-}
-
-// replies takes the next n completions, by connection.
-func (h *harness) replies(n int) map[uint64]string {
-	h.t.Helper()
-	got := map[uint64]string{}
-	for i := 0; i < n; i++ {
-		c := h.next()
-		got[c.ConnID] = string(c.Reply)
-	}
-	return got
-}
-
-func (h *harness) next() Completion {
-	h.t.Helper()
-	select {
-	case c := <-h.sink:
-		return c
-	case <-time.After(10 * time.Second):
-		h.t.Fatal("no completion")
-	}
-	return Completion{}
-}
-
-func (h *harness) expect(id uint64, want string) {
-	h.t.Helper()
-	c := h.next()
-	if c.ConnID != id || string(c.Reply) != want {
-		h.t.Fatalf("completion for %d: %q, want %q for %d", c.ConnID, c.Reply, want, id)
-	}
-}
-
-func (h *harness) expectNothing() {
-	h.t.Helper()
-	// A PING on a fresh connection is answered after everything submitted
-	// before it: anything owed would have arrived first.
-	h.open(999)
-	h.submit(999, []string{"PING"})
-	h.expect(999, "+PONG\r\n")
-	h.a.Closed(999)
-}
-
-// waitWaiters polls until n waiters are registered.
-func (h *harness) waitWaiters(n int) {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.waiters() != n {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %d waiters", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (h *harness) waiters() int {
-	var n int
-	h.a.Call(func() { n = h.a.blk.waiters })
-	return n
-}
-
 // A blocking command that is not last in its batch (the loop never sends
 // one, MULTI will) answers as its non-blocking form.
 func TestBlockingCommandNotLastDoesNotBlock(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.submit(1, []string{"BLPOP", "q", "0"}, []string{"BLMOVE", "q", "d", "LEFT", "RIGHT", "0"},
 		[]string{"BRPOPLPUSH", "q", "d", "0"}, []string{"BLMPOP", "0", "1", "q", "LEFT"},
@@ -155,7 +28,7 @@ func TestBlockingCommandNotLastDoesNotBlock(t *testing.T) {
 // Suspended and woken in the same round: the reply carries the batch's
 // earlier replies, then the element.
 func TestSuspendAndWakeInOneRound(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	release := h.hold()
@@ -172,7 +45,7 @@ func TestSuspendAndWakeInOneRound(t *testing.T) {
 // it: the ZADD serves the sorted-set waiter in its round, and a ZPOPMIN
 // after it in the same batch finds nothing; the list waiter waits on.
 func TestZSetSuspendAndWakeInOneRound(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	h.open(3)
@@ -200,7 +73,7 @@ func TestZSetSuspendAndWakeInOneRound(t *testing.T) {
 // Suspended, then disconnected in the same round: nothing is delivered,
 // and a later push stays in the list.
 func TestSuspendAndDisconnectInOneRound(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	release := h.hold()
@@ -214,7 +87,7 @@ func TestSuspendAndDisconnectInOneRound(t *testing.T) {
 
 // Suspended, then unblocked by another client in the same round.
 func TestSuspendAndUnblockInOneRound(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	release := h.hold()
@@ -239,7 +112,7 @@ func (h *harness) doom() {
 // waiters it woke (their pops are rolled back with the push), so nothing
 // is delivered that is not in the database.
 func TestFailedRoundAndWaiters(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	failure := "-ERR internal error: " + errInjected.Error() + "\r\n"
@@ -271,7 +144,7 @@ func TestFailedRoundAndWaiters(t *testing.T) {
 // A sorted-set waiter woken in a failed round: its pop is rolled back with
 // the ZADD and its reply retracted.
 func TestFailedRoundAndZSetWaiter(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	h.open(2)
 	failure := "-ERR internal error: " + errInjected.Error() + "\r\n"

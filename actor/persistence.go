@@ -172,20 +172,22 @@ func cmdShutdown(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	s := c.s
+	// The callbacks run after this handler returns, when c is another
+	// command's: they keep what they need of it.
+	a, s := c.a, c.s
 	start := func() error {
-		return c.a.snapshot(func(err error) {
+		return a.snapshot(func(err error) {
 			if err != nil && !force {
 				finish(errorReply(ErrShutdownFailed))
 				return
 			}
 			finish(nil)
-			c.a.shutdown(s)
+			a.shutdown(s)
 		})
 	}
-	if c.a.snap.running {
+	if a.snap.running {
 		// Wait for the running snapshot, then take a fresh one.
-		c.a.snap.waiting = append(c.a.snap.waiting, func(error) {
+		a.snap.waiting = append(a.snap.waiting, func(error) {
 			if err := start(); err != nil {
 				finish(errorReply(err))
 			}

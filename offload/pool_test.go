@@ -7,20 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds or the timeout passes (no sleeps as
-// synchronisation: the poll interval only bounds how soon we notice).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/cellar-db/cellar/internal/wait"
+)
 
 func closePool(t *testing.T, p *Pool) {
 	t.Cleanup(func() { p.Close(context.Background()) })
@@ -35,7 +24,7 @@ func TestQuickTaskCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	waitFor(t, "completed counter", func() bool { return p.Stats().Completed == 1 })
+	wait.For(t, 10*time.Second, "completed counter", func() bool { return p.Stats().Completed == 1 })
 	if s := p.Stats(); s.Submitted != 1 || s.ThreadsSpawned < 1 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -142,7 +131,7 @@ func TestDeadlineBeforeStart(t *testing.T) {
 	}
 	release()
 	// The worker reaches the job after its deadline and must not run it.
-	waitFor(t, "queue drained", func() bool { return p.Stats().QueueDepth == 0 })
+	wait.For(t, 10*time.Second, "queue drained", func() bool { return p.Stats().QueueDepth == 0 })
 	p.Close(context.Background())
 	if ran.Load() {
 		t.Fatal("a job past its deadline ran")
@@ -175,7 +164,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("dropped with %v", err)
 	}
 	release()
-	waitFor(t, "queue drained", func() bool { return p.Stats().QueueDepth == 0 })
+	wait.For(t, 10*time.Second, "queue drained", func() bool { return p.Stats().QueueDepth == 0 })
 
 	started, gate := make(chan struct{}), make(chan struct{})
 	running := &Job{Run: func() { close(started); <-gate }}
@@ -225,7 +214,7 @@ func TestElasticity(t *testing.T) {
 		t.Fatalf("workers under load = %d", s.Workers)
 	}
 	release()
-	waitFor(t, "idle workers to retire", func() bool { return p.Stats().Workers == 1 })
+	wait.For(t, 10*time.Second, "idle workers to retire", func() bool { return p.Stats().Workers == 1 })
 	if s := p.Stats(); s.ThreadsRetired != 3 {
 		t.Fatalf("retired = %d", s.ThreadsRetired)
 	}

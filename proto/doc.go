@@ -7,6 +7,9 @@
 // to the actor). Encoding is append-style: every Writer method appends to one
 // growing buffer and allocates only when that buffer grows.
 //
+// The client's side is ReadReply: one complete reply, any RESP2 or RESP3
+// type, with its exact bytes and its structure, copied out of the reader.
+//
 // proto knows nothing of sockets, SQLite or commands. Its functions are safe
 // for concurrent use; a Parser or Writer value belongs to one goroutine.
 //

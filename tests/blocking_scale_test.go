@@ -1,69 +1,15 @@
 package tests
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// startCellarProcess builds cmd/cellar and runs it as a separate process
-// (a test holding 10 000 client sockets cannot also hold the server's 10 000
-// within one process's file limit). env adds CELLAR_* settings.
-func startCellarProcess(t *testing.T, env ...string) string {
-	t.Helper()
-	if os.Getenv("TEST_SERVER_ADDR") != "" {
-		t.Skip("needs Cellar itself, not TEST_SERVER_ADDR")
-	}
-	bin := t.TempDir() + "/cellar"
-	build := exec.Command("go", "build", "-o", bin, "../cmd/cellar")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--dir", t.TempDir(), "--loglevel", "warn")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, 20*time.Second, "cellar to answer PING", func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.Write(encode("PING"))
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		reply, err := readReply(bufio.NewReader(c))
-		return err == nil && reply == "+PONG\r\n"
-	})
-	return addr
-}
 
 // raiseFileLimit lifts this process's open-file limit to its hard limit.
 func raiseFileLimit(t *testing.T, need uint64) {
@@ -88,7 +34,13 @@ func raiseFileLimit(t *testing.T, need uint64) {
 func TestBlocking10000Clients(t *testing.T) {
 	const n = 10000
 	raiseFileLimit(t, n+500)
-	addr := startCellarProcess(t, "CELLAR_MAXCLIENTS=10100")
+	if os.Getenv("TEST_SERVER_ADDR") != "" {
+		t.Skip("needs Cellar itself, not TEST_SERVER_ADDR")
+	}
+	// Cellar runs as a process of its own: a test holding 10 000 client
+	// sockets cannot also hold the server's 10 000 within one process's
+	// file limit.
+	addr := runCellarEnv(t, []string{"CELLAR_MAXCLIENTS=10100"}, true, "--dir", t.TempDir()).addr
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 
@@ -131,8 +83,7 @@ func TestBlocking10000Clients(t *testing.T) {
 	seen := make(map[string]bool, n)
 	for i, c := range conns {
 		c.SetReadDeadline(time.Now().Add(20 * time.Second))
-		r := bufio.NewReader(c)
-		got, err := readReply(r)
+		got, err := rawOn(t, c).reply()
 		if err != nil {
 			t.Fatalf("client %d: %v (read %q)", i, err, got)
 		}
@@ -152,14 +103,4 @@ func TestBlocking10000Clients(t *testing.T) {
 		t.Fatalf("LLEN q = %d", l)
 	}
 	waitBlocked(t, admin, 0)
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReaderSize(c, 1<<16)}
 }

@@ -3,8 +3,6 @@ package tests
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellar-db/cellar/proto"
 )
 
 // TestCompat replays every file in testdata/compat against Cellar and a
@@ -41,61 +41,33 @@ func TestCompat(t *testing.T) {
 	}
 }
 
-// startRedis runs redis-server on a free loopback port for the test.
+// startRedis runs redis-server for the test and returns the path of its
+// unix socket. It listens on no TCP port at all ("--port 0" means that to
+// Redis), so that no port has to be picked and nothing can take it first;
+// the raw client dials a socket path as it dials host:port.
 func startRedis(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal("redis-server is not installed: run scripts/deps.sh (make test does)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Not t.TempDir(): a socket path must stay short (108 bytes), whatever
+	// the test's name.
+	sockDir, err := os.MkdirTemp("", "redis")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "redis.sock")
+	args := append([]string{"--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--daemonize", "no"}, extra...)
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, 10*time.Second, "redis-server to answer PING", func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.Write(encode("PING"))
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		reply, err := readReply(bufio.NewReader(c))
-		return err == nil && reply == "+PONG\r\n"
-	})
-	return addr
-}
-
-type compatConn struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dialCompat(t *testing.T, addr string) *compatConn {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &compatConn{c: c, r: bufio.NewReaderSize(c, 1<<16)}
-}
-
-func (c *compatConn) do(args []string) (string, error) {
-	c.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.c.Write(encode(args...)); err != nil {
-		return "", err
-	}
-	return readReply(c.r)
+	waitFor(t, 10*time.Second, "redis-server to answer PING", func() bool { return answersPing(t, sock) })
+	return sock
 }
 
 func runCompatFile(t *testing.T, path, cellarAddr, redisAddr string) {
@@ -103,9 +75,9 @@ func runCompatFile(t *testing.T, path, cellarAddr, redisAddr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cel, red := dialCompat(t, cellarAddr), dialCompat(t, redisAddr)
-	for _, c := range []*compatConn{cel, red} {
-		if _, err := c.do([]string{"FLUSHALL"}); err != nil {
+	cel, red := dialRaw(t, cellarAddr), dialRaw(t, redisAddr)
+	for _, c := range []*rawConn{cel, red} {
+		if _, err := c.tryDo("FLUSHALL"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,16 +93,16 @@ func runCompatFile(t *testing.T, path, cellarAddr, redisAddr string) {
 			mode, line = line[0], strings.TrimSpace(line[1:])
 		}
 		if line == "!flush" {
-			cel.do([]string{"FLUSHALL"})
-			red.do([]string{"FLUSHALL"})
+			cel.tryDo("FLUSHALL")
+			red.tryDo("FLUSHALL")
 			continue
 		}
 		args, err := splitLine(line)
 		if err != nil {
 			t.Fatalf("%s:%d: %v", path, n+1, err)
 		}
-		got, err1 := cel.do(args)
-		want, err2 := red.do(args)
+		got, err1 := cel.tryDo(args...)
+		want, err2 := red.tryDo(args...)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("%s:%d %s: cellar err %v, redis err %v", path, n+1, line, err1, err2)
 		}
@@ -150,70 +122,36 @@ func compatEqual(mode byte, got, want string) bool {
 	case '?':
 		return len(got) > 0 && len(want) > 0 && got[0] == want[0]
 	case '~':
-		g, err1 := parseTree(bufio.NewReader(strings.NewReader(got)))
-		w, err2 := parseTree(bufio.NewReader(strings.NewReader(want)))
+		g, err1 := proto.ReadReply(bufio.NewReader(strings.NewReader(got)))
+		w, err2 := proto.ReadReply(bufio.NewReader(strings.NewReader(want)))
 		return err1 == nil && err2 == nil && canon(g) == canon(w)
 	}
 	return got == want
 }
 
-// tree is a parsed reply: a leaf line, or an aggregate with children.
-type tree struct {
-	head string
-	kids []tree
-}
-
-func parseTree(r *bufio.Reader) (tree, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return tree{}, err
-	}
-	t := tree{head: line}
-	body := strings.TrimSuffix(line[1:], "\r\n")
-	switch line[0] {
-	case '$', '=', '!':
-		n, _ := strconv.Atoi(body)
-		if n >= 0 {
-			buf := make([]byte, n+2)
-			if _, err := io.ReadFull(r, buf); err != nil {
-				return t, err
-			}
-			t.head += string(buf)
-		}
-	case '*', '~', '>', '%', '|':
-		n, _ := strconv.Atoi(body)
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			k, err := parseTree(r)
-			if err != nil {
-				return t, err
-			}
-			t.kids = append(t.kids, k)
-		}
-	}
-	return t, nil
-}
-
-// canon renders a tree with the elements of every aggregate sorted (map
+// canon renders a reply with the elements of every aggregate sorted (map
 // pairs kept together), so that order does not matter.
-func canon(t tree) string {
-	if len(t.kids) == 0 {
-		return t.head
+func canon(r proto.Reply) string {
+	if len(r.Elems) == 0 {
+		return string(r.Raw)
 	}
 	var parts []string
-	if t.head[0] == '%' {
-		for i := 0; i+1 < len(t.kids); i += 2 {
-			parts = append(parts, canon(t.kids[i])+canon(t.kids[i+1]))
+	inner := 0
+	if r.Type == '%' {
+		for i := 0; i+1 < len(r.Elems); i += 2 {
+			parts = append(parts, canon(r.Elems[i])+canon(r.Elems[i+1]))
 		}
 	} else {
-		for _, k := range t.kids {
-			parts = append(parts, canon(k))
+		for _, e := range r.Elems {
+			parts = append(parts, canon(e))
 		}
 	}
+	for _, e := range r.Elems {
+		inner += len(e.Raw)
+	}
 	sort.Strings(parts)
-	return t.head + strings.Join(parts, "")
+	head := r.Raw[:len(r.Raw)-inner] // the aggregate's own line
+	return string(head) + strings.Join(parts, "")
 }
 
 // splitLine splits a compat line like a shell would: whitespace separates,

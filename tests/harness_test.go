@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sort"
@@ -24,6 +23,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar"
+	"github.com/cellar-db/cellar/internal/wait"
+	"github.com/cellar-db/cellar/proto"
 )
 
 // testServer is a Cellar (or an external server) under test.
@@ -132,7 +133,9 @@ func (s *testServer) client(opts ...func(*redis.Options)) *redis.Client {
 	return c
 }
 
-// rawConn is a TCP connection that speaks bytes: tests assert exact replies.
+// rawConn is a connection that speaks bytes: tests assert exact replies.
+// It is the suite's one raw client, for Cellar and for the real Redis the
+// compatibility tests compare with.
 type rawConn struct {
 	t testing.TB
 	c net.Conn
@@ -141,12 +144,32 @@ type rawConn struct {
 
 func (s *testServer) raw() *rawConn {
 	s.t.Helper()
-	c, err := net.DialTimeout("tcp", s.addr, 5*time.Second)
+	return dialRaw(s.t, s.addr)
+}
+
+// dialRaw connects to addr, host:port or the path of a unix socket, for
+// the rest of the test.
+func dialRaw(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	c, err := dialAddr(addr, 5*time.Second)
 	if err != nil {
-		s.t.Fatalf("dial: %v", err)
+		t.Fatalf("dial: %v", err)
 	}
-	s.t.Cleanup(func() { c.Close() })
-	return &rawConn{t: s.t, c: c, r: bufio.NewReaderSize(c, 1<<16)}
+	t.Cleanup(func() { c.Close() })
+	return rawOn(t, c)
+}
+
+func dialAddr(addr string, timeout time.Duration) (net.Conn, error) {
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	return net.DialTimeout(network, addr, timeout)
+}
+
+// rawOn speaks bytes on a connection the caller dialled and closes.
+func rawOn(t testing.TB, c net.Conn) *rawConn {
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
 }
 
 // encode builds a RESP array of bulk strings.
@@ -171,11 +194,29 @@ func (r *rawConn) send(b []byte) {
 func (r *rawConn) read() string {
 	r.t.Helper()
 	r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	s, err := readReply(r.r)
+	s, err := r.reply()
 	if err != nil {
 		r.t.Fatalf("read reply: %v (got %q)", err, s)
 	}
 	return s
+}
+
+// reply reads one complete reply and returns its exact bytes (on an error,
+// the bytes read so far). It sets no deadline and does not fail the test:
+// it is for goroutines and for callers that report errors themselves.
+func (r *rawConn) reply() (string, error) {
+	rep, err := proto.ReadReply(r.r)
+	return string(rep.Raw), err
+}
+
+// tryDo sends one command and returns its raw reply, within 10 seconds,
+// leaving errors to the caller.
+func (r *rawConn) tryDo(args ...string) (string, error) {
+	r.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := r.c.Write(encode(args...)); err != nil {
+		return "", err
+	}
+	return r.reply()
 }
 
 // do sends one command and returns its raw reply.
@@ -208,66 +249,9 @@ func (r *rawConn) expectClosed() {
 	}
 }
 
-// readReply reads one RESP2/RESP3 reply and returns its exact bytes.
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return line, fmt.Errorf("bad line %q", line)
-	}
-	out := line
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+', '-', ':', '_', ',', '#', '(':
-		return out, nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return out, err
-		}
-		if n < 0 {
-			return out, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return out, err
-		}
-		return out + string(buf), nil
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return out, err
-		}
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			s, err := readReply(r)
-			out += s
-			if err != nil {
-				return out, err
-			}
-		}
-		return out, nil
-	}
-	return out, fmt.Errorf("not RESP: %q", line)
-}
-
-// waitFor polls cond until it holds, failing after timeout. The polling
-// interval only bounds how quickly the condition is noticed; nothing relies
-// on it for ordering.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds, failing after timeout: the one
+// polling helper, shared with the unit tests of the other packages.
+var waitFor = wait.For
 
 // Reply builders for exact-byte assertions.
 func bulk(s string) string   { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }

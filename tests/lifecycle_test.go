@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"math/rand/v2"
@@ -134,10 +133,10 @@ func TestFDReuseNeverMisroutes(t *testing.T) {
 					c.Close()
 					continue
 				}
-				r := &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+				r := rawOn(t, c)
 				for j := 0; j < n; j++ {
 					c.SetReadDeadline(time.Now().Add(20 * time.Second))
-					got, err := readReply(r.r)
+					got, err := r.reply()
 					if want := bulk(fmt.Sprintf("%s-%d", me, j)); err != nil || got != want {
 						errs <- fmt.Errorf("%s reply %d: got %q (%v), want %q", me, j, got, err, want)
 						c.Close()

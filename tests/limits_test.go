@@ -109,11 +109,11 @@ func TestFloodWithSmallBacklog(t *testing.T) {
 			go r.c.Write(req.Bytes())
 			for j := 0; j < perClient; j++ {
 				r.c.SetReadDeadline(time.Now().Add(60 * time.Second))
-				if got, err := readReply(r.r); err != nil || got != "+OK\r\n" {
+				if got, err := r.reply(); err != nil || got != "+OK\r\n" {
 					errs <- fmt.Errorf("client %d, SET %d: %q %v", i, j, got, err)
 					return
 				}
-				got, err := readReply(r.r)
+				got, err := r.reply()
 				if want := integer(int64(j + 1)); err != nil || got != want {
 					errs <- fmt.Errorf("client %d, INCR %d: %q, want %q (%v)", i, j, got, want, err)
 					return

@@ -1,10 +1,10 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,58 +58,136 @@ func cellarBinary(t testing.TB) string {
 type proc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	addr   string
-	stderr *syncBuffer
-	exited chan error
+	addr   string      // the address it bound, once ready
+	stderr *procOutput // what it printed, stdout and stderr
+	done   chan struct{}
+	err    error // the process's end, once done is closed
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// readyMessage is the log line Cellar writes once it listens, with the
+// address it bound in its "addr" field.
+const readyMessage = "Cellar is ready to accept connections"
 
-// runCellar starts the binary with args and returns once it answers PING,
-// or once it exits (wait is then false).
+// runCellar starts the built binary with args. Unless args name a port, it
+// listens on port 0, where the kernel picks a free one. With wait,
+// runCellar returns once the process has logged its ready line (at level
+// info, the default) and answered PING on the address that line gives,
+// which is p.addr; without, it returns at once, for a process that is
+// expected to exit.
 func runCellar(t testing.TB, wait bool, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	return runCellarEnv(t, nil, wait, args...)
+}
+
+// runCellarEnv is runCellar with env (CELLAR_* settings) added to the
+// process's environment.
+func runCellarEnv(t testing.TB, env []string, wait bool, args ...string) *proc {
+	t.Helper()
+	if !slices.Contains(args, "--port") {
+		args = append([]string{"--port", "0"}, args...)
+	}
+	if i := slices.Index(args, "--loglevel"); wait && i >= 0 && i+1 < len(args) && args[i+1] != "info" && args[i+1] != "debug" {
+		t.Fatalf("runCellar waits for the ready line, which --loglevel %s hides", args[i+1])
+	}
+	p := &proc{t: t, stderr: newProcOutput(), done: make(chan struct{})}
 	p.cmd = exec.Command(cellarBinary(t), args...)
-	p.cmd.Env = serverEnv()
+	p.cmd.Env = append(serverEnv(), env...)
 	p.cmd.Stderr = p.stderr
 	p.cmd.Stdout = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.cmd.Process.Kill() })
-	for i, a := range args {
-		if a == "--port" {
-			p.addr = "127.0.0.1:" + args[i+1]
-		}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+	if !wait {
+		return p
 	}
-	if wait {
-		waitFor(t, 20*time.Second, "cellar to answer PING", func() bool {
-			select {
-			case err := <-p.exited:
-				t.Fatalf("cellar exited: %v\n%s", err, p.stderr.String())
-			default:
-			}
-			c, err := net.DialTimeout("tcp", p.addr, time.Second)
-			if err != nil {
-				return false
-			}
-			defer c.Close()
-			c.Write(encode("PING"))
-			c.SetReadDeadline(time.Now().Add(time.Second))
-			reply, err := readReply(bufio.NewReader(c))
-			return err == nil && reply == "+PONG\r\n"
-		})
+	select {
+	case p.addr = <-p.stderr.ready:
+	case <-p.done:
+		t.Fatalf("cellar exited: %v\n%s", p.err, p.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("cellar did not log %q\n%s", readyMessage, p.stderr.String())
+	}
+	if !answersPing(t, p.addr) {
+		t.Fatalf("cellar does not answer PING on %s\n%s", p.addr, p.stderr.String())
 	}
 	return p
+}
+
+// answersPing reports whether the server at addr (host:port or a unix
+// socket's path) answers PING with PONG.
+func answersPing(t testing.TB, addr string) bool {
+	c, err := dialAddr(addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	reply, err := rawOn(t, c).tryDo("PING")
+	return err == nil && reply == "+PONG\r\n"
+}
+
+// stop ends the process at the end of the test if it still runs: SIGTERM,
+// and SIGKILL if it has not exited 30 seconds later. A failed test shows
+// what the process printed.
+func (p *proc) stop() {
+	if p.t.Failed() {
+		defer func() { p.t.Logf("cellar's output:\n%s", p.stderr.String()) }()
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// procOutput keeps everything a process prints, and sends the address of
+// Cellar's ready line on ready, once.
+type procOutput struct {
+	mu    sync.Mutex
+	all   bytes.Buffer
+	line  []byte // the unfinished last line
+	seen  bool
+	ready chan string
+}
+
+func newProcOutput() *procOutput { return &procOutput{ready: make(chan string, 1)} }
+
+func (o *procOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all.Write(b)
+	o.line = append(o.line, b...)
+	for {
+		i := bytes.IndexByte(o.line, '\n')
+		if i < 0 {
+			break
+		}
+		var entry struct{ Message, Addr string }
+		if !o.seen && json.Unmarshal(o.line[:i], &entry) == nil && entry.Message == readyMessage && entry.Addr != "" {
+			o.seen = true
+			o.ready <- entry.Addr
+		}
+		o.line = o.line[i+1:]
+	}
+	o.line = append([]byte(nil), o.line...)
+	return len(b), nil
+}
+
+func (o *procOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.all.String()
 }
 
 // serverEnv is the test's environment without CELLAR_* variables: a
@@ -127,13 +206,13 @@ func serverEnv() []string {
 func (p *proc) exitCode() int {
 	p.t.Helper()
 	select {
-	case err := <-p.exited:
+	case <-p.done:
 		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if errors.As(p.err, &ee) {
 			return ee.ExitCode()
 		}
-		if err != nil {
-			p.t.Fatal(err)
+		if p.err != nil {
+			p.t.Fatal(p.err)
 		}
 		return 0
 	case <-time.After(20 * time.Second):
@@ -144,7 +223,7 @@ func (p *proc) exitCode() int {
 
 func (p *proc) kill9() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
+	<-p.done
 }
 
 // integrityCheck opens the database as SQLite would after a crash and runs
@@ -185,8 +264,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	for _, mode := range []string{"everysec", "always", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
-			port := strconv.Itoa(freePort(t))
-			args := []string{"--port", port, "--dir", dir, "--durability", mode, "--loglevel", "warn"}
+			args := []string{"--dir", dir, "--durability", mode}
 			const writers = 16
 			acked := make([]atomic.Int64, writers) // highest n acknowledged per writer
 			for i := range acked {
@@ -262,7 +340,7 @@ func TestCorruptDatabaseRefused(t *testing.T) {
 	path := filepath.Join(dir, "cellar.db")
 	garbage := bytes.Repeat([]byte("this is not a database "), 1000)
 	os.WriteFile(path, garbage, 0o644)
-	p := runCellar(t, false, "--port", strconv.Itoa(freePort(t)), "--dir", dir)
+	p := runCellar(t, false, "--dir", dir)
 	if code := p.exitCode(); code != 1 {
 		t.Fatalf("exit code %d, want 1\n%s", code, p.stderr.String())
 	}
@@ -278,7 +356,7 @@ func TestCorruptDatabaseRefused(t *testing.T) {
 	path2 := filepath.Join(dir2, "cellar.db")
 	os.WriteFile(path2, nil, 0o000)
 	if os.Geteuid() != 0 { // root reads anything
-		p = runCellar(t, false, "--port", strconv.Itoa(freePort(t)), "--dir", dir2)
+		p = runCellar(t, false, "--dir", dir2)
 		if code := p.exitCode(); code != 1 || !strings.Contains(p.stderr.String(), "cannot read") {
 			t.Fatalf("unreadable file: exit %d\n%s", code, p.stderr.String())
 		}
@@ -325,8 +403,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 // SIGTERM shuts down gracefully (exit 0) and keeps what was written.
 func TestSigterm(t *testing.T) {
 	dir := t.TempDir()
-	port := strconv.Itoa(freePort(t))
-	p := runCellar(t, true, "--port", port, "--dir", dir)
+	p := runCellar(t, true, "--dir", dir)
 	c := redis.NewClient(&redis.Options{Addr: p.addr})
 	c.Set(ctx, "k", "kept", 0)
 	c.Close()
@@ -337,7 +414,7 @@ func TestSigterm(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "cellar.db-wal")); err == nil {
 		t.Error("the WAL is still there after a clean shutdown (no checkpoint?)")
 	}
-	p = runCellar(t, true, "--port", port, "--dir", dir)
+	p = runCellar(t, true, "--dir", dir)
 	c = redis.NewClient(&redis.Options{Addr: p.addr})
 	defer c.Close()
 	if v := c.Get(ctx, "k").Val(); v != "kept" {
