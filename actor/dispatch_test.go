@@ -13,7 +13,7 @@ import (
 // a blocking command answers as its non-blocking form, CLIENT LIST keeps
 // naming the outer command, and careful mode's savepoints nest.
 func TestNestedExecution(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, Config{})
 	h.open(1)
 	big := strings.Repeat("x", 100_000)
 	h.submit(1, []string{"ZADD", "z", "1", "a", "2", "b"}, []string{"SET", "big", big})

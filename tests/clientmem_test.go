@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cellar-db/cellar"
+	"github.com/cellar-db/cellar/proto"
 )
 
 // Client memory is bounded whatever the clients do. These tests run the
@@ -59,8 +60,7 @@ func attackServer(t *testing.T, args ...string) (*proc, *redis.Client) {
 	if testing.Short() {
 		t.Skip("attacks need hundreds of MB and tens of seconds")
 	}
-	port := freePort(t)
-	p := runCellar(t, true, append([]string{"--port", strconv.Itoa(port), "--dir", filepath.Join(t.TempDir(), "data")}, args...)...)
+	p := runCellar(t, true, append([]string{"--dir", filepath.Join(t.TempDir(), "data")}, args...)...)
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	if err := c.Set(context.Background(), "big", strings.Repeat("x", 1<<20), 0).Err(); err != nil {
@@ -190,8 +190,8 @@ func wellBehaved(addr, prefix string, stop <-chan struct{}) (int, error) {
 		if _, err := c.Write(encode("SET", prefix+strconv.Itoa(i), strconv.Itoa(i))); err != nil {
 			return i, err
 		}
-		if reply, err := readReply(r); err != nil || reply != "+OK\r\n" {
-			return i, fmt.Errorf("SET %s%d: %q %v", prefix, i, reply, err)
+		if reply, err := proto.ReadReply(r); err != nil || string(reply.Raw) != "+OK\r\n" {
+			return i, fmt.Errorf("SET %s%d: %q %v", prefix, i, reply.Raw, err)
 		}
 	}
 }

@@ -13,50 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-<<<<<<< HEAD
-// infoInt reads one integer field of INFO.
-func infoInt(t testing.TB, c *redis.Client, section, field string) int {
-	t.Helper()
-	info, err := c.Info(ctx, section).Result()
-	if err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	m := regexp.MustCompile(`(?m)^` + field + `:(\d+)\r?$`).FindStringSubmatch(info)
-	if m == nil {
-		t.Fatalf("INFO %s has no %s:\n%s", section, field, info)
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
-
-// waitBlocked waits until INFO reports n blocked clients.
-func waitBlocked(t testing.TB, c *redis.Client, n int) {
-	t.Helper()
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d blocked clients", n), func() bool {
-		return infoInt(t, c, "clients", "blocked_clients") == n
-	})
-}
-
-// blockOn sends a blocking command on a fresh raw connection and waits
-// until the server reports it blocked (blocked clients reach want).
-func blockOn(t testing.TB, s *testServer, admin *redis.Client, want int, args ...string) *rawConn {
-	t.Helper()
-	r := s.raw()
-	r.send(encode(args...))
-	waitBlocked(t, admin, want)
-	return r
-}
-
-func popReply(key, val string) string { return array(bulk(key), bulk(val)) }
-
-const nullArray = "*-1\r\n"
-
 // A blocked BLPOP/BRPOP returns after a push, from the right end. This and
 // the tests after it pin the blocking model of docs/architecture.md,
 // "Blocked clients".
-=======
-// E.13.1: a blocked BLPOP/BRPOP returns after a push, from the right end.
->>>>>>> wip-harness
 func TestBlockingHappyPath(t *testing.T) {
 	newBlockingTest(t).servedAfterPush(
 		wakeCase{block: "BLPOP q 0", cmd: "RPUSH q a b", reply: integer(2), woken: popReply("q", "a"),

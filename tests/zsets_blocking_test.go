@@ -9,21 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-<<<<<<< HEAD
-// BZPOPMIN, BZPOPMAX and BZMPOP over the wire: the cases tests/lists_test.go
-// runs for the blocking list pops (docs/architecture.md, "Blocked
-// clients"), plus what Redis does when waiters of lists and of sorted sets
-// share a key.
-
-// zpopReply is a RESP2 BZPOPMIN/BZPOPMAX reply.
-func zpopReply(key, member, score string) string {
-	return array(bulk(key), bulk(member), bulk(score))
-}
-=======
 // BZPOPMIN, BZPOPMAX and BZMPOP over the wire: the cases of the list
 // blocking tests, for sorted-set pops, plus what Redis does when waiters
 // of lists and of sorted sets share a key.
->>>>>>> wip-harness
 
 // double is a RESP3 double.
 func double(s string) string { return "," + s + "\r\n" }
@@ -70,46 +58,6 @@ func TestBZPopTimeouts(t *testing.T) {
 
 // Keys are scanned in the order given, at the call and on wake.
 func TestBZPopMultiKeyOrder(t *testing.T) {
-<<<<<<< HEAD
-	s := startServer(t)
-	admin := s.client()
-	r := s.raw()
-
-	b := blockOn(t, s, admin, 1, "BZPOPMIN", "k1", "k2", "0")
-	r.expect(integer(1), "ZADD", "k2", "2", "from-k2")
-	if got := b.read(); got != zpopReply("k2", "from-k2", "2") {
-		t.Fatalf("BZPOPMIN k1 k2 after a ZADD to k2 = %q", got)
-	}
-	r.expect(integer(1), "ZADD", "k1", "1", "from-k1")
-	r.expect(integer(1), "ZCARD", "k1")
-
-	// Both present at the call: the first key wins.
-	r.expect(integer(1), "ZADD", "k2", "0", "second")
-	r.expect(zpopReply("k1", "from-k1", "1"), "BZPOPMIN", "k1", "k2", "0")
-	r.expect(zpopReply("k2", "second", "0"), "BZPOPMIN", "k1", "k2", "0")
-
-	// Both become available in one step (SWAPDB brings two sorted sets at
-	// once): the first key in the waiter's order wins, because a woken
-	// waiter re-scans its own keys in its own order (docs/architecture.md,
-	// "Blocked clients"; Redis 7.0 serves the key whose readiness it handles
-	// first, a documented deviation).
-	if s.external {
-		return
-	}
-	for i := 0; i < 5; i++ {
-		r.expect(status("OK"), "SELECT", "1")
-		r.expect(integer(1), "ZADD", "k1", "1", "one")
-		r.expect(integer(1), "ZADD", "k2", "2", "two")
-		r.expect(status("OK"), "SELECT", "0")
-		b = blockOn(t, s, admin, 1, "BZMPOP", "0", "2", "k2", "k1", "MAX", "COUNT", "2")
-		r.expect(status("OK"), "SWAPDB", "0", "1")
-		if got := b.read(); got != array(bulk("k2"), array(array(bulk("two"), bulk("2")))) {
-			t.Fatalf("BZMPOP k2 k1 woken by SWAPDB = %q", got)
-		}
-		r.expect(array(bulk("one")), "ZRANGE", "k1", "0", "-1")
-		r.expect(integer(1), "DEL", "k1")
-	}
-=======
 	newBlockingTest(t).multiKeyOrder(multiKeyOrder{
 		first: wakeCase{block: "BZPOPMIN k1 k2 0", cmd: "ZADD k2 2 from-k2", reply: integer(1), woken: zpopReply("k2", "from-k2", "2"),
 			then: []check{{"ZADD k1 1 from-k1", integer(1)}, {"ZCARD k1", integer(1)}}},
@@ -126,7 +74,6 @@ func TestBZPopMultiKeyOrder(t *testing.T) {
 			woken: array(bulk("k2"), array(array(bulk("two"), bulk("2")))),
 			then:  []check{{"ZRANGE k1 0 -1", array(bulk("one"))}, {"DEL k1", integer(1)}}},
 	})
->>>>>>> wip-harness
 }
 
 // Waiters on a key are served oldest first, one member each; a ZADD wakes
