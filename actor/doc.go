@@ -42,7 +42,10 @@
 //     completions of the round whose write woke it and popped for it.
 //  7. Bounded: the inbox is bounded by the loops' back-pressure (they stop
 //     reading when Backlog is high); per-session state is bounded by the
-//     command arguments' limits; waiters by Config's MaxWaitersPerKey,
-//     MaxTotalWaiters and MaxKeysPerWait (refused beyond them); timeouts
-//     share one heap and one timer.
+//     command arguments' limits; replies are charged to their client's
+//     memory as they are built (clientmem.go), and a batch stops at the
+//     output hard limit or when the client memory budget evicts its
+//     client; waiters by Config's MaxWaitersPerKey, MaxTotalWaiters and
+//     MaxKeysPerWait (refused beyond them); timeouts share one heap and
+//     one timer.
 package actor

@@ -35,6 +35,8 @@
 //     above the soft limit, or while the actor's backlog is high, stops
 //     being parsed and, once it holds input, stops being read (readpause.go:
 //     its bytes wait in the kernel and TCP pushes back on the client); the
-//     input held for all connections together is bounded (max_held_input);
-//     an output buffer above its limit closes the connection.
+//     loop charges each connection's input and unsent output to the
+//     client memory budget (maxmemory_clients, actor/clientmem.go), which
+//     evicts the client using the most; output above its limit closes the
+//     connection.
 package loop

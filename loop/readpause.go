@@ -32,7 +32,7 @@ import (
 // gnet does not export its epoll descriptor: epollFD reads it from gnet's
 // unexported fields with reflect (read only). If gnet's layout differs, or
 // the first epoll_ctl fails, pausing is off for that loop and the loop
-// falls back to holding the input, bounded by max_held_input.
+// falls back to holding the input, bounded by maxmemory_clients.
 
 // epollFD is the epoll descriptor of the loop that owns gc, or -1.
 func epollFD(gc gnet.Conn) int {
@@ -71,7 +71,7 @@ func (c *conn) setReading(on bool) {
 	}
 	fd := c.gc.Fd()
 	if err := unix.EpollCtl(lp.epfd, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Fd: int32(fd), Events: ev}); err != nil {
-		lp.srv.log.Warn().Err(err).Msg("cannot pause reading a socket; this event loop holds waiting input instead (bounded by max_held_input)")
+		lp.srv.log.Warn().Err(err).Msg("cannot pause reading a socket; this event loop holds waiting input instead (bounded by maxmemory_clients)")
 		lp.epfd = -1
 		if !on {
 			return
