@@ -349,7 +349,7 @@ func (s *Store) Rollback() {
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
 	s.saved = s.saved[:0] // a rollback ends every savepoint
-	s.cache.clear() // it may hold what was just rolled back
+	s.cache.clear()       // it may hold what was just rolled back
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
