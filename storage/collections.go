@@ -36,9 +36,9 @@ func (c *Coll) Changed() bool { return c.Len != c.saved || c.created }
 
 var (
 	qCollLookup = newQuery("SELECT type, id, coalesce(expire_at, 0), coalesce(value, 0) FROM keys WHERE db = ?1 AND key = ?2")
-	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, 1, 0)")
-	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qCollTouch  = newQuery("UPDATE keys SET version = version + 1 WHERE db = ?1 AND key = ?2")
+	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, ?5, 0)")
+	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
+	qCollTouch  = newQuery("UPDATE keys SET version = ?3 WHERE db = ?1 AND key = ?2")
 )
 
 // OpenColl finds the live key and checks that it is of type t. A key of
@@ -91,6 +91,7 @@ func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
 	st.blob(2, key)
 	st.int(3, id)
 	st.int(4, int64(t))
+	st.int(5, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return nil, err
 	}
@@ -122,8 +123,10 @@ func (s *Store) SaveColl(c *Coll, touched bool) error {
 	if c.Len != c.saved {
 		st = s.q(qCollSave)
 		st.int(3, c.Len)
+		st.int(4, s.nextVersion())
 	} else {
 		st = s.q(qCollTouch)
+		st.int(3, s.nextVersion())
 	}
 	st.int(1, int64(c.DB))
 	st.blob(2, c.Key)

@@ -18,10 +18,10 @@ func expired(expireAt, now int64) bool { return expireAt != 0 && now > expireAt 
 var (
 	qLookup   = newQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
 	qDelete   = newQuery("DELETE FROM keys WHERE db = ?1 AND key = ?2 RETURNING type, id, coalesce(expire_at, 0)")
-	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = version + 1 WHERE db = ?1 AND key = ?2")
-	qRename   = newQuery("UPDATE keys SET key = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qMove     = newQuery("UPDATE keys SET db = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, 1, coalesce(?6, value) FROM keys WHERE db = ?1 AND key = ?2")
+	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = ?4 WHERE db = ?1 AND key = ?2")
+	qRename   = newQuery("UPDATE keys SET key = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
+	qMove     = newQuery("UPDATE keys SET db = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
+	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, ?7, coalesce(?6, value) FROM keys WHERE db = ?1 AND key = ?2")
 	qValueRef = newQuery("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 	qScan     = newQuery("SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
 	qKeysAll  = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1")
@@ -129,6 +129,7 @@ func (s *Store) SetExpire(db int, key []byte, at int64) error {
 	st.int(1, int64(db))
 	st.blob(2, key)
 	st.int(3, at)
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
@@ -157,6 +158,7 @@ func (s *Store) Rename(db int, src, dst []byte) error {
 	st.int(1, int64(db))
 	st.blob(2, src)
 	st.blob(3, dst)
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
@@ -173,6 +175,7 @@ func (s *Store) Move(db int, key []byte, dstDB int) error {
 	st.int(1, int64(db))
 	st.blob(2, key)
 	st.int(3, int64(dstDB))
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
@@ -231,6 +234,7 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 	} else {
 		st.null(6)
 	}
+	st.int(7, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return false, err
 	}

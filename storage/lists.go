@@ -26,8 +26,8 @@ var (
 		(SELECT pos FROM list_items WHERE id = k.id ORDER BY pos ASC LIMIT 1),
 		(SELECT pos FROM list_items WHERE id = k.id ORDER BY pos DESC LIMIT 1)
 		FROM keys AS k WHERE k.db = ?1 AND k.key = ?2`)
-	qListNewKey    = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 2, NULL, 1, NULL)")
-	qTouch         = newQuery("UPDATE keys SET version = version + 1 WHERE db = ?1 AND key = ?2")
+	qListNewKey    = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 2, NULL, ?4, NULL)")
+	qTouch         = newQuery("UPDATE keys SET version = ?3 WHERE db = ?1 AND key = ?2")
 	qListInsert    = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListAt        = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos = ?2")
 	qListTake      = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2 RETURNING value")
@@ -98,6 +98,7 @@ func (s *Store) touch(db int, key []byte) error {
 	st := s.q(qTouch)
 	st.int(1, int64(db))
 	st.blob(2, key)
+	st.int(3, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
@@ -133,6 +134,7 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		st.int(1, int64(db))
 		st.blob(2, key)
 		st.int(3, id)
+		st.int(4, s.nextVersion())
 		if err := st.exec(); err != nil {
 			return 0, err
 		}

@@ -89,6 +89,10 @@ type Store struct {
 	keyDeltas [NumDBs]int64
 	saved     [NumDBs]int64 // keyDeltas at the last Savepoint
 
+	// version is the last key version handed out, versionMark the
+	// high-water mark persisted for it (versions.go).
+	version, versionMark int64
+
 	// Now is the time, in unix milliseconds, that expiry is judged against.
 	// The actor sets it before each command, like Redis's command time
 	// snapshot, so one command sees one instant.
@@ -209,6 +213,9 @@ func (s *Store) init(o Options) error {
 	if err := s.loadCounters(); err != nil {
 		return err
 	}
+	if err := s.loadVersion(); err != nil {
+		return err
+	}
 	return s.wal.open(s.path + "-wal")
 }
 
@@ -309,7 +316,13 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	if !s.inTx {
 		return false, s.commits, nil
 	}
+	mark := s.versionMark
 	if s.dirty {
+		var err error
+		if mark, err = s.saveVersion(); err != nil {
+			s.Rollback()
+			return false, s.commits, err
+		}
 		for db := range s.keyDeltas {
 			if s.keyDeltas[db] == 0 {
 				continue
@@ -331,6 +344,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	if !s.dirty {
 		return false, s.commits, nil
 	}
+	s.versionMark = mark
 	for db := range s.keyDeltas {
 		s.keyCounts[db] += s.keyDeltas[db]
 		s.keyDeltas[db] = 0
