@@ -57,7 +57,10 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 			return true
 		}
 	}
-	err := cmd.Handler(c)
+	// What the command changed is acted on once, after its savepoint is
+	// released or undone below (touched.go).
+	defer a.keysTouched()
+	err := c.run()
 	if err == nil {
 		if cmd.Is(FlagWrite) {
 			a.stats.writes++

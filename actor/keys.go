@@ -258,7 +258,6 @@ func cmdRename(nx bool) Handler {
 		if err := c.st.Rename(c.db, src, dst); err != nil {
 			return err
 		}
-		c.a.signalReady(c.db, dst)
 		if nx {
 			c.w.Int(1)
 		} else {
@@ -306,12 +305,7 @@ func cmdCopy(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	if ok {
-		c.a.signalReady(dstDB, c.args[2])
-		c.w.Int(1)
-	} else {
-		c.w.Int(0)
-	}
+	c.w.Int(b2i(ok))
 	return nil
 }
 
@@ -341,7 +335,6 @@ func cmdMove(c *Ctx) error {
 	if err := c.st.Move(c.db, c.args[1], dst); err != nil {
 		return err
 	}
-	c.a.signalReady(dst, c.args[1])
 	c.w.Int(1)
 	return nil
 }

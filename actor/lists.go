@@ -48,9 +48,6 @@ func cmdPush(end storage.End, existing bool) Handler {
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			c.a.signalReady(c.db, key)
-		}
 		c.w.Int(n)
 		return nil
 	}
@@ -193,12 +190,6 @@ func cmdLInsert(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		// A list with elements has no waiters (they would have been
-		// served), so this wakes nobody today; it keeps the rule simple:
-		// every command that adds elements signals.
-		c.a.signalReady(c.db, c.args[1])
-	}
 	c.w.Int(n)
 	return nil
 }
@@ -330,7 +321,6 @@ func moveTo(dst []byte, from, to storage.End) retry {
 		if err != nil || !ok {
 			return false, err
 		}
-		c.a.signalReady(c.db, dst)
 		c.w.Bulk(v)
 		return true, nil
 	}

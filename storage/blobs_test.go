@@ -37,7 +37,7 @@ func TestLargeValues(t *testing.T) {
 		must(t, err)
 		_, err = s.HashSet(h, []byte("g"), small, false)
 		must(t, err)
-		must(t, s.SaveColl(h, true))
+		must(t, s.EndCommand())
 	})
 	if n := blobCount(t, s); n != 4 {
 		t.Fatalf("%d blobs for 4 large values", n)

@@ -93,8 +93,9 @@ func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
 	return listRef{id: id, head: head, tail: tail}, true, nil
 }
 
-// touch records a write to an existing key (its version).
-func (s *Store) touch(db int, key []byte) error {
+// touch ends a write to an existing list: the key's version is bumped and
+// the change recorded as kind.
+func (s *Store) touch(db int, key []byte, kind Change) error {
 	st := s.q(qTouch)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -102,7 +103,7 @@ func (s *Store) touch(db int, key []byte) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
+	s.record(db, key, kind, 0)
 	return nil
 }
 
@@ -140,8 +141,6 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		}
 		s.Created(db)
 		l = listRef{id: id, head: 0, tail: -1}
-	} else if err := s.touch(db, key); err != nil {
-		return 0, err
 	}
 	for _, v := range vals {
 		var pos int64
@@ -156,8 +155,11 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 			return 0, err
 		}
 	}
-	s.dirty = true
-	return l.length(), nil
+	if !ok {
+		s.record(db, key, Added, 0) // its version is the insert's
+		return l.length(), nil
+	}
+	return l.length(), s.touch(db, key, Added)
 }
 
 func (s *Store) insertItem(id, pos int64, v []byte) error {
@@ -263,8 +265,7 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		s.dirty = true
-		return [][]byte{v}, s.touch(db, key)
+		return [][]byte{v}, s.touch(db, key, Removed)
 	}
 	lo, hi := l.head, l.head+n-1
 	if end == Right {
@@ -285,8 +286,7 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 	if err := st.exec(); err != nil {
 		return nil, err
 	}
-	s.dirty = true
-	return vals, s.touch(db, key)
+	return vals, s.touch(db, key, Removed)
 }
 
 // ListRange reports through count how many elements LRANGE start stop
@@ -369,8 +369,7 @@ func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
-	return s.touch(db, key)
+	return s.touch(db, key, Modified)
 }
 
 // find returns the positions of the elements equal to val among positions
@@ -432,8 +431,7 @@ func (s *Store) ListInsert(db int, key []byte, before bool, pivot, val []byte) (
 	if err := s.insertItem(l.id, pos, val); err != nil {
 		return 0, err
 	}
-	s.dirty = true
-	return l.length() + 1, s.touch(db, key)
+	return l.length() + 1, s.touch(db, key, Added)
 }
 
 // shift moves the contiguous rows at positions lo..hi by delta (±1) into a
@@ -549,7 +547,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	return k, s.touch(db, key)
+	return k, s.touch(db, key, Removed)
 }
 
 // ListTrim keeps only the elements from index start to stop (LTRIM's
@@ -589,7 +587,11 @@ func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
 	if err := del(l.head+stop+1, l.tail); err != nil {
 		return err
 	}
-	return s.touch(db, key)
+	kind := Modified
+	if start > 0 || stop < llen-1 {
+		kind = Removed
+	}
+	return s.touch(db, key, kind)
 }
 
 // ListPos finds elements equal to val the way LPOS does: rank r > 0 skips
@@ -650,8 +652,7 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 				return nil, false, err
 			}
 		}
-		s.dirty = true
-		return val, true, s.touch(db, src)
+		return val, true, s.touch(db, src, Modified)
 	}
 	if _, _, err := s.openList(db, dst); err != nil {
 		return nil, false, err

@@ -93,6 +93,15 @@ type Store struct {
 	// high-water mark persisted for it (versions.go).
 	version, versionMark int64
 
+	// The change record (touched.go): its entries, the arena their keys
+	// are copied into, and where it stood at the last Savepoint.
+	touches    []Touch
+	touchKeys  []byte
+	savedTouch touchMark
+	// open is the collections changed by the running command, to be saved
+	// by EndCommand (collections.go).
+	open []*Coll
+
 	// Now is the time, in unix milliseconds, that expiry is judged against.
 	// The actor sets it before each command, like Redis's command time
 	// snapshot, so one command sees one instant.
@@ -316,6 +325,13 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	if !s.inTx {
 		return false, s.commits, nil
 	}
+	// The actor ends every command (EndCommand); this is for any other
+	// caller, so that no count is ever committed unsaved.
+	if err := s.EndCommand(); err != nil {
+		s.Rollback()
+		return false, s.commits, err
+	}
+	defer s.ResetTouched()
 	mark := s.versionMark
 	if s.dirty {
 		var err error
@@ -362,6 +378,8 @@ func (s *Store) Rollback() {
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
 	s.cache.clear() // it may hold what was just rolled back
+	s.dropOpen()
+	s.ResetTouched()
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
@@ -373,6 +391,7 @@ func (s *Store) Savepoint() error {
 		return err
 	}
 	s.saved = s.keyDeltas
+	s.savedTouch = s.touchMark()
 	return nil
 }
 
@@ -391,6 +410,8 @@ func (s *Store) Undo() bool {
 	}
 	s.keyDeltas = s.saved
 	s.cache.clear() // it may hold what was just undone
+	s.dropOpen()
+	s.truncateTouched(s.savedTouch)
 	return true
 }
 

@@ -94,6 +94,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		if err != nil || ok {
 			if ok {
 				s.cacheSet(db, key, val, expireAt, keepTTL)
+				s.record(db, key, Written, 0)
 			}
 			return err
 		}
@@ -128,6 +129,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			st.reset()
 			s.dirty = true
 			s.cacheSet(db, key, val, expireAt, keepTTL)
+			s.record(db, key, Written, 0)
 			return nil
 		}
 		st.reset()
@@ -149,7 +151,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			}
 			keepTTL = false
 		}
-		if _, err := s.Delete(db, key); err != nil {
+		if _, err := s.remove(db, key, 0); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,7 @@ func TestVersionNeverRepeatsForAName(t *testing.T) {
 		c := openColl(t, s, "k", TypeHash)
 		_, err = s.HashSet(c, []byte("f"), []byte("v"), false)
 		must(t, err)
-		must(t, s.SaveColl(c, true))
+		must(t, s.EndCommand())
 	})
 	step("COPY onto the name", func() {
 		must(t, s.SetString(0, []byte("other"), []byte("x"), 0, false))
