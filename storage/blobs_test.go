@@ -46,7 +46,7 @@ func TestLargeValues(t *testing.T) {
 	if err != nil || !bytes.Equal(v, big('a')) {
 		t.Fatalf("string: %d bytes, %v", len(v), err)
 	}
-	if n, _ := s.StringLen(0, []byte("s")); n != 100_000 {
+	if n, _, _ := s.StringLen(0, []byte("s")); n != 100_000 {
 		t.Fatalf("STRLEN of a large value: %d", n)
 	}
 	// LPOS/LREM compare against the stored bytes, wherever they live.

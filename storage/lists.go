@@ -292,15 +292,15 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 // ListRange reports through count how many elements LRANGE start stop
 // selects (negative indexes count from the tail, as in Redis), then calls
 // fn with each of them in order. v is only valid during the call. A
-// missing key selects nothing.
-func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n int64), fn func(v []byte)) error {
+// missing key (found false) selects nothing.
+func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n int64), fn func(v []byte)) (found bool, err error) {
 	l, ok, err := s.openList(db, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
 		count(0)
-		return nil
+		return false, nil
 	}
 	llen := l.length()
 	if start < 0 {
@@ -312,11 +312,11 @@ func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n in
 	start = max(start, 0)
 	if start > stop || start >= llen {
 		count(0)
-		return nil
+		return true, nil
 	}
 	stop = min(stop, llen-1)
 	count(stop - start + 1)
-	return s.eachInRange(l.id, l.head+start, l.head+stop, fn)
+	return true, s.eachInRange(l.id, l.head+start, l.head+stop, fn)
 }
 
 // ListIndex appends the element at index (negative from the tail) to dst.

@@ -63,26 +63,27 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 	return dst, err == nil, err
 }
 
-// StringLen is the length of a live string key's value (0 when missing).
-func (s *Store) StringLen(db int, key []byte) (int64, error) {
+// StringLen is the length of a live string key's value; found is false
+// (and n 0) when the key is missing.
+func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 	st := s.q(qStrLen)
 	st.int(1, int64(db))
 	st.blob(2, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
-		return 0, err
+		return 0, false, err
 	}
 	t, exp, n := Type(st.colInt(0)), st.colInt(1), st.colInt(2)
 	st.reset()
 	if expired(exp, s.Now) {
 		_, err := s.Delete(db, key)
-		return 0, err
+		return 0, false, err
 	}
 	if t != TypeString {
-		return 0, ErrWrongType
+		return 0, false, ErrWrongType
 	}
-	return n, nil
+	return n, true, nil
 }
 
 // SetString makes key a string holding val, whatever it was before. expireAt
