@@ -41,8 +41,10 @@ import (
 // own lane, so they never hold up the ones that can be served, and a key of
 // a type nobody waits for serves no one, as in Redis.
 //
-// Commands that may make something available on a key mark it ready; after
-// every command the actor serves the ready keys before anything else runs.
+// A change that may make something available on a key marks it ready (the
+// keys touched step, touched.go, which runs over what every command
+// changed); after every command the actor serves the ready keys before
+// anything else runs.
 // A key's turn retries the waiters of its lane oldest first, for as long as
 // the key still holds a value of the lane's type. The loop counts nothing:
 //   - a waiter that consumes (a pop, a move) takes what it needs; when the
@@ -398,9 +400,9 @@ func (a *Actor) cancelWaiter(w *waiter) {
 	w.held = nil
 }
 
-// signalReady notes that key may now hold something for its waiters. A
-// command calls it for every key it may have added to (it need not know
-// whether anyone waits).
+// signalReady notes that key may now hold something for its waiters. The
+// keys touched step calls it for every key a change may have added to
+// (touched.go); nobody needs to know whether anyone waits.
 func (a *Actor) signalReady(db int, key []byte) {
 	b := &a.blk
 	if len(b.queues) == 0 {
@@ -432,6 +434,7 @@ func (a *Actor) serveReady() {
 	defer func() {
 		clear(b.readySet)
 		b.ready = b.ready[:0]
+		a.keysTouched() // keys that looking at ready keys found expired
 	}()
 	a.st.Now = a.nowMs
 	for i := 0; i < len(b.ready); i++ {
@@ -515,7 +518,11 @@ func (a *Actor) retryWaiter(w *waiter) bool {
 	defer a.leave()
 	c := &f.ctx
 	*c = Ctx{a: a, f: f, s: w.s, cmd: w.cmd, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
+	// What the retry changed is acted on like a command's: a BLMOVE's
+	// destination, made ready, joins the keys being served.
+	defer a.keysTouched()
 	done, err := w.retry(c, w.keys)
+	err = c.end(err)
 	if err != nil {
 		a.fail(err)
 		r, _ := replyFor(err)

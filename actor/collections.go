@@ -23,20 +23,6 @@ const (
 // for any count until it runs out of memory.
 const maxRandomCount = 1 << 24
 
-// readColl opens key for a read command, counting the keyspace hit or miss;
-// nil when the key is missing.
-func (c *Ctx) readColl(key []byte, t storage.Type) (*storage.Coll, error) {
-	coll, err := c.st.OpenColl(c.db, key, t)
-	if err == nil {
-		if coll != nil {
-			c.a.stats.keyspaceHits++
-		} else {
-			c.a.stats.keyspaceMisses++
-		}
-	}
-	return coll, err
-}
-
 // compactElems returns the elements of coll when Redis 7.0 would hold it in
 // a compact encoding (listpack for hashes and sorted sets, intset for
 // sets); nil otherwise. It reads at most 512 elements.

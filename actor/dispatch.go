@@ -36,10 +36,13 @@ func (a *Actor) leave() {
 	a.frames[a.depth].ctx = Ctx{} // keep nothing of the command alive
 }
 
-// run executes args as a command of c's client one level deeper (EXEC,
-// EVAL), appending its reply to w. It never blocks: a blocking command
-// answers as its non-blocking form, as inside MULTI in Redis.
-func (c *Ctx) run(args [][]byte, w *proto.Writer) (keyspace bool) {
+// call executes args as a command of c's client one level deeper (EXEC,
+// EVAL's redis.call), appending its reply to w. It never blocks: a
+// blocking command answers as its non-blocking form, as inside MULTI in
+// Redis. What it changes marks keys ready like any command's; waiters are
+// served only after the top-level command, so a command that runs
+// commands stays atomic.
+func (c *Ctx) call(args [][]byte, w *proto.Writer) (keyspace bool) {
 	return c.a.execute(c.s, args, w, true)
 }
 
@@ -98,7 +101,10 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 			return true
 		}
 	}
-	err := cmd.Handler(c)
+	// What the command changed is acted on once, after its savepoint is
+	// released or undone below (touched.go).
+	defer a.keysTouched()
+	err := c.run()
 	if err == nil {
 		if cmd.Is(FlagWrite) {
 			a.stats.writes++

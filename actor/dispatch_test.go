@@ -41,7 +41,7 @@ func TestNestedExecution(t *testing.T) {
 				argv[i] = []byte(arg)
 			}
 			w := proto.Writer{Proto: 2}
-			outer.run(argv, &w)
+			outer.call(argv, &w)
 			got = append(got, string(w.Buf))
 		}
 		run("ZRANGE", "z", "0", "-1", "WITHSCORES")

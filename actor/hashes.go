@@ -52,9 +52,6 @@ func cmdHSet(reply func(w *proto.Writer, added int64)) Handler {
 				added++
 			}
 		}
-		if err := c.st.SaveColl(h, true); err != nil {
-			return err
-		}
 		reply(c.w, added)
 		return nil
 	}
@@ -68,9 +65,6 @@ func cmdHSetNX(c *Ctx) error {
 	}
 	added, err := c.st.HashSet(h, c.args[2], c.args[3], true)
 	if err != nil {
-		return err
-	}
-	if err := c.st.SaveColl(h, added); err != nil {
 		return err
 	}
 	c.w.Int(b2i(added))
@@ -196,9 +190,6 @@ func cmdHDel(c *Ctx) error {
 				n++
 			}
 		}
-		if err := c.st.SaveColl(h, false); err != nil {
-			return err
-		}
 	}
 	c.w.Int(n)
 	return nil
@@ -281,9 +272,6 @@ func cmdHIncrBy(c *Ctx) error {
 	if _, err := c.st.HashSet(h, c.args[2], strconv.AppendInt(buf[:0], cur, 10), false); err != nil {
 		return err
 	}
-	if err := c.st.SaveColl(h, true); err != nil {
-		return err
-	}
 	c.w.Int(cur)
 	return nil
 }
@@ -323,9 +311,6 @@ func cmdHIncrByFloat(c *Ctx) error {
 	}
 	s := formatLongDouble(sum)
 	if _, err := c.st.HashSet(h, c.args[2], []byte(s), false); err != nil {
-		return err
-	}
-	if err := c.st.SaveColl(h, true); err != nil {
 		return err
 	}
 	c.w.BulkString(s)

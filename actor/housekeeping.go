@@ -34,6 +34,7 @@ func (a *Actor) housekeeping(now time.Time) {
 			// whatever clients sent meanwhile.
 			a.sweepMore = n == a.cfg.SweepBatch
 		}
+		a.keysTouched() // the sweep's deletions are changes like any other
 	}
 	if a.roundErr == nil {
 		// Free the blobs of large values whose rows went (storage/blobs.go).

@@ -59,7 +59,7 @@ func cmdDel(c *Ctx) error {
 func cmdExists(c *Ctx) error {
 	n := int64(0)
 	for _, key := range c.args[1:] {
-		_, ok, err := c.st.Lookup(c.db, key)
+		_, ok, err := c.readKey(key)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func cmdExists(c *Ctx) error {
 
 // TYPE key
 func cmdType(c *Ctx) error {
-	m, ok, err := c.st.Lookup(c.db, c.args[1])
+	m, ok, err := c.readKey(c.args[1])
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func cmdExpire(seconds, relative bool) Handler {
 // TTL key, PTTL key, EXPIRETIME key, PEXPIRETIME key
 func cmdTTL(seconds, relative bool) Handler {
 	return func(c *Ctx) error {
-		m, ok, err := c.st.Lookup(c.db, c.args[1])
+		m, ok, err := c.readKey(c.args[1])
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,6 @@ func cmdRename(nx bool) Handler {
 		if err := c.st.Rename(c.db, src, dst); err != nil {
 			return err
 		}
-		c.a.signalReady(c.db, dst)
 		if nx {
 			c.w.Int(1)
 		} else {
@@ -302,16 +301,19 @@ func cmdCopy(c *Ctx) error {
 	if dstDB == c.db && bytes.Equal(c.args[1], c.args[2]) {
 		return ErrSameObject
 	}
+	// The source is read (Redis counts its lookup), the destination
+	// written.
+	if _, ok, err := c.readKey(c.args[1]); err != nil || !ok {
+		if err == nil {
+			c.w.Int(0)
+		}
+		return err
+	}
 	ok, err := c.st.Copy(c.db, c.args[1], dstDB, c.args[2], replace)
 	if err != nil {
 		return err
 	}
-	if ok {
-		c.a.signalReady(dstDB, c.args[2])
-		c.w.Int(1)
-	} else {
-		c.w.Int(0)
-	}
+	c.w.Int(b2i(ok))
 	return nil
 }
 
@@ -341,7 +343,6 @@ func cmdMove(c *Ctx) error {
 	if err := c.st.Move(c.db, c.args[1], dst); err != nil {
 		return err
 	}
-	c.a.signalReady(dst, c.args[1])
 	c.w.Int(1)
 	return nil
 }
@@ -451,8 +452,14 @@ func cmdScan(c *Ctx) error {
 		if o.pattern != nil && !globMatch(o.pattern, e.Key) {
 			continue
 		}
-		if o.typ != nil && !eqFold(o.typ, e.Type.String()) {
-			continue
+		if o.typ != nil {
+			// Redis reads each key to learn its type: a keyspace hit.
+			// (It also meets keys past their expiry, each a miss; Cellar's
+			// Scan never returns those.)
+			c.countLookup(true, nil)
+			if !eqFold(o.typ, e.Type.String()) {
+				continue
+			}
 		}
 		keep = append(keep, e)
 	}
@@ -477,7 +484,7 @@ func cmdRandomKey(c *Ctx) error {
 
 // objectLookup finds the key OBJECT reports on; nil reply when missing.
 func objectLookup(c *Ctx) (storage.Meta, bool, error) {
-	m, ok, err := c.st.Lookup(c.db, c.args[2])
+	m, ok, err := c.readKey(c.args[2])
 	if err == nil && !ok {
 		c.w.Null()
 	}

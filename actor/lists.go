@@ -48,9 +48,6 @@ func cmdPush(end storage.End, existing bool) Handler {
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			c.a.signalReady(c.db, key)
-		}
 		c.w.Int(n)
 		return nil
 	}
@@ -108,22 +105,20 @@ func cmdPop(end storage.End) Handler {
 
 // LLEN key
 func cmdLLen(c *Ctx) error {
-	n, err := c.st.ListLen(c.db, c.args[1])
+	n, err := c.readListLen(c.args[1])
 	if err != nil {
 		return err
 	}
-	c.countRead(n > 0)
 	c.w.Int(n)
 	return nil
 }
 
-// countRead counts a read command's keyspace hit or miss.
-func (c *Ctx) countRead(hit bool) {
-	if hit {
-		c.a.stats.keyspaceHits++
-	} else {
-		c.a.stats.keyspaceMisses++
-	}
+// readListLen is the length of the list at key, looked up to read it (a
+// list is never empty, so it exists when the length is not 0).
+func (c *Ctx) readListLen(key []byte) (int64, error) {
+	n, err := c.st.ListLen(c.db, key)
+	c.countLookup(n > 0, err)
+	return n, err
 }
 
 // LRANGE key start stop
@@ -132,15 +127,17 @@ func cmdLRange(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = c.st.ListRange(c.db, c.args[1], start, stop, func(n int64) { c.w.Array(int(n)) }, c.w.Bulk)
+	found, err := c.st.ListRange(c.db, c.args[1], start, stop, func(n int64) { c.w.Array(int(n)) }, c.w.Bulk)
+	c.countLookup(found, err)
 	return err
 }
 
-// LINDEX key index. Redis looks the key up before it parses the index.
+// LINDEX key index: the element LRANGE key index index selects, or null.
+// Redis looks the key up before it parses the index.
 func cmdLIndex(c *Ctx) error {
 	idx, perr := c.intArg(2)
 	if perr != nil {
-		n, err := c.st.ListLen(c.db, c.args[1])
+		n, err := c.readListLen(c.args[1])
 		if err != nil {
 			return err
 		}
@@ -150,12 +147,14 @@ func cmdLIndex(c *Ctx) error {
 		}
 		return perr
 	}
-	v, ok, err := c.st.ListIndex(c.db, c.args[1], idx, nil)
-	if err != nil {
-		return err
+	nullIfNone := func(n int64) {
+		if n == 0 {
+			c.w.Null()
+		}
 	}
-	c.bulkOrNull(v, ok)
-	return nil
+	found, err := c.st.ListRange(c.db, c.args[1], idx, idx, nullIfNone, c.w.Bulk)
+	c.countLookup(found, err)
+	return err
 }
 
 // LSET key index element. Redis looks the key up before it parses the
@@ -192,12 +191,6 @@ func cmdLInsert(c *Ctx) error {
 	n, err := c.st.ListInsert(c.db, c.args[1], before, c.args[3], c.args[4])
 	if err != nil {
 		return err
-	}
-	if n > 0 {
-		// A list with elements has no waiters (they would have been
-		// served), so this wakes nobody today; it keeps the rule simple:
-		// every command that adds elements signals.
-		c.a.signalReady(c.db, c.args[1])
 	}
 	c.w.Int(n)
 	return nil
@@ -274,10 +267,10 @@ func cmdLPos(c *Ctx) error {
 	}
 	var found []int64
 	exists, err := c.st.ListPos(c.db, c.args[1], c.args[2], rank, limit, maxlen, func(i int64) { found = append(found, i) })
+	c.countLookup(exists, err)
 	if err != nil {
 		return err
 	}
-	c.countRead(exists)
 	switch {
 	case count != -1:
 		c.w.Array(len(found))
@@ -330,7 +323,6 @@ func moveTo(dst []byte, from, to storage.End) retry {
 		if err != nil || !ok {
 			return false, err
 		}
-		c.a.signalReady(c.db, dst)
 		c.w.Bulk(v)
 		return true, nil
 	}

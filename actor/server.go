@@ -87,13 +87,12 @@ func cmdSwapDB(c *Ctx) error {
 	if a < 0 || a >= numDBs || b < 0 || b >= numDBs {
 		return ErrDBIndex
 	}
+	// Clients blocked on a key of either database may find a list there
+	// now, as in Redis: the swap is recorded, and the keys touched step
+	// wakes them (touched.go).
 	if err := c.st.SwapDB(int(a), int(b)); err != nil {
 		return err
 	}
-	// Clients blocked on a key of either database may find a list there
-	// now, as in Redis.
-	c.a.signalDB(int(a))
-	c.a.signalDB(int(b))
 	c.w.OK()
 	return nil
 }

@@ -40,9 +40,6 @@ func cmdSAdd(c *Ctx) error {
 			n++
 		}
 	}
-	if err := c.st.SaveColl(s, false); err != nil {
-		return err
-	}
 	c.w.Int(n)
 	return nil
 }
@@ -63,9 +60,6 @@ func cmdSRem(c *Ctx) error {
 			if ok {
 				n++
 			}
-		}
-		if err := c.st.SaveColl(s, false); err != nil {
-			return err
 		}
 	}
 	c.w.Int(n)
@@ -185,9 +179,6 @@ func cmdSPop(c *Ctx) error {
 				return err
 			}
 		}
-		if err := c.st.SaveColl(s, false); err != nil {
-			return err
-		}
 	}
 	if count < 0 {
 		c.w.Bulk(es[0].Member)
@@ -265,18 +256,12 @@ func cmdSMove(c *Ctx) error {
 		c.w.Int(0)
 		return nil
 	}
-	if err := c.st.SaveColl(src, false); err != nil {
-		return err
-	}
 	if dst == nil {
 		if dst, err = c.st.OpenOrCreateColl(c.db, c.args[2], storage.TypeSet); err != nil {
 			return err
 		}
 	}
 	if _, err := c.st.SetAdd(dst, m); err != nil {
-		return err
-	}
-	if err := c.st.SaveColl(dst, true); err != nil {
 		return err
 	}
 	c.w.Int(1)
@@ -442,9 +427,6 @@ func cmdSetOp(op func(c *Ctx, sets []*storage.Coll) ([][]byte, error), store boo
 			if _, err := c.st.SetAdd(dst, m); err != nil {
 				return err
 			}
-		}
-		if err := c.st.SaveColl(dst, false); err != nil {
-			return err
 		}
 		c.w.Int(int64(len(members)))
 		return nil

@@ -33,23 +33,6 @@ var stringCommands = []*Command{
 	{Name: "setrange", Summary: "Overwrites part of a string key's value at an offset.", Handler: cmdSetRange},
 }
 
-// getString reads a string key into the actor's scratch buffer, counting the
-// keyspace hit or miss.
-func (c *Ctx) getString(key []byte) ([]byte, bool, error) { return c.getStringInto(key, nil) }
-
-// getStringInto is getString appending the value to dst.
-func (c *Ctx) getStringInto(key, dst []byte) ([]byte, bool, error) {
-	v, ok, err := c.st.GetString(c.db, key, dst)
-	if err == nil {
-		if ok {
-			c.a.stats.keyspaceHits++
-		} else {
-			c.a.stats.keyspaceMisses++
-		}
-	}
-	return v, ok, err
-}
-
 // replyString replies with key's string value (null when missing) through
 // the frame's value scratch: a large value is copied once, into the reply,
 // and leaves no garbage behind (a pipeline of GETs of a big value would
@@ -359,7 +342,8 @@ func cmdAppend(c *Ctx) error {
 
 // STRLEN key
 func cmdStrLen(c *Ctx) error {
-	n, err := c.st.StringLen(c.db, c.args[1])
+	n, found, err := c.st.StringLen(c.db, c.args[1])
+	c.countLookup(found, err)
 	if err != nil {
 		return err
 	}
@@ -505,7 +489,7 @@ func cmdGetRange(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, _, err := c.st.GetString(c.db, c.args[1], nil)
+	v, _, err := c.getString(c.args[1])
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func zsetInputs(c *Ctx, at int) (srcs []zsrc, next int, err error) {
 	}
 	srcs = make([]zsrc, n)
 	for i := range srcs {
-		coll, err := c.st.OpenAnyColl(c.db, c.args[at+1+i], storage.TypeZSet, storage.TypeSet)
+		coll, err := c.readColl(c.args[at+1+i], storage.TypeZSet, storage.TypeSet)
 		if err != nil {
 			return nil, 0, err
 		}

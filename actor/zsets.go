@@ -218,9 +218,6 @@ func (a *zaddArgs) apply(c *Ctx, key []byte) (r zaddResult, err error) {
 			if a.incr {
 				s += cur
 				if math.IsNaN(s) {
-					if err := c.st.SaveColl(z, false); err != nil {
-						return r, err
-					}
 					return r, ErrResultNaN
 				}
 			}
@@ -242,13 +239,6 @@ func (a *zaddArgs) apply(c *Ctx, key []byte) (r zaddResult, err error) {
 			r.added++
 		}
 	}
-	if err := c.st.SaveColl(z, r.updated > 0); err != nil {
-		return r, err
-	}
-	if r.added > 0 || r.updated > 0 {
-		// The set may have just been created: its waiters can pop.
-		c.a.signalReady(c.db, key)
-	}
 	return r, nil
 }
 
@@ -268,9 +258,6 @@ func cmdZRem(c *Ctx) error {
 			if ok {
 				n++
 			}
-		}
-		if err := c.st.SaveColl(z, false); err != nil {
-			return err
 		}
 	}
 	c.w.Int(n)
@@ -617,12 +604,6 @@ func storeZSet(c *Ctx, key []byte, es []storage.Elem) error {
 			return err
 		}
 	}
-	if err := c.st.SaveColl(dst, false); err != nil {
-		return err
-	}
-	if len(es) > 0 {
-		c.a.signalReady(c.db, key)
-	}
 	c.w.Int(int64(len(es)))
 	return nil
 }
@@ -645,9 +626,6 @@ func cmdZRemRange(parse zrangeParser) Handler {
 		n := int64(0)
 		if clampRanks(&r, z.Len) && !empty {
 			if n, err = c.st.ZDeleteRange(z, r); err != nil {
-				return err
-			}
-			if err := c.st.SaveColl(z, false); err != nil {
 				return err
 			}
 		}
@@ -692,7 +670,7 @@ func zpopKey(c *Ctx, key []byte, max bool, count int64) (popped []storage.Elem, 
 		// A stored sorted set is never empty; this one's count is wrong.
 		return nil, false, errCountMismatch(key, int(z.Len), 0)
 	}
-	return popped, true, c.st.SaveColl(z, false)
+	return popped, true, nil
 }
 
 // popZSet is the work of ZMPOP, BZPOPMIN, BZPOPMAX and BZMPOP: it pops up

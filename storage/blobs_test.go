@@ -37,7 +37,7 @@ func TestLargeValues(t *testing.T) {
 		must(t, err)
 		_, err = s.HashSet(h, []byte("g"), small, false)
 		must(t, err)
-		must(t, s.SaveColl(h, true))
+		must(t, s.EndCommand())
 	})
 	if n := blobCount(t, s); n != 4 {
 		t.Fatalf("%d blobs for 4 large values", n)
@@ -46,7 +46,7 @@ func TestLargeValues(t *testing.T) {
 	if err != nil || !bytes.Equal(v, big('a')) {
 		t.Fatalf("string: %d bytes, %v", len(v), err)
 	}
-	if n, _ := s.StringLen(0, []byte("s")); n != 100_000 {
+	if n, _, _ := s.StringLen(0, []byte("s")); n != 100_000 {
 		t.Fatalf("STRLEN of a large value: %d", n)
 	}
 	// LPOS/LREM compare against the stored bytes, wherever they live.

@@ -84,7 +84,7 @@ func TestHotCacheNeverChangesReads(t *testing.T) {
 				if err == nil {
 					_, err = s.SetAdd(c, val)
 					must(t, err)
-					must(t, s.SaveColl(c, true))
+					must(t, s.EndCommand())
 				} else if !errors.Is(err, ErrWrongType) {
 					t.Fatal(err)
 				}

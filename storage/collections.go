@@ -15,30 +15,29 @@ import (
 // now" never count rows.
 
 // Coll is a hash, set or sorted set key opened by one command. The command
-// changes elements through the Store's element methods, adjusts Len as it
-// goes, and ends with SaveColl, which records the new count and deletes the
-// key if it became empty. A Coll is valid only within the command (the
-// actor's round) that opened it.
+// changes elements through the Store's element methods, which keep Len up
+// to date and note the Coll as changed; when the command ends, EndCommand
+// stores the new count, bumps the key's version, records the change, and
+// deletes the key if it became empty. A Coll is valid only within the
+// command that opened it.
 type Coll struct {
 	DB       int
 	Key      []byte
 	Type     Type
 	ID       int64
 	ExpireAt int64
-	Len      int64 // element count, kept up to date by the caller
+	Len      int64 // element count, kept up to date by the element methods
 	saved    int64 // Len as stored
-	created  bool
+	created  bool  // the key row was inserted by this command
+	replaced bool  // created over a live key (ReplaceColl)
+	modified bool  // an element changed in place (a value, a score)
+	open     bool  // in Store.open, waiting for EndCommand
 }
-
-// Changed reports whether Len differs from what is stored, or the key was
-// created by this command.
-func (c *Coll) Changed() bool { return c.Len != c.saved || c.created }
 
 var (
 	qCollLookup = newQuery("SELECT type, id, coalesce(expire_at, 0), coalesce(value, 0) FROM keys WHERE db = ?1 AND key = ?2")
-	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, 1, 0)")
-	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qCollTouch  = newQuery("UPDATE keys SET version = version + 1 WHERE db = ?1 AND key = ?2")
+	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, ?5, 0)")
+	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
 )
 
 // OpenColl finds the live key and checks that it is of type t. A key of
@@ -71,8 +70,9 @@ func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
 }
 
 // OpenOrCreateColl is OpenColl that creates an empty key of type t when
-// there is none. The caller must add elements and SaveColl: an empty
-// collection never outlives its command.
+// there is none. The command adds elements to it; if it adds none, the key
+// goes again when the command ends (an empty collection never outlives its
+// command).
 func (s *Store) OpenOrCreateColl(db int, key []byte, t Type) (*Coll, error) {
 	c, err := s.OpenColl(db, key, t)
 	if err != nil || c != nil {
@@ -91,58 +91,121 @@ func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
 	st.blob(2, key)
 	st.int(3, id)
 	st.int(4, int64(t))
+	st.int(5, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return nil, err
 	}
 	s.Created(db)
-	return &Coll{DB: db, Key: key, Type: t, ID: id, created: true}, nil
-}
-
-// SaveColl ends a command's changes to c: an empty collection is deleted,
-// otherwise the count is stored and the key's version bumped. Saving an
-// unchanged Coll does nothing unless touched is set (the elements changed
-// but not their number, as when HSET overwrites a value).
-func (s *Store) SaveColl(c *Coll, touched bool) error {
-	if c == nil {
-		return nil
-	}
-	if c.Len <= 0 {
-		if c.created || c.saved > 0 {
-			if _, err := s.Delete(c.DB, c.Key); err != nil {
-				return err
-			}
-		}
-		c.saved, c.created = 0, false
-		return nil
-	}
-	if !c.Changed() && !touched {
-		return nil
-	}
-	var st *stmt
-	if c.Len != c.saved {
-		st = s.q(qCollSave)
-		st.int(3, c.Len)
-	} else {
-		st = s.q(qCollTouch)
-	}
-	st.int(1, int64(c.DB))
-	st.blob(2, c.Key)
-	if err := st.exec(); err != nil {
-		return err
-	}
-	s.dirty = true
-	c.saved, c.created = c.Len, false
-	return nil
+	c := &Coll{DB: db, Key: key, Type: t, ID: id, created: true}
+	s.changed(c, false)
+	return c, nil
 }
 
 // ReplaceColl makes key a fresh, empty collection of type t, deleting
-// whatever it held (the STORE commands). The caller adds the elements and
-// saves; a result with no elements leaves no key.
+// whatever it held (the STORE commands). The command adds the elements; a
+// result with no elements leaves no key.
 func (s *Store) ReplaceColl(db int, key []byte, t Type) (*Coll, error) {
-	if _, err := s.Delete(db, key); err != nil {
+	live, err := s.remove(db, key, 0)
+	if err != nil {
 		return nil, err
 	}
-	return s.createColl(db, key, t)
+	c, err := s.createColl(db, key, t)
+	if c != nil {
+		c.replaced = live
+	}
+	return c, err
+}
+
+// changed notes that the running command changed c (inPlace: an element
+// changed without coming or going), so that EndCommand saves it.
+func (s *Store) changed(c *Coll, inPlace bool) {
+	s.dirty = true
+	c.modified = c.modified || inPlace
+	if !c.open {
+		c.open = true
+		s.open = append(s.open, c)
+	}
+}
+
+// EndCommand ends the running command's changes to collections: for each
+// one it changed, the new element count is stored, the key's version
+// bumped and the change recorded, and a collection left empty is deleted
+// (a hash, set or sorted set never exists empty). Counts are saved here,
+// once per command, rather than at every element: a command that sets a
+// thousand fields writes the key's row once. The actor calls it after
+// every command and every woken waiter's retry, whether or not it
+// succeeded (what a failed command changed is saved like the rest, unless
+// it is undone); the handlers never do.
+func (s *Store) EndCommand() error {
+	if len(s.open) == 0 {
+		return nil
+	}
+	if s.inTx && s.c.autocommit() {
+		// SQLite abandoned the transaction after a failure: writing now
+		// would commit on its own. The caller's rollback discards it all.
+		s.dropOpen()
+		return nil
+	}
+	var err error
+	for i, c := range s.open {
+		c.open = false
+		if err == nil {
+			err = s.saveColl(c)
+		}
+		s.open[i] = nil
+	}
+	s.open = s.open[:0]
+	return err
+}
+
+// dropOpen forgets the changed collections without saving them (their
+// changes are being undone or rolled back).
+func (s *Store) dropOpen() {
+	for i, c := range s.open {
+		c.open = false
+		s.open[i] = nil
+	}
+	s.open = s.open[:0]
+}
+
+// saveColl stores c's count and records the change, or deletes c if it is
+// empty.
+func (s *Store) saveColl(c *Coll) error {
+	if c.Len <= 0 {
+		kind := Deleted
+		if c.created && !c.replaced {
+			kind = 0 // created and emptied by one command: nobody saw it
+		}
+		if _, err := s.remove(c.DB, c.Key, kind); err != nil {
+			return err
+		}
+		c.saved, c.created, c.modified = 0, false, false
+		return nil
+	}
+	var kind Change
+	switch {
+	case c.created && c.replaced:
+		kind = Written
+	case c.created || c.Len > c.saved:
+		kind = Added
+	case c.Len < c.saved:
+		kind = Removed
+	case c.modified:
+		kind = Modified
+	default:
+		return nil // what was added was removed again: nothing changed
+	}
+	st := s.q(qCollSave)
+	st.int(1, int64(c.DB))
+	st.blob(2, c.Key)
+	st.int(3, c.Len)
+	st.int(4, s.nextVersion())
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.record(c.DB, c.Key, kind, 0)
+	c.saved, c.created, c.modified = c.Len, false, false
+	return nil
 }
 
 // elemHash orders a collection's rows: FNV-1a over the bytes, then

@@ -35,7 +35,7 @@ func TestHashFieldsAndCount(t *testing.T) {
 		if added {
 			t.Fatal("HSETNX semantics: existing field replaced")
 		}
-		must(t, s.SaveColl(c, true))
+		must(t, s.EndCommand())
 	})
 	c, err := s.OpenColl(0, []byte("h"), TypeHash)
 	must(t, err)
@@ -63,7 +63,7 @@ func TestHashFieldsAndCount(t *testing.T) {
 			_, err := s.HashDel(c, []byte(f))
 			must(t, err)
 		}
-		must(t, s.SaveColl(c, false))
+		must(t, s.EndCommand())
 	})
 	if c, _ := s.OpenColl(0, []byte("h"), TypeHash); c != nil {
 		t.Fatalf("emptied hash still there: %+v", c)
@@ -102,7 +102,7 @@ func TestCollectionsFollowKeyLifecycle(t *testing.T) {
 					s.ZSet(c, m, float64(i), false)
 				}
 			}
-			must(t, s.SaveColl(c, false))
+			must(t, s.EndCommand())
 		}
 	})
 	inTx(t, s, func() {
@@ -139,7 +139,7 @@ func TestSetSampleAndScan(t *testing.T) {
 		for i := 0; i < n; i++ {
 			s.SetAdd(c, []byte(fmt.Sprint(i)))
 		}
-		must(t, s.SaveColl(c, false))
+		must(t, s.EndCommand())
 	})
 	c, _ := s.OpenColl(0, []byte("s"), TypeSet)
 	seen := map[string]int{}
@@ -199,7 +199,7 @@ func zsetOf(t *testing.T, s *Store, key string, pairs ...any) {
 			must(t, err)
 			must(t, s.ZSet(c, m, pairs[i+1].(float64), ok))
 		}
-		must(t, s.SaveColl(c, false))
+		must(t, s.EndCommand())
 	})
 }
 
@@ -303,7 +303,7 @@ func TestZSetLexSameScore(t *testing.T) {
 		if n != 1 || c.Len != 2 {
 			t.Fatalf("deleted by rank %d, len %d", n, c.Len)
 		}
-		must(t, s.SaveColl(c, false))
+		must(t, s.EndCommand())
 	})
 	c, _ = s.OpenColl(0, []byte("z"), TypeZSet)
 	if got := members(t, s, c, ZRange{Kind: ZByRank, Start: 0, Stop: c.Len - 1}); got != "e,e\x00" {
@@ -344,7 +344,7 @@ func TestExpiredCollectionIsGone(t *testing.T) {
 		for _, k := range []string{"lazy", "swept"} {
 			c := openColl(t, s, k, TypeSet)
 			s.SetAdd(c, []byte("m"))
-			must(t, s.SaveColl(c, false))
+			must(t, s.EndCommand())
 			must(t, s.SetExpire(0, []byte(k), s.Now+10))
 		}
 	})
@@ -361,7 +361,7 @@ func TestExpiredCollectionIsGone(t *testing.T) {
 		if c.Len != 0 {
 			t.Fatalf("recreated set has %d elements", c.Len)
 		}
-		must(t, s.SaveColl(c, false))
+		must(t, s.EndCommand())
 	})
 	assertNoRows(t, s, "sets")
 	if n := s.DBSize(0); n != 0 {

@@ -18,8 +18,11 @@
 //     its type's table under the key's id, and go when the key goes
 //     (delete, overwrite by another type, expiry, FLUSHDB).
 //   - A hash, set or sorted set keeps its element count in its keys row
-//     (value), changed only through Coll and SaveColl, and never exists
-//     empty: SaveColl deletes a collection whose count reached 0.
+//     (value), changed only through Coll and EndCommand, and never exists
+//     empty: EndCommand deletes a collection whose count reached 0.
+//   - Every write records what it changed (touched.go): a caller never
+//     reports a change by hand.
+//   - A key's version never repeats for its name (versions.go).
 //   - An expired key is never visible: every lookup checks expire_at, and a
 //     key found expired is deleted on the spot (lazy expiry); the sweeper
 //     deletes the rest in bounded slices (SweepExpired).

@@ -69,9 +69,9 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 	if err := st.exec(); err != nil {
 		return false, err
 	}
-	s.dirty = true
 	if s.c.changes() == 1 {
 		c.Len++
+		s.changed(c, false)
 		return true, nil
 	}
 	if err := s.dropBlob(ref); err != nil {
@@ -86,7 +86,11 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 		st.reset()
 		return false, err
 	}
-	return false, st.exec()
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	s.changed(c, true)
+	return false, nil
 }
 
 // HashDel removes field; removed is false when there was none.
@@ -99,7 +103,7 @@ func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
 	if s.c.changes() == 0 {
 		return false, nil
 	}
-	s.dirty = true
 	c.Len--
+	s.changed(c, false)
 	return true, nil
 }

@@ -18,10 +18,10 @@ func expired(expireAt, now int64) bool { return expireAt != 0 && now > expireAt 
 var (
 	qLookup   = newQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
 	qDelete   = newQuery("DELETE FROM keys WHERE db = ?1 AND key = ?2 RETURNING type, id, coalesce(expire_at, 0)")
-	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = version + 1 WHERE db = ?1 AND key = ?2")
-	qRename   = newQuery("UPDATE keys SET key = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qMove     = newQuery("UPDATE keys SET db = ?3, version = version + 1 WHERE db = ?1 AND key = ?2")
-	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, 1, coalesce(?6, value) FROM keys WHERE db = ?1 AND key = ?2")
+	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = ?4 WHERE db = ?1 AND key = ?2")
+	qRename   = newQuery("UPDATE keys SET key = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
+	qMove     = newQuery("UPDATE keys SET db = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
+	qCopyRow  = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) SELECT ?3, ?4, ?5, type, expire_at, ?7, coalesce(?6, value) FROM keys WHERE db = ?1 AND key = ?2")
 	qValueRef = newQuery("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 	qScan     = newQuery("SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
 	qKeysAll  = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1")
@@ -68,8 +68,16 @@ func (s *Store) LookupType(db int, key []byte, t Type) (Meta, bool, error) {
 }
 
 // Delete removes a key and its elements. existed is false when there was no
-// live key (an expired one is still removed).
+// live key (an expired one is still removed, and recorded as Expired).
 func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
+	return s.remove(db, key, Deleted)
+}
+
+// remove deletes key's row and elements and records the change: as kind
+// when the key was live (Deleted; 0 for a key about to be overwritten,
+// whose new value records the change), as Expired when its expiry had
+// passed. live reports which it was (false too when there was no row).
+func (s *Store) remove(db int, key []byte, kind Change) (live bool, err error) {
 	s.cache.drop(db, key)
 	st := s.q(qDelete)
 	st.int(1, int64(db))
@@ -93,7 +101,14 @@ func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
 	if err := s.dropElements(t, id); err != nil {
 		return false, err
 	}
-	return !expired(exp, s.Now), nil
+	live = !expired(exp, s.Now)
+	switch {
+	case !live:
+		s.record(db, key, Expired, 0)
+	case kind != 0:
+		s.record(db, key, kind, 0)
+	}
+	return live, nil
 }
 
 // dropElements removes a collection's elements, if the type has any.
@@ -129,10 +144,11 @@ func (s *Store) SetExpire(db int, key []byte, at int64) error {
 	st.int(1, int64(db))
 	st.blob(2, key)
 	st.int(3, at)
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
+	s.record(db, key, ExpiryChanged, 0)
 	return nil
 }
 
@@ -150,17 +166,19 @@ func (s *Store) Created(db int) { s.keyDeltas[db]++; s.dirty = true }
 // that src exists and, for RENAMENX, that dst does not.
 func (s *Store) Rename(db int, src, dst []byte) error {
 	s.cache.drop(db, src)
-	if _, err := s.Delete(db, dst); err != nil {
+	if _, err := s.remove(db, dst, 0); err != nil {
 		return err
 	}
 	st := s.q(qRename)
 	st.int(1, int64(db))
 	st.blob(2, src)
 	st.blob(3, dst)
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
+	s.record(db, src, RenamedFrom, 0)
+	s.record(db, dst, RenamedTo, 0)
 	return nil
 }
 
@@ -173,12 +191,14 @@ func (s *Store) Move(db int, key []byte, dstDB int) error {
 	st.int(1, int64(db))
 	st.blob(2, key)
 	st.int(3, int64(dstDB))
+	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
 	s.keyDeltas[db]--
 	s.keyDeltas[dstDB]++
+	s.record(db, key, MovedFrom, dstDB)
+	s.record(dstDB, key, MovedTo, db)
 	return nil
 }
 
@@ -196,7 +216,7 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 		if !replace {
 			return false, nil
 		}
-		if _, err := s.Delete(dstDB, dst); err != nil {
+		if _, err := s.remove(dstDB, dst, 0); err != nil {
 			return false, err
 		}
 	}
@@ -231,11 +251,16 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 	} else {
 		st.null(6)
 	}
+	st.int(7, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return false, err
 	}
 	s.Created(dstDB)
-	return true, s.copyElements(m.Type, m.ID, id)
+	if err := s.copyElements(m.Type, m.ID, id); err != nil {
+		return false, err
+	}
+	s.record(dstDB, dst, CopiedTo, srcDB)
+	return true, nil
 }
 
 // ScanEntry is one key returned by Scan.
@@ -385,8 +410,11 @@ func (s *Store) SweepExpired(limit int) (int, error) {
 		if !row {
 			break
 		}
-		list = append(list, gone{int(st.colInt(0)), Type(st.colInt(1)), st.colInt(2)})
-		s.cache.drop(int(st.colInt(0)), st.colBlob(3, s.scratch[:0]))
+		db := int(st.colInt(0))
+		list = append(list, gone{db, Type(st.colInt(1)), st.colInt(2)})
+		s.scratch = st.colBlob(3, s.scratch[:0])
+		s.cache.drop(db, s.scratch)
+		s.record(db, s.scratch, Expired, 0)
 	}
 	st.reset()
 	for _, g := range list {
@@ -412,6 +440,7 @@ func (s *Store) FlushDB(db int) error {
 	}
 	s.dirty = true
 	s.keyDeltas[db] = -s.keyCounts[db]
+	s.record(db, nil, Flushed, 0)
 	return nil
 }
 
@@ -445,5 +474,6 @@ func (s *Store) SwapDB(a, b int) error {
 	ca, cb := s.DBSize(a), s.DBSize(b)
 	s.keyDeltas[a] += cb - ca
 	s.keyDeltas[b] += ca - cb
+	s.record(a, nil, Swapped, b)
 	return nil
 }

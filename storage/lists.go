@@ -26,8 +26,8 @@ var (
 		(SELECT pos FROM list_items WHERE id = k.id ORDER BY pos ASC LIMIT 1),
 		(SELECT pos FROM list_items WHERE id = k.id ORDER BY pos DESC LIMIT 1)
 		FROM keys AS k WHERE k.db = ?1 AND k.key = ?2`)
-	qListNewKey    = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 2, NULL, 1, NULL)")
-	qTouch         = newQuery("UPDATE keys SET version = version + 1 WHERE db = ?1 AND key = ?2")
+	qListNewKey    = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 2, NULL, ?4, NULL)")
+	qTouch         = newQuery("UPDATE keys SET version = ?3 WHERE db = ?1 AND key = ?2")
 	qListInsert    = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListAt        = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos = ?2")
 	qListTake      = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2 RETURNING value")
@@ -93,15 +93,17 @@ func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
 	return listRef{id: id, head: head, tail: tail}, true, nil
 }
 
-// touch records a write to an existing key (its version).
-func (s *Store) touch(db int, key []byte) error {
+// touch ends a write to an existing list: the key's version is bumped and
+// the change recorded as kind.
+func (s *Store) touch(db int, key []byte, kind Change) error {
 	st := s.q(qTouch)
 	st.int(1, int64(db))
 	st.blob(2, key)
+	st.int(3, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
+	s.record(db, key, kind, 0)
 	return nil
 }
 
@@ -133,13 +135,12 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		st.int(1, int64(db))
 		st.blob(2, key)
 		st.int(3, id)
+		st.int(4, s.nextVersion())
 		if err := st.exec(); err != nil {
 			return 0, err
 		}
 		s.Created(db)
 		l = listRef{id: id, head: 0, tail: -1}
-	} else if err := s.touch(db, key); err != nil {
-		return 0, err
 	}
 	for _, v := range vals {
 		var pos int64
@@ -154,8 +155,11 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 			return 0, err
 		}
 	}
-	s.dirty = true
-	return l.length(), nil
+	if !ok {
+		s.record(db, key, Added, 0) // its version is the insert's
+		return l.length(), nil
+	}
+	return l.length(), s.touch(db, key, Added)
 }
 
 func (s *Store) insertItem(id, pos int64, v []byte) error {
@@ -261,8 +265,7 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		s.dirty = true
-		return [][]byte{v}, s.touch(db, key)
+		return [][]byte{v}, s.touch(db, key, Removed)
 	}
 	lo, hi := l.head, l.head+n-1
 	if end == Right {
@@ -283,22 +286,21 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 	if err := st.exec(); err != nil {
 		return nil, err
 	}
-	s.dirty = true
-	return vals, s.touch(db, key)
+	return vals, s.touch(db, key, Removed)
 }
 
 // ListRange reports through count how many elements LRANGE start stop
 // selects (negative indexes count from the tail, as in Redis), then calls
 // fn with each of them in order. v is only valid during the call. A
-// missing key selects nothing.
-func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n int64), fn func(v []byte)) error {
+// missing key (found false) selects nothing.
+func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n int64), fn func(v []byte)) (found bool, err error) {
 	l, ok, err := s.openList(db, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
 		count(0)
-		return nil
+		return false, nil
 	}
 	llen := l.length()
 	if start < 0 {
@@ -310,11 +312,11 @@ func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n in
 	start = max(start, 0)
 	if start > stop || start >= llen {
 		count(0)
-		return nil
+		return true, nil
 	}
 	stop = min(stop, llen-1)
 	count(stop - start + 1)
-	return s.eachInRange(l.id, l.head+start, l.head+stop, fn)
+	return true, s.eachInRange(l.id, l.head+start, l.head+stop, fn)
 }
 
 // ListIndex appends the element at index (negative from the tail) to dst.
@@ -367,8 +369,7 @@ func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
-	return s.touch(db, key)
+	return s.touch(db, key, Modified)
 }
 
 // find returns the positions of the elements equal to val among positions
@@ -430,8 +431,7 @@ func (s *Store) ListInsert(db int, key []byte, before bool, pivot, val []byte) (
 	if err := s.insertItem(l.id, pos, val); err != nil {
 		return 0, err
 	}
-	s.dirty = true
-	return l.length() + 1, s.touch(db, key)
+	return l.length() + 1, s.touch(db, key, Added)
 }
 
 // shift moves the contiguous rows at positions lo..hi by delta (±1) into a
@@ -547,7 +547,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	return k, s.touch(db, key)
+	return k, s.touch(db, key, Removed)
 }
 
 // ListTrim keeps only the elements from index start to stop (LTRIM's
@@ -587,7 +587,11 @@ func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
 	if err := del(l.head+stop+1, l.tail); err != nil {
 		return err
 	}
-	return s.touch(db, key)
+	kind := Modified
+	if start > 0 || stop < llen-1 {
+		kind = Removed
+	}
+	return s.touch(db, key, kind)
 }
 
 // ListPos finds elements equal to val the way LPOS does: rank r > 0 skips
@@ -648,8 +652,7 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 				return nil, false, err
 			}
 		}
-		s.dirty = true
-		return val, true, s.touch(db, src)
+		return val, true, s.touch(db, src, Modified)
 	}
 	if _, _, err := s.openList(db, dst); err != nil {
 		return nil, false, err

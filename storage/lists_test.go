@@ -20,7 +20,7 @@ func listAll(t testing.TB, s *Store, db int, key string) []string {
 	t.Helper()
 	var out []string
 	n := int64(-1)
-	err := s.ListRange(db, []byte(key), 0, -1, func(c int64) { n = c }, func(v []byte) { out = append(out, string(v)) })
+	_, err := s.ListRange(db, []byte(key), 0, -1, func(c int64) { n = c }, func(v []byte) { out = append(out, string(v)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +538,7 @@ func BenchmarkListRead(b *testing.B) {
 		b.Run(fmt.Sprintf("LRANGE 0 99/len=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				got := 0
-				err := s.ListRange(0, key, 0, 99, func(int64) {}, func(v []byte) { got += len(v) })
+				_, err := s.ListRange(0, key, 0, 99, func(int64) {}, func(v []byte) { got += len(v) })
 				if err != nil || got == 0 {
 					b.Fatal(err)
 				}

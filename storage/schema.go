@@ -101,6 +101,17 @@ CREATE TRIGGER hash_blob_deleted AFTER DELETE ON hashes
 CREATE TRIGGER hash_blob_replaced AFTER UPDATE OF value ON hashes
 	WHEN typeof(old.value) = 'integer' AND new.value IS NOT old.value
 	BEGIN INSERT INTO blob_garbage VALUES (old.value); END;`},
+	{5, "versions", `
+-- Key versions come from one counter for the whole file (versions.go), so
+-- that a name deleted and created again never gets back a version it had
+-- before. The counter runs in memory; this row is its high-water mark,
+-- raised ahead of use by the commit that first goes past it, so it is
+-- always above every version committed.
+CREATE TABLE counters (
+	name  TEXT    PRIMARY KEY,
+	value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO counters VALUES ('version', (SELECT coalesce(max(version), 0) FROM keys));`},
 }
 
 // schemaVersion is the version this build writes.

@@ -28,8 +28,8 @@ func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
 	if s.c.changes() == 0 {
 		return false, nil
 	}
-	s.dirty = true
 	c.Len++
+	s.changed(c, false)
 	return true, nil
 }
 
@@ -43,7 +43,7 @@ func (s *Store) SetRem(c *Coll, member []byte) (removed bool, err error) {
 	if s.c.changes() == 0 {
 		return false, nil
 	}
-	s.dirty = true
 	c.Len--
+	s.changed(c, false)
 	return true, nil
 }

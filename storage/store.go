@@ -87,7 +87,19 @@ type Store struct {
 	nextID    int64
 	keyCounts [NumDBs]int64
 	keyDeltas [NumDBs]int64
-	saved     [][NumDBs]int64 // keyDeltas at each open Savepoint, innermost last
+	saved     []savepoint // each open Savepoint, innermost last
+
+	// version is the last key version handed out, versionMark the
+	// high-water mark persisted for it (versions.go).
+	version, versionMark int64
+
+	// The change record (touched.go): its entries and the arena their keys
+	// are copied into.
+	touches   []Touch
+	touchKeys []byte
+	// open is the collections changed by the running command, to be saved
+	// by EndCommand (collections.go).
+	open []*Coll
 
 	// Now is the time, in unix milliseconds, that expiry is judged against.
 	// The actor sets it before each command, like Redis's command time
@@ -209,6 +221,9 @@ func (s *Store) init(o Options) error {
 	if err := s.loadCounters(); err != nil {
 		return err
 	}
+	if err := s.loadVersion(); err != nil {
+		return err
+	}
 	return s.wal.open(s.path + "-wal")
 }
 
@@ -309,7 +324,20 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	if !s.inTx {
 		return false, s.commits, nil
 	}
+	// The actor ends every command (EndCommand); this is for any other
+	// caller, so that no count is ever committed unsaved.
+	if err := s.EndCommand(); err != nil {
+		s.Rollback()
+		return false, s.commits, err
+	}
+	defer s.ResetTouched()
+	mark := s.versionMark
 	if s.dirty {
+		var err error
+		if mark, err = s.saveVersion(); err != nil {
+			s.Rollback()
+			return false, s.commits, err
+		}
 		for db := range s.keyDeltas {
 			if s.keyDeltas[db] == 0 {
 				continue
@@ -332,6 +360,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	if !s.dirty {
 		return false, s.commits, nil
 	}
+	s.versionMark = mark
 	for db := range s.keyDeltas {
 		s.keyCounts[db] += s.keyDeltas[db]
 		s.keyDeltas[db] = 0
@@ -350,6 +379,8 @@ func (s *Store) Rollback() {
 	s.keyDeltas = [NumDBs]int64{}
 	s.saved = s.saved[:0] // a rollback ends every savepoint
 	s.cache.clear()       // it may hold what was just rolled back
+	s.dropOpen()
+	s.ResetTouched()
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
@@ -362,7 +393,7 @@ func (s *Store) Savepoint() error {
 	if err := s.q(qSavepoint).exec(); err != nil {
 		return err
 	}
-	s.saved = append(s.saved, s.keyDeltas)
+	s.saved = append(s.saved, savepoint{deltas: s.keyDeltas, touch: s.touchMark()})
 	return nil
 }
 
@@ -385,10 +416,22 @@ func (s *Store) Undo() bool {
 	if s.q(qUndo).exec() != nil || s.q(qRelease).exec() != nil {
 		return false
 	}
-	s.keyDeltas = s.saved[len(s.saved)-1]
+	sp := s.saved[len(s.saved)-1]
 	s.saved = s.saved[:len(s.saved)-1]
+	s.keyDeltas = sp.deltas
 	s.cache.clear() // it may hold what was just undone
+	// What the undone command had yet to save goes; a command that runs
+	// commands (EXEC, EVAL) changes nothing itself, so the open
+	// collections are all the undone one's.
+	s.dropOpen()
+	s.truncateTouched(sp.touch)
 	return true
+}
+
+// savepoint is what Undo restores besides SQLite's own state.
+type savepoint struct {
+	deltas [NumDBs]int64
+	touch  touchMark
 }
 
 // MaxPageCount is the database size cap in pages.

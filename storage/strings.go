@@ -6,19 +6,20 @@ var (
 	// One statement for the common cases: a new key is inserted, a string is
 	// overwritten in place (keeping its id, and its expiry when asked to and
 	// still alive). A key of another type makes the WHERE fail: no row comes
-	// back and SetString replaces the key.
+	// back and SetString replaces the key. The id returned is ?3 when the
+	// row is new (an existing row keeps its own, always smaller, id).
 	qSetString = newQuery(`INSERT INTO keys (db, key, id, type, expire_at, version, value)
-		VALUES (?1, ?2, ?3, 1, nullif(?4, 0), 1, ?5)
+		VALUES (?1, ?2, ?3, 1, nullif(?4, 0), ?8, ?5)
 		ON CONFLICT (db, key) DO UPDATE SET
 			value = excluded.value,
 			expire_at = CASE WHEN ?6 AND (expire_at IS NULL OR expire_at >= ?7)
 				THEN expire_at ELSE excluded.expire_at END,
-			version = version + 1
+			version = excluded.version
 		WHERE type = 1
-		RETURNING version`)
+		RETURNING id`)
 	// The fast path for a key the hot cache knows to be a live string: a
 	// plain UPDATE (an upsert's RETURNING costs SQLite a temporary table).
-	qUpdateString = newQuery(`UPDATE keys SET value = ?3, version = version + 1,
+	qUpdateString = newQuery(`UPDATE keys SET value = ?3, version = ?6,
 		expire_at = CASE WHEN ?5 THEN expire_at ELSE nullif(?4, 0) END
 		WHERE db = ?1 AND key = ?2 AND type = 1`)
 )
@@ -62,26 +63,27 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 	return dst, err == nil, err
 }
 
-// StringLen is the length of a live string key's value (0 when missing).
-func (s *Store) StringLen(db int, key []byte) (int64, error) {
+// StringLen is the length of a live string key's value; found is false
+// (and n 0) when the key is missing.
+func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 	st := s.q(qStrLen)
 	st.int(1, int64(db))
 	st.blob(2, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
-		return 0, err
+		return 0, false, err
 	}
 	t, exp, n := Type(st.colInt(0)), st.colInt(1), st.colInt(2)
 	st.reset()
 	if expired(exp, s.Now) {
 		_, err := s.Delete(db, key)
-		return 0, err
+		return 0, false, err
 	}
 	if t != TypeString {
-		return 0, ErrWrongType
+		return 0, false, ErrWrongType
 	}
-	return n, nil
+	return n, true, nil
 }
 
 // SetString makes key a string holding val, whatever it was before. expireAt
@@ -93,6 +95,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		if err != nil || ok {
 			if ok {
 				s.cacheSet(db, key, val, expireAt, keepTTL)
+				s.record(db, key, Written, 0)
 			}
 			return err
 		}
@@ -114,18 +117,20 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		}
 		st.int(6, keep)
 		st.int(7, s.Now)
+		st.int(8, s.nextVersion())
 		row, err := st.step()
 		if err != nil {
 			return err
 		}
 		if row {
-			if st.colInt(0) == 1 {
+			if st.colInt(0) == s.nextID {
 				s.nextID++
 				s.keyDeltas[db]++
 			}
 			st.reset()
 			s.dirty = true
 			s.cacheSet(db, key, val, expireAt, keepTTL)
+			s.record(db, key, Written, 0)
 			return nil
 		}
 		st.reset()
@@ -147,7 +152,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			}
 			keepTTL = false
 		}
-		if _, err := s.Delete(db, key); err != nil {
+		if _, err := s.remove(db, key, 0); err != nil {
 			return err
 		}
 	}
@@ -188,6 +193,7 @@ func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL bo
 		keep = 1
 	}
 	st.int(5, keep)
+	st.int(6, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return false, err
 	}

@@ -90,10 +90,10 @@ func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
-	s.dirty = true
 	if !exists {
 		c.Len++
 	}
+	s.changed(c, exists)
 	return nil
 }
 
@@ -107,8 +107,8 @@ func (s *Store) ZRem(c *Coll, member []byte) (removed bool, err error) {
 	if s.c.changes() == 0 {
 		return false, nil
 	}
-	s.dirty = true
 	c.Len--
+	s.changed(c, false)
 	return true, nil
 }
 
@@ -439,7 +439,7 @@ func (s *Store) ZCount(c *Coll, r ZRange) (int64, error) {
 }
 
 // ZDeleteRange removes the members r selects (Offset, Limit and Rev are
-// ignored) and reports how many went; the caller saves c.
+// ignored) and reports how many went.
 func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
 	var st *stmt
 	switch r.Kind {
@@ -484,15 +484,15 @@ func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
 	}
 	n := s.c.changes()
 	if n > 0 {
-		s.dirty = true
 		c.Len -= n
+		s.changed(c, false)
 	}
 	return n, nil
 }
 
 // ZPop removes and returns up to n members from the low end of c (the high
-// end with max), in pop order; the caller saves c. ZPOPMIN, ZPOPMAX, ZMPOP
-// and their blocking forms use it.
+// end with max), in pop order. ZPOPMIN, ZPOPMAX, ZMPOP and their blocking
+// forms use it.
 func (s *Store) ZPop(c *Coll, n int64, max bool) ([]Elem, error) {
 	n = min(n, c.Len)
 	if n <= 0 {

@@ -31,7 +31,7 @@ func BenchmarkZSet1M(b *testing.B) {
 		for _, i := range perm[lo : lo+50_000] {
 			must(b, s.ZSet(c, member(i), float64(i), false))
 		}
-		must(b, s.SaveColl(c, false))
+		must(b, s.EndCommand())
 		_, _, err = s.Commit()
 		must(b, err)
 	}
@@ -50,7 +50,7 @@ func BenchmarkZSet1M(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			op(c, i)
 			if i%64 == 63 {
-				must(b, s.SaveColl(c, false))
+				must(b, s.EndCommand())
 				if _, _, err := s.Commit(); err != nil {
 					b.Fatal(err)
 				}
@@ -58,7 +58,7 @@ func BenchmarkZSet1M(b *testing.B) {
 				c = open(b)
 			}
 		}
-		must(b, s.SaveColl(c, false))
+		must(b, s.EndCommand())
 		if _, _, err := s.Commit(); err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,71 @@
+package actor
+
+import "github.com/cellar-db/cellar/storage"
+
+// What a write touched, acted on once.
+//
+// Handlers never report what they changed. Storage records every change as
+// it makes it (storage/touched.go: the key, its database and the kind of
+// change: written, elements added or removed, deleted, expired, renamed,
+// moved, copied, a database flushed or swapped), and saves the collections
+// a command changed when the command ends (Store.EndCommand). After every
+// command the dispatcher runs keysTouched over that record, once; so do the
+// other writers of a round: a woken waiter's retry, the serving loop (whose
+// lookups may expire keys), the expiry sweep.
+//
+// Today the step does one thing: it marks ready the keys that may now hold
+// something for blocked clients, so that they are served before the next
+// command runs (runBatch, round). This is also where what else must follow
+// every change goes, each reading the same record: WATCH invalidation
+// (a watched key touched by anyone else), keyspace notifications (the kinds
+// map onto Redis's events), client-side tracking invalidation, search
+// indexing, and the redo log (whose effect each entry has room for).
+
+// run runs the command's handler and ends the command in storage. A
+// failure to save what the handler changed is the command's failure.
+func (c *Ctx) run() error { return c.end(c.cmd.Handler(c)) }
+
+// end ends a command (or a woken waiter's retry) in storage after it
+// returned err: the collections it changed are saved, even when it failed
+// (a failed command's changes stand unless they are undone, and its counts
+// must match its elements).
+func (c *Ctx) end(err error) error {
+	if serr := c.st.EndCommand(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// keysTouched is the "keys touched" step: it runs over the change record
+// and empties it. When the round is doomed (its writes will be rolled
+// back) the record is dropped unread: nothing that is undone may have
+// effects.
+func (a *Actor) keysTouched() {
+	ts := a.st.Touched()
+	if len(ts) == 0 {
+		return
+	}
+	if a.roundErr == nil {
+		for i := range ts {
+			a.wakeFor(&ts[i])
+		}
+	}
+	a.st.ResetTouched()
+}
+
+// wakeFor marks ready the keys a change may have given something to take:
+// a key written, given elements, renamed, moved or copied onto, and every
+// watched key of two swapped databases. A key whose elements went or whose
+// expiry changed has nothing new for anyone. Marking a key ready is cheap
+// and safe when it turns out to hold nothing wanted (a string, a hash):
+// serving looks at what the key holds before it wakes anyone, and a write
+// wakes at most as many consuming waiters as elements it made available.
+func (a *Actor) wakeFor(t *storage.Touch) {
+	switch t.Kind {
+	case storage.Written, storage.Added, storage.RenamedTo, storage.MovedTo, storage.CopiedTo:
+		a.signalReady(t.DB, t.Key)
+	case storage.Swapped:
+		a.signalDB(t.DB)
+		a.signalDB(t.Other)
+	}
+}
