@@ -190,3 +190,29 @@ func (c *Ctx) writeRandom(coll *storage.Coll, count int64, with bool, second fun
 	}
 	return err
 }
+
+// cmdRemove serves HDEL key field [field ...], SREM key member [member ...]
+// and ZREM key member [member ...]: remove takes one element out of a
+// collection of type t; the reply counts those that were there.
+func cmdRemove(t storage.Type, remove func(st *storage.Store, coll *storage.Coll, elem []byte) (bool, error)) Handler {
+	return func(c *Ctx) error {
+		coll, err := c.st.OpenColl(c.db, c.args[1], t)
+		if err != nil {
+			return err
+		}
+		n := int64(0)
+		if coll != nil {
+			for _, e := range c.args[2:] {
+				ok, err := remove(c.st, coll, e)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n++
+				}
+			}
+		}
+		c.w.Int(n)
+		return nil
+	}
+}

@@ -18,7 +18,7 @@ var hashCommands = []*Command{
 	{Name: "hgetall", Summary: "Returns every field and value of a hash.", Handler: cmdHGetAll(hashFields | hashValues)},
 	{Name: "hkeys", Summary: "Returns every field of a hash.", Handler: cmdHGetAll(hashFields)},
 	{Name: "hvals", Summary: "Returns every value of a hash.", Handler: cmdHGetAll(hashValues)},
-	{Name: "hdel", Summary: "Removes fields from a hash.", Handler: cmdHDel},
+	{Name: "hdel", Summary: "Removes fields from a hash.", Handler: cmdRemove(storage.TypeHash, (*storage.Store).HashDel)},
 	{Name: "hexists", Summary: "Tells whether a hash has a field.", Handler: cmdHExists},
 	{Name: "hlen", Summary: "Returns the number of fields of a hash.", Handler: cmdHLen},
 	{Name: "hstrlen", Summary: "Returns the length of a hash field's value.", Handler: cmdHStrLen},
@@ -171,28 +171,6 @@ func cmdHGetAll(parts hashParts) Handler {
 		}
 		return err
 	}
-}
-
-// HDEL key field [field ...]
-func cmdHDel(c *Ctx) error {
-	h, err := c.st.OpenColl(c.db, c.args[1], storage.TypeHash)
-	if err != nil {
-		return err
-	}
-	n := int64(0)
-	if h != nil {
-		for _, f := range c.args[2:] {
-			ok, err := c.st.HashDel(h, f)
-			if err != nil {
-				return err
-			}
-			if ok {
-				n++
-			}
-		}
-	}
-	c.w.Int(n)
-	return nil
 }
 
 // HEXISTS key field

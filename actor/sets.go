@@ -6,7 +6,7 @@ import (
 
 var setCommands = []*Command{
 	{Name: "sadd", Summary: "Adds members to a set, creating it if needed.", Handler: cmdSAdd},
-	{Name: "srem", Summary: "Removes members from a set.", Handler: cmdSRem},
+	{Name: "srem", Summary: "Removes members from a set.", Handler: cmdRemove(storage.TypeSet, (*storage.Store).SetRem)},
 	{Name: "smembers", Summary: "Returns every member of a set.", Handler: cmdSMembers},
 	{Name: "sismember", Summary: "Tells whether a value is a member of a set.", Handler: cmdSIsMember},
 	{Name: "smismember", Summary: "Tells, for each of several values, whether it is a member of a set.", Handler: cmdSMIsMember},
@@ -38,28 +38,6 @@ func cmdSAdd(c *Ctx) error {
 		}
 		if ok {
 			n++
-		}
-	}
-	c.w.Int(n)
-	return nil
-}
-
-// SREM key member [member ...]
-func cmdSRem(c *Ctx) error {
-	s, err := c.st.OpenColl(c.db, c.args[1], storage.TypeSet)
-	if err != nil {
-		return err
-	}
-	n := int64(0)
-	if s != nil {
-		for _, m := range c.args[2:] {
-			ok, err := c.st.SetRem(s, m)
-			if err != nil {
-				return err
-			}
-			if ok {
-				n++
-			}
 		}
 	}
 	c.w.Int(n)

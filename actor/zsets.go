@@ -10,7 +10,7 @@ import (
 var zsetCommands = []*Command{
 	{Name: "zadd", Summary: "Adds members to a sorted set or updates their scores, with conditions.", Handler: cmdZAdd},
 	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZIncrBy},
-	{Name: "zrem", Summary: "Removes members from a sorted set.", Handler: cmdZRem},
+	{Name: "zrem", Summary: "Removes members from a sorted set.", Handler: cmdRemove(storage.TypeZSet, (*storage.Store).ZRem)},
 	{Name: "zcard", Summary: "Returns the number of members of a sorted set.", Handler: cmdZCard},
 	{Name: "zscore", Summary: "Returns the score of a sorted-set member.", Handler: cmdZScore},
 	{Name: "zmscore", Summary: "Returns the scores of several sorted-set members.", Handler: cmdZMScore},
@@ -240,28 +240,6 @@ func (a *zaddArgs) apply(c *Ctx, key []byte) (r zaddResult, err error) {
 		}
 	}
 	return r, nil
-}
-
-// ZREM key member [member ...]
-func cmdZRem(c *Ctx) error {
-	z, err := c.st.OpenColl(c.db, c.args[1], storage.TypeZSet)
-	if err != nil {
-		return err
-	}
-	n := int64(0)
-	if z != nil {
-		for _, m := range c.args[2:] {
-			ok, err := c.st.ZRem(z, m)
-			if err != nil {
-				return err
-			}
-			if ok {
-				n++
-			}
-		}
-	}
-	c.w.Int(n)
-	return nil
 }
 
 // ZCARD key

@@ -583,3 +583,20 @@ func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
 func (s *Store) OpenAnyColl(db int, key []byte, types ...Type) (*Coll, error) {
 	return s.openColl(db, key, types)
 }
+
+// removeElem runs q, a DELETE of one element of c (bound as the collection
+// id and elem), and keeps c's count; removed is false when elem was not
+// there.
+func (s *Store) removeElem(c *Coll, q *query, elem []byte) (removed bool, err error) {
+	st := s.q(q)
+	bindElem(st, c.ID, elem)
+	if err := st.exec(); err != nil {
+		return false, err
+	}
+	if s.c.changes() == 0 {
+		return false, nil
+	}
+	c.Len--
+	s.changed(c, false)
+	return true, nil
+}

@@ -95,15 +95,5 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 
 // HashDel removes field; removed is false when there was none.
 func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
-	st := s.q(qHDel)
-	bindElem(st, c.ID, field)
-	if err := st.exec(); err != nil {
-		return false, err
-	}
-	if s.c.changes() == 0 {
-		return false, nil
-	}
-	c.Len--
-	s.changed(c, false)
-	return true, nil
+	return s.removeElem(c, qHDel, field)
 }

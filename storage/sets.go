@@ -35,15 +35,5 @@ func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
 
 // SetRem removes member; removed is false when it was not there.
 func (s *Store) SetRem(c *Coll, member []byte) (removed bool, err error) {
-	st := s.q(qSRem)
-	bindElem(st, c.ID, member)
-	if err := st.exec(); err != nil {
-		return false, err
-	}
-	if s.c.changes() == 0 {
-		return false, nil
-	}
-	c.Len--
-	s.changed(c, false)
-	return true, nil
+	return s.removeElem(c, qSRem, member)
 }

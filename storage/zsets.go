@@ -99,17 +99,7 @@ func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
 
 // ZRem removes member; removed is false when it was not there.
 func (s *Store) ZRem(c *Coll, member []byte) (removed bool, err error) {
-	st := s.q(qZDel)
-	bindElem(st, c.ID, member)
-	if err := st.exec(); err != nil {
-		return false, err
-	}
-	if s.c.changes() == 0 {
-		return false, nil
-	}
-	c.Len--
-	s.changed(c, false)
-	return true, nil
+	return s.removeElem(c, qZDel, member)
 }
 
 // ZRank is the 0-based rank of a member that has the given score, counted
