@@ -9,7 +9,9 @@
 // One directory (the caller passes, say, <data>/redo) and the segment files
 // in it: 00000000000000000000.log, ... named by the Position of their first
 // record (20 digits, so names sort in log order), plus at most a few
-// *.log.pending files (see Rollover). Other files there are ignored.
+// *.log.pending files (see Rollover), and a LOCK file that an open Log
+// holds an exclusive flock on (a second Open of the directory, from this
+// process or another, is refused). Other files there are ignored.
 //
 // # Positions
 //
@@ -96,6 +98,14 @@
 //
 // Open fsyncs the tail zone and the directory before it returns, so what
 // it replays is durable.
+//
+// A known limit of this strictness: after a machine crash, a file's
+// unsynced pages may reach the disk out of order, so the last segment can
+// hold a hole followed by intact records. Open refuses that (the rule is
+// never to drop a valid record silently) although the records after the
+// hole were never fsynced; the operator decides (the error names file and
+// offset; truncating the file there is the torn-tail treatment by hand).
+// A process crash cannot cause it: the kernel keeps the page cache.
 //
 // # Durability and errors
 //

@@ -1,6 +1,12 @@
 package redo
 
-import "os"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
 
 // file is what the log needs of a segment it writes or fsyncs. The real
 // one is *os.File; tests substitute a file whose Sync or WriteAt fails, to
@@ -46,6 +52,26 @@ func openOS(path string, flag int, perm os.FileMode) (file, error) {
 	f, err := os.OpenFile(path, flag, perm)
 	if err != nil {
 		return nil, err
+	}
+	return f, nil
+}
+
+// lockDir takes an exclusive lock on dir/LOCK for as long as the returned
+// file stays open: two writers appending to one log would interleave
+// records at the same positions. flock locks belong to the open file, so
+// a second Open in the same process is refused too.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("redo: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("redo: %s is in use by another open log", dir)
+		}
+		return nil, fmt.Errorf("redo: lock %s: %w", path, err)
 	}
 	return f, nil
 }

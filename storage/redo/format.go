@@ -97,23 +97,33 @@ func checkHeader(b []byte, base Position) (headerStatus, string) {
 	return headerOK, ""
 }
 
-// headerCheck is CRC32C(pos ‖ stored), computed without allocating.
+// headerCheck is CRC32C(pos ‖ stored) (both little endian), computed
+// byte by byte with the table: crc32.Update on a stack array would make
+// the array escape (it calls through a function variable), costing an
+// allocation per record.
 func headerCheck(pos Position, stored uint32) uint32 {
-	var b [12]byte
-	binary.LittleEndian.PutUint64(b[0:8], uint64(pos))
-	binary.LittleEndian.PutUint32(b[8:12], stored)
-	return crc32.Update(0, castagnoli, b[:])
+	crc := ^uint32(0)
+	for i := range 8 {
+		crc = castagnoli[byte(crc)^byte(pos>>(8*i))] ^ crc>>8
+	}
+	for i := range 4 {
+		crc = castagnoli[byte(crc)^byte(stored>>(8*i))] ^ crc>>8
+	}
+	return ^crc
 }
 
-// appendFrame appends the frame of a record at pos to buf.
+// appendFrame appends the frame of a record at pos to buf. The record
+// check is computed over the copy in buf, so payload does not escape.
 func appendFrame(buf []byte, pos Position, payload []byte) []byte {
 	stored := uint32(len(payload)) + 1
 	hc := headerCheck(pos, stored)
-	rc := crc32.Update(hc, castagnoli, payload)
+	n := len(buf)
 	buf = binary.LittleEndian.AppendUint32(buf, stored)
 	buf = binary.LittleEndian.AppendUint32(buf, hc)
-	buf = binary.LittleEndian.AppendUint32(buf, rc)
-	return append(buf, payload...)
+	buf = binary.LittleEndian.AppendUint32(buf, 0)
+	buf = append(buf, payload...)
+	binary.LittleEndian.PutUint32(buf[n+8:], crc32.Update(hc, castagnoli, buf[n+frameSize:]))
+	return buf
 }
 
 // Reasons a frame is rejected. They end up in CorruptError and TornTail.

@@ -92,6 +92,7 @@ type Log struct {
 	syncBuf []*segment            // Sync's scratch list (syncMu)
 	mu      sync.Mutex            // guards segs and the segment fields marked "mu"
 	segs    []*segment            // oldest first; never empty while open
+	lock    *os.File              // holds the directory's lock until Close
 }
 
 // segment is one segment file.
@@ -133,7 +134,11 @@ func Open(dir string, opt Options) (*Log, Recovery, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, Recovery{}, fmt.Errorf("redo: %w", err)
 	}
-	l := &Log{dir: dir, opt: opt, fs: fsys}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	l := &Log{dir: dir, opt: opt, fs: fsys, lock: lock}
 	rec, err := l.recover()
 	if err != nil {
 		l.closeFiles()
@@ -450,6 +455,10 @@ func (l *Log) Close() error {
 
 func (l *Log) closeFiles() error {
 	var err error
+	if l.lock != nil {
+		err = l.lock.Close() // releases the flock
+		l.lock = nil
+	}
 	for _, s := range l.segs {
 		if s.f != nil {
 			if e := s.f.Close(); e != nil && err == nil {

@@ -802,3 +802,14 @@ func TestOtherFilesIgnored(t *testing.T) {
 	}
 	l.Close()
 }
+
+func TestOneLogPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := mustOpen(t, dir, Options{})
+	if _, _, err := Open(dir, Options{}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second Open of one directory: %v", err)
+	}
+	l.Close()
+	l, _ = mustOpen(t, dir, Options{})
+	l.Close()
+}
