@@ -249,12 +249,13 @@ func TestFlippedByteInTheMiddle(t *testing.T) {
 	l.Sync()
 	l.Close()
 	files := segFiles(t, src)
+	dir := t.TempDir()
 	for _, which := range []int{1, len(files) - 1} {
 		offs := recordOffsets(t, files[which], ends)
 		mid := len(offs) / 2
 		from, to := offs[mid], offs[mid+1]
 		for off := from; off < to; off++ {
-			dir := copyDir(t, src)
+			restoreDir(t, src, dir)
 			path := filepath.Join(dir, filepath.Base(files[which]))
 			flipByte(t, path, off)
 			_, _, err := Open(dir, Options{SegmentSize: 2048})
@@ -271,7 +272,7 @@ func TestFlippedByteInTheMiddle(t *testing.T) {
 		}
 	}
 	// A damaged header of a segment before the last.
-	dir := copyDir(t, src)
+	restoreDir(t, src, dir)
 	path := filepath.Join(dir, filepath.Base(files[1]))
 	flipByte(t, path, 20)
 	_, _, err := Open(dir, Options{})
@@ -517,10 +518,11 @@ func TestStartPosition(t *testing.T) {
 func TestConcurrentSyncWriteRead(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := mustOpen(t, dir, Options{SegmentSize: 4096})
-	const n = 3000
+	const n = 20000
 	var done atomic.Bool
 	var lastWrite atomic.Uint64 // position of the last completed Write
 	var readerAt atomic.Uint64
+	var syncs, removed atomic.Int64 // for the log: how much overlapped
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	fail := func(err error) {
@@ -569,6 +571,7 @@ func TestConcurrentSyncWriteRead(t *testing.T) {
 				fail(errors.New("Sync covered more than was written"))
 				return
 			}
+			syncs.Add(1)
 		}
 	}()
 
@@ -610,10 +613,12 @@ func TestConcurrentSyncWriteRead(t *testing.T) {
 	go func() { // truncate behind both the reader and the syncer
 		defer wg.Done()
 		for !done.Load() {
-			if _, err := l.Truncate(min(Position(readerAt.Load()), l.Synced())); err != nil {
+			k, err := l.Truncate(min(Position(readerAt.Load()), l.Synced()))
+			if err != nil {
 				fail(err)
 				return
 			}
+			removed.Add(int64(k))
 		}
 	}()
 
@@ -622,6 +627,7 @@ func TestConcurrentSyncWriteRead(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	t.Logf("%d Syncs and %d segments truncated during %d writes", syncs.Load(), removed.Load(), n)
 	end := l.Written()
 	if p, err := l.Sync(); err != nil || p != end {
 		t.Fatalf("final Sync: %d, %v", p, err)

@@ -28,10 +28,9 @@ type Reader struct {
 	f    *os.File
 	path string
 
-	buf  []byte // read buffer; win is its unread part
-	win  []byte // bytes of seg from pos on, all before the written end when read
-	err  error  // sticky: corruption, truncation, close
-	bufN int    // size of buf to read with
+	buf []byte // read buffer; win is its unread part
+	win []byte // bytes of seg from pos on, all before the written end when read
+	err error  // sticky: corruption, truncation, close
 }
 
 const readChunk = 256 << 10
@@ -49,7 +48,7 @@ func (l *Log) NewReader(from Position) (*Reader, error) {
 	if o := l.Oldest(); from < o {
 		return nil, fmt.Errorf("%w: position %d, the oldest held is %d", ErrTruncated, from, o)
 	}
-	return &Reader{l: l, pos: from, first: true, bufN: readChunk}, nil
+	return &Reader{l: l, pos: from, first: true}, nil
 }
 
 // Pos is the position of the next record: where a new Reader would resume.
@@ -176,8 +175,8 @@ func (r *Reader) fill(need int, limit Position) error {
 	if Position(need) > limit-r.pos {
 		return io.ErrUnexpectedEOF
 	}
-	if cap(r.buf) < need || cap(r.buf) < r.bufN {
-		nb := make([]byte, max(need, r.bufN))
+	if cap(r.buf) < need || cap(r.buf) < readChunk {
+		nb := make([]byte, max(need, readChunk))
 		copy(nb, r.win)
 		r.buf = nb
 	} else {
