@@ -67,7 +67,7 @@ func (m *ClientMem) Add(p int, d int64) {
 	m.parts[p] += d
 	total := m.budget.total.Add(d)
 	m.mu.Unlock()
-	if d > 0 && m.budget.limit > 0 && total > m.budget.limit {
+	if limit := m.budget.limit.Load(); d > 0 && limit > 0 && total > limit {
 		m.budget.enforce()
 	}
 }
@@ -123,7 +123,7 @@ func (m *ClientMem) chargeReply(d int64) (out int64, ok bool) {
 	out = m.parts[MemReplies] + m.parts[MemOutput]
 	total := m.budget.total.Add(d)
 	m.mu.Unlock()
-	if d > 0 && m.budget.limit > 0 && total > m.budget.limit {
+	if limit := m.budget.limit.Load(); d > 0 && limit > 0 && total > limit {
 		m.budget.enforce()
 		if m.Gone() {
 			return out, false
@@ -160,7 +160,7 @@ func (m *ClientMem) drop() (int64, bool) {
 // MemBudget is the memory budget for all clients together. Safe from any
 // goroutine.
 type MemBudget struct {
-	limit   int64 // 0: no budget
+	limit   atomic.Int64 // 0: no budget
 	log     zerolog.Logger
 	total   atomic.Int64
 	evicted atomic.Uint64
@@ -173,7 +173,9 @@ type MemBudget struct {
 // NewMemBudget makes a budget of limit bytes (0: unlimited; memory is still
 // counted).
 func NewMemBudget(limit int64, log zerolog.Logger) *MemBudget {
-	return &MemBudget{limit: limit, log: log, clients: map[uint64]*ClientMem{}}
+	b := &MemBudget{log: log, clients: map[uint64]*ClientMem{}}
+	b.limit.Store(limit)
+	return b
 }
 
 // Register starts counting a connection's memory. evict closes the
@@ -199,7 +201,16 @@ func (b *MemBudget) Release(m *ClientMem) {
 func (b *MemBudget) Used() int64 { return b.total.Load() }
 
 // Limit is the budget in bytes (0: none).
-func (b *MemBudget) Limit() int64 { return b.limit }
+func (b *MemBudget) Limit() int64 { return b.limit.Load() }
+
+// SetLimit changes the budget (CONFIG SET maxmemory-clients); a lower one
+// evicts at once whoever is then over it.
+func (b *MemBudget) SetLimit(limit int64) {
+	b.limit.Store(limit)
+	if limit > 0 {
+		b.enforce()
+	}
+}
 
 // Evicted is how many clients the budget has evicted.
 func (b *MemBudget) Evicted() uint64 { return b.evicted.Load() }
@@ -209,7 +220,7 @@ func (b *MemBudget) Evicted() uint64 { return b.evicted.Load() }
 // exceeded meanwhile leaves it to that one, which looks again after it is
 // done (so no excess is left unnoticed).
 func (b *MemBudget) enforce() {
-	for b.total.Load() > b.limit {
+	for limit := b.limit.Load(); limit > 0 && b.total.Load() > limit; limit = b.limit.Load() {
 		if !b.enforcing.TryLock() {
 			return
 		}
@@ -227,8 +238,8 @@ func (b *MemBudget) evictOver() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		total := b.total.Load()
-		if total <= b.limit {
+		total, limit := b.total.Load(), b.limit.Load()
+		if limit == 0 || total <= limit {
 			return true
 		}
 		var big *ClientMem
@@ -250,7 +261,7 @@ func (b *MemBudget) evictOver() bool {
 			continue
 		}
 		b.evicted.Add(1)
-		b.log.Warn().Uint64("client", big.id).Int64("bytes", n).Int64("clients_memory", total).Int64("maxmemory_clients", b.limit).
+		b.log.Warn().Uint64("client", big.id).Int64("bytes", n).Int64("clients_memory", total).Int64("maxmemory_clients", limit).
 			Msg("evicting the client using the most memory: client memory is over maxmemory_clients")
 		big.evict()
 	}

@@ -99,6 +99,15 @@ const (
 // integer settings (the end of errConfigSetFailed's text).
 var errNotPositive = errors.New("argument must be a positive integer")
 
+// The ends of errConfigSetFailed's text for maxmemory-clients: Redis's for
+// a value that is no size, and Cellar's own for a percentage (of
+// maxmemory, which Cellar does not have) and for a budget under 1 MB.
+var (
+	errMemoryValue   = errors.New("argument must be a memory or percent value")
+	errMemoryPercent = errors.New("a percent value needs maxmemory, which Cellar does not have; give a size")
+	errMemoryTooLow  = errors.New("argument must be 0 (no limit) or at least 1mb")
+)
+
 // errSubcommandArgs is CLIENT's error for a subcommand given too many
 // arguments.
 func errSubcommandArgs(sub []byte) error {

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -505,12 +506,48 @@ func (a *Actor) params() []Param {
 			_, err = a.st.SetMaxPageCount(n)
 			return err
 		}},
+		{Name: "maxmemory-clients", Get: func() string { return strconv.FormatInt(a.cfg.Clients.Limit(), 10) }, Set: func(v string) error {
+			n, ok := parseMemory(v)
+			switch {
+			case !ok && strings.HasSuffix(v, "%"):
+				return errMemoryPercent
+			case !ok:
+				return errMemoryValue
+			case n != 0 && n < 1<<20:
+				return errMemoryTooLow
+			}
+			a.cfg.Clients.SetLimit(n)
+			return nil
+		}},
 		intParam("blocking-max-waiters-per-key", &a.cfg.MaxWaitersPerKey),
 		intParam("blocking-max-total-waiters", &a.cfg.MaxTotalWaiters),
 		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),
 		intParam("blocking-wakeup-batch-size", &a.cfg.WakeupBatchSize),
 	}
 	return append(own, a.cfg.Params...)
+}
+
+// parseMemory parses a memory size as Redis's configuration does: bytes,
+// or a number with a unit (k, kb, m, mb, g, gb; case-insensitive; k is
+// 1000 and kb 1024).
+func parseMemory(v string) (int64, bool) {
+	units := []struct {
+		suffix string
+		mul    int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1000 * 1000 * 1000}, {"m", 1000 * 1000}, {"k", 1000}, {"b", 1}}
+	low := strings.ToLower(v)
+	mul := int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(low, u.suffix); ok {
+			low, mul = n, u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(low, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mul {
+		return 0, false
+	}
+	return n * mul, true
 }
 
 // intParam is a positive integer setting of the actor's, settable at run

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -486,4 +487,46 @@ func readIs(t *testing.T, r *rawConn, want string) {
 	if got := r.read(); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+}
+
+// CONFIG SET maxmemory-clients changes the budget at run time, with
+// Redis's memory units; a budget lowered under what clients hold evicts at
+// once.
+func TestConfigSetMaxMemoryClients(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	admin := s.raw()
+	admin.expect("+OK\r\n", "CLIENT", "NO-EVICT", "on")
+	admin.expect(array(bulk("maxmemory-clients"), bulk("268435456")), "CONFIG", "GET", "maxmemory-clients")
+	admin.expect("+OK\r\n", "CONFIG", "SET", "maxmemory-clients", "64mb")
+	admin.expect(array(bulk("maxmemory-clients"), bulk("67108864")), "CONFIG", "GET", "maxmemory-clients")
+	admin.expect("+OK\r\n", "CONFIG", "SET", "maxmemory-clients", "3000k")
+	admin.expect(array(bulk("maxmemory-clients"), bulk("3000000")), "CONFIG", "GET", "maxmemory-clients")
+	for v, why := range map[string]string{
+		"lots": "argument must be a memory or percent value",
+		"5%":   "a percent value needs maxmemory, which Cellar does not have; give a size",
+		"1000": "argument must be 0 (no limit) or at least 1mb",
+	} {
+		admin.expect(errr("ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - "+why),
+			"CONFIG", "SET", "maxmemory-clients", v)
+	}
+
+	// A client holding 2 MB of a bulk stays under 8 MB, and goes when the
+	// budget falls to 1 MB.
+	admin.expect("+OK\r\n", "CONFIG", "SET", "maxmemory-clients", "8mb")
+	holder := s.raw()
+	holder.send([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4000000\r\n"))
+	holder.send(bytes.Repeat([]byte("h"), 2<<20))
+	waitFor(t, 20*time.Second, "the bulk to be held", func() bool {
+		m := regexp.MustCompile(`clients_memory:(\d+)`).FindStringSubmatch(admin.do("INFO", "clients"))
+		n, _ := strconv.Atoi(m[1])
+		return n >= 2<<20
+	})
+	admin.expect("+OK\r\n", "CONFIG", "SET", "maxmemory-clients", "1mb")
+	holder.expectClosed()
+	if !strings.Contains(admin.do("INFO", "stats"), "evicted_clients:1\r\n") {
+		t.Fatal("INFO stats does not count the eviction")
+	}
+	admin.expect("+OK\r\n", "CONFIG", "SET", "maxmemory-clients", "0")
+	admin.expect(array(bulk("maxmemory-clients"), bulk("0")), "CONFIG", "GET", "maxmemory-clients")
 }
