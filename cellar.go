@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellar-db/cellar/storage/redo"
+
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar/actor"
@@ -40,6 +42,7 @@ type Server struct {
 	cfg   Config
 	log   zerolog.Logger
 	store *storage.Store
+	redo  *redo.Log
 	pool  *offload.Pool
 	act   *actor.Actor
 	net   *loop.Server
@@ -68,13 +71,18 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	rlog, err := openRedoLog(cfg, store, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	pool := offload.New(offload.Config{
 		QueueSize:   cfg.Offload.QueueSize,
 		MinWorkers:  cfg.Offload.MinWorkers,
 		MaxWorkers:  cfg.Offload.MaxWorkers,
 		IdleTimeout: cfg.Offload.IdleTimeout,
 	})
-	s := &Server{cfg: cfg, log: log, store: store, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
 	clients := actor.NewMemBudget(cfg.MaxMemoryClients, log.With().Str("pkg", "clients").Logger())
 	act, err := actor.New(actor.Config{
 		Durability:    dur,
@@ -82,6 +90,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxBulkLen:    cfg.ProtoMaxBulkLen,
 		MaxReply:      cfg.OutputBuffer.HardLimit,
 		Clients:       clients,
+		Log:           rlog,
 		SweepInterval: cfg.Expiry.Interval,
 		SweepBatch:    cfg.Expiry.Batch,
 		Version:       Version,
@@ -96,8 +105,18 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxKeysPerWait:   cfg.Blocking.MaxKeysPerWait,
 		WakeupBatchSize:  cfg.Blocking.WakeupBatchSize,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
+	if err == nil {
+		var n int
+		t0 := time.Now()
+		if n, err = act.ReplayLog(); err == nil && n > 0 {
+			log.Info().Int("records", n).Dur("took", time.Since(t0)).Msg("replayed the redo log")
+		} else if err != nil {
+			err = fmt.Errorf("cellar: replaying the redo log: %w", err)
+		}
+	}
 	if err != nil {
 		pool.Close(context.Background())
+		rlog.Close()
 		store.Close()
 		return nil, err
 	}
@@ -125,6 +144,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		defer cancel()
 		act.Stop(ctx)
 		pool.Close(ctx)
+		rlog.Close()
 		store.Close()
 		return nil, err
 	}
@@ -166,6 +186,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.actorDone
 		s.net.Flush(ctx)
 		s.pool.Close(ctx)
+		// Everything acknowledged is in the log; make all of it durable.
+		if _, err := s.redo.Sync(); err != nil {
+			s.stopErr = fmt.Errorf("cellar: fsync the redo log: %w", err)
+			s.log.Error().Err(err).Msg("the last fsync of the redo log failed")
+		}
+		s.redo.Close()
 		if err := s.store.Close(); err != nil {
 			s.stopErr = fmt.Errorf("cellar: close database: %w", err)
 			s.log.Error().Err(err).Msg("closing the database failed")
@@ -176,6 +202,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.log.Info().Msg("Cellar stopped")
 	})
 	return s.stopErr
+}
+
+// openRedoLog opens the redo log beside the database (its file name plus
+// "-redo"), resuming at the position the database covers, and logs what
+// recovery found (a torn tail cut off, a log restarted behind the
+// database).
+func openRedoLog(cfg Config, store *storage.Store, log zerolog.Logger) (*redo.Log, error) {
+	pos, err := store.RedoPosition()
+	if err != nil {
+		return nil, err
+	}
+	l, rec, err := redo.Open(cfg.DBPath()+"-redo", redo.Options{Start: redo.Position(pos), MaxRecord: redo.MaxRecordLimit})
+	if err != nil {
+		return nil, fmt.Errorf("cellar: redo log: %w", err)
+	}
+	if rec.Torn != nil || rec.Restarted || len(rec.Obsolete) > 0 {
+		log.Warn().Str("recovery", rec.String()).Msg("redo log recovered")
+	}
+	return l, nil
 }
 
 // shutdownSoon starts a graceful shutdown on its own goroutine (the SHUTDOWN

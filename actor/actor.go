@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/cellar-db/cellar/storage/redo"
+
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar/offload"
@@ -52,10 +54,14 @@ type Actor struct {
 	// it is done and phase 2 is due between rounds.
 	ckptRunning, ckptRest bool
 
-	durable   *syncer
-	nextSweep time.Time
-	sweepMore bool
-	lastSync  time.Time
+	durable *syncer
+	// logPos is the redo log position the last commit stored; trimRunning
+	// says a trim is on the pool (redolog.go).
+	logPos      redo.Position
+	trimRunning bool
+	nextSweep   time.Time
+	sweepMore   bool
+	lastSync    time.Time
 
 	stats stats
 }
@@ -97,7 +103,11 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.blk.timer = time.NewTimer(time.Hour)
 	a.blk.timer.Stop()
 	a.in.bell = make(chan struct{}, 1)
-	a.durable = newSyncer(st, pool, log)
+	syncFn := st.SyncWAL
+	if cfg.Log != nil {
+		syncFn = func() error { _, err := cfg.Log.Sync(); return err }
+	}
+	a.durable = newSyncer(syncFn, pool, log)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	return a, nil
 }

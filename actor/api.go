@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cellar-db/cellar/storage/redo"
 )
 
 // The actor's API: what the loops and the server give it and get back
@@ -64,6 +66,9 @@ type Config struct {
 	// Clients is the client memory budget shared with the loops (nil: an
 	// unlimited one of the actor's own).
 	Clients *MemBudget
+	// Log is the redo log that every commit's effects are written to (nil:
+	// none, and durability rests on SQLite's WAL alone; tests).
+	Log *redo.Log
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration

@@ -9,16 +9,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar/offload"
-	"github.com/cellar-db/cellar/storage"
 )
 
 // syncer is group commit for durability "always" (docs/architecture.md,
-// "Durability today"): the actor commits with synchronous=NORMAL and goes
-// on, since SQLite's single writer cannot start the next transaction while
-// a commit waits for its fsync; an offload worker
-// fsyncs the WAL; the replies that waited for those commits are delivered by
-// the worker once the fsync returns. While one fsync runs, new commits and
-// their replies gather, and the next fsync covers them all.
+// "Durability"): the actor commits with synchronous=NORMAL, writes the
+// commit's records to the redo log and goes on; an offload worker fsyncs
+// the log (without a log, tests: the WAL); the replies that waited for those
+// commits are delivered by the worker once the fsync returns. While one
+// fsync runs, new commits and their replies gather, and the next fsync
+// covers them all.
 //
 // It also runs the periodic fsync of durability "everysec".
 //
@@ -28,7 +27,7 @@ import (
 // does not retry an fsync and pretend: after a failed fsync the kernel may
 // have dropped the dirty pages, so a later success proves nothing.
 type syncer struct {
-	st   *storage.Store
+	fsync func() error // fsyncs what every commit so far wrote: the redo log (or the WAL without one)
 	pool *offload.Pool
 	log  zerolog.Logger
 
@@ -47,14 +46,23 @@ type syncer struct {
 	lastSyncT atomic.Int64  // unix seconds of the last good fsync
 }
 
-func newSyncer(st *storage.Store, pool *offload.Pool, log zerolog.Logger) *syncer {
-	y := &syncer{st: st, pool: pool, log: log}
+func newSyncer(fsync func() error, pool *offload.Pool, log zerolog.Logger) *syncer {
+	y := &syncer{fsync: fsync, pool: pool, log: log}
 	y.idle = sync.NewCond(&y.mu)
 	return y
 }
 
 // behind reports whether commits up to seq are not all known durable.
 func (y *syncer) behind(seq uint64) bool { return y.durable.Load() < seq }
+
+// fail stops acknowledging writes for good: what was written since the
+// last good fsync may not be durable (a failed fsync, or a failed log
+// write). Safe from any goroutine.
+func (y *syncer) fail(err error) {
+	if y.failed.CompareAndSwap(nil, &err) {
+		y.log.Error().Err(err).Msg("durability failed: writes are refused from now on, and unacknowledged writes stay unacknowledged")
+	}
+}
 
 // failure is the fsync error that stopped writes, if any.
 func (y *syncer) failure() error {
@@ -117,7 +125,7 @@ func (y *syncer) run() {
 		var err error
 		if y.failure() == nil {
 			t0 := time.Now()
-			err = y.st.SyncWAL()
+			err = y.fsync()
 			y.fsyncNs.Store(int64(time.Since(t0)))
 			if err == nil {
 				y.fsyncs.Add(1)
@@ -125,8 +133,7 @@ func (y *syncer) run() {
 				y.durable.Store(target)
 				y.lastSyncT.Store(time.Now().Unix())
 			} else {
-				y.log.Error().Err(err).Msg("WAL fsync failed: writes are refused from now on, and unacknowledged writes stay unacknowledged")
-				y.failed.Store(&err)
+				y.fail(err)
 			}
 		}
 		if y.failure() != nil {

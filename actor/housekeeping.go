@@ -16,10 +16,10 @@ func (a *Actor) housekeeping(now time.Time) {
 		}
 		defer func() {
 			if a.roundErr != nil {
-				a.st.Rollback()
+				a.rollback()
 				a.roundErr = nil
-			} else {
-				a.st.Commit()
+			} else if err := a.commit(); err != nil {
+				a.log.Warn().Err(err).Msg("committing an expiry sweep failed")
 			}
 		}()
 	}
@@ -42,6 +42,7 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.roundErr = err
 		}
 	}
+	a.trimLog()
 	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
 		a.startCheckpoint()
 	}

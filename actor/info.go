@@ -121,6 +121,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("fsync_status", status)
 		kv("checkpoints", a.st.Checkpoints())
 		kv("wal_bytes", a.st.WALSize())
+		if l := a.cfg.Log; l != nil {
+			// The redo log: where it ends, how much of it is fsynced, and
+			// how much is kept (what the database may not durably cover).
+			kv("redo_log_position", uint64(l.Written()))
+			kv("redo_log_synced", uint64(l.Synced()))
+			kv("redo_log_bytes", uint64(l.Written()-l.Oldest()))
+		}
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))

@@ -75,9 +75,9 @@ func (a *Actor) round(msgs []message) {
 func (a *Actor) finishRound() {
 	failed := a.roundErr != nil
 	if failed {
-		a.st.Rollback()
+		a.rollback()
 		a.failRound(a.roundErr)
-	} else if _, _, err := a.st.Commit(); err != nil {
+	} else if err := a.commit(); err != nil {
 		failed = true
 		a.failRound(err)
 	}
@@ -157,12 +157,12 @@ func (a *Actor) runCareful(b *Batch, now time.Time) {
 	from := len(a.recs)
 	a.runBatch(b, now)
 	if a.roundErr != nil {
-		a.st.Rollback()
+		a.rollback()
 		a.failRecs(a.roundErr, from)
 		a.roundErr = nil
 		return
 	}
-	if _, _, err := a.st.Commit(); err != nil {
+	if err := a.commit(); err != nil {
 		a.failRecs(err, from)
 	}
 }

@@ -112,6 +112,11 @@ CREATE TABLE counters (
 	value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO counters VALUES ('version', (SELECT coalesce(max(version), 0) FROM keys));`},
+	{6, "redo position", `
+-- The redo log position the database covers (redolog.go): every commit
+-- that logged records stores the position after them, in the same
+-- transaction, and start-up replays the log from here.
+INSERT INTO counters VALUES ('redo_position', 0);`},
 }
 
 // schemaVersion is the version this build writes.

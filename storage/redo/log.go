@@ -194,6 +194,17 @@ func (l *Log) Append(payload []byte) error {
 // last Write. Writer goroutine only.
 func (l *Log) Buffered() int { return len(l.buf) - headerSize }
 
+// Pending is the position the log will be at once what is buffered is
+// written: positions count record bytes only, so it is known before the
+// Write (a caller can store it with the data the records describe, and
+// write them after). Writer goroutine only.
+func (l *Log) Pending() Position { return l.end + Position(len(l.buf)-headerSize) }
+
+// Discard drops what was appended since the last Write: those records are
+// never logged (the data they describe was not kept). Writer goroutine
+// only.
+func (l *Log) Discard() { l.reset() }
+
 // Write writes every record appended since the last Write with one
 // write(2) and returns the position after them. If it starts a new segment
 // first (the current one reached SegmentSize), the new segment's header

@@ -1,0 +1,45 @@
+package storage
+
+import "fmt"
+
+// The redo log's position in the database. Cellar records the effects of
+// every round's writes in its redo log (package storage/redo). The commit
+// that makes a round's writes part of the database stores, in the same
+// transaction, the log position after that round's records, so the
+// database always says exactly how much of the log it covers: start-up
+// replays the log from there, and the log before a position the database
+// durably covers can be removed.
+
+var (
+	qLoadRedoPos = newQuery("SELECT value FROM counters WHERE name = 'redo_position'")
+	qSaveRedoPos = newQuery("UPDATE counters SET value = ?1 WHERE name = 'redo_position'")
+)
+
+// RedoPosition is the redo log position the committed database covers.
+func (s *Store) RedoPosition() (uint64, error) {
+	st := s.q(qLoadRedoPos)
+	defer st.reset()
+	row, err := st.step()
+	if err != nil {
+		return 0, err
+	}
+	if !row {
+		return 0, &Error{Code: codeCorrupt, Msg: "the counters table has no redo_position row"}
+	}
+	return uint64(st.colInt(0)), nil
+}
+
+// SetRedoPosition records, in the open transaction, the position the
+// database covers once it commits.
+func (s *Store) SetRedoPosition(p uint64) error {
+	if !s.inTx {
+		return fmt.Errorf("storage: redo position set outside a transaction")
+	}
+	st := s.q(qSaveRedoPos)
+	st.int(1, int64(p))
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.dirty = true
+	return nil
+}
