@@ -28,8 +28,8 @@ import (
 // have dropped the dirty pages, so a later success proves nothing.
 type syncer struct {
 	fsync func() error // fsyncs what every commit so far wrote: the redo log (or the WAL without one)
-	pool *offload.Pool
-	log  zerolog.Logger
+	pool  *offload.Pool
+	log   zerolog.Logger
 
 	mu      sync.Mutex
 	waiting []routed
