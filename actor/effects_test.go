@@ -17,6 +17,7 @@ import (
 
 	"github.com/cellar-db/cellar/internal/wait"
 	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -659,4 +660,34 @@ func (g *workload) blocking() []string {
 	default:
 		return []string{"bzmpop", timeout, "2", z1, z2, []string{"min", "max"}[r.IntN(2)], "count", "2"}
 	}
+}
+
+// Commands run by a command (Ctx.call, as EXEC and EVAL will) each record
+// themselves, at their own level; the command that ran them, which changed
+// nothing itself, records nothing.
+func TestEffectsNested(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.open(1)
+	h.recording()
+	h.submit(1, []string{"SADD", "s", "m"}, []string{"SELECT", "2"})
+	h.next()
+	h.takeRecords()
+	h.a.Call(func() {
+		a := h.a
+		s := a.sessions[1]
+		f := a.enter()
+		defer a.leave()
+		outer := &f.ctx
+		*outer = Ctx{a: a, f: f, s: s, st: a.st, db: s.db, now: a.nowMs, args: [][]byte{[]byte("OUTER")}}
+		for _, cmd := range [][]string{{"SET", "a", "1"}, {"GET", "a"}, {"SELECT", "0"}, {"SPOP", "s"}, {"BLPOP", "none", "0"}} {
+			argv := make([][]byte, len(cmd))
+			for i, arg := range cmd {
+				argv[i] = []byte(arg)
+			}
+			w := proto.Writer{Proto: 2, Buf: []byte("earlier replies")}
+			outer.call(argv, &w)
+		}
+		a.keysTouched() // the outer command's own step: nothing is left
+	})
+	expectRecords(t, h.takeRecords(), "2 SET a 1", "0 SREM s m")
 }
