@@ -71,7 +71,8 @@ import (
 // the command's reply to c.w and reports done; an error is the command's
 // error reply. The handler runs it for the client first; a parked waiter
 // keeps it, and the serving loop runs it again in a Ctx of the waiter's own
-// (its session, database and protocol, woken set, no args). It must not
+// (its session, database and protocol, woken set, and the waiter's copy
+// of the command's arguments, which the retry does not read). It must not
 // keep the batch's arguments: keys are the waiter's copies, and anything
 // else it binds must be a copy too.
 type retry func(c *Ctx, keys [][]byte) (done bool, err error)
@@ -119,6 +120,7 @@ type waiter struct {
 	s     *session
 	cmd   *Command
 	db    int
+	args  [][]byte     // the command as sent, recorded when a retry serves it (effects.go)
 	keys  [][]byte     // as the client gave them, scanned in this order
 	wkeys []waitKey    // the distinct keys, as queued
 	typ   storage.Type // the lane it queues in: the type it waits for
@@ -243,6 +245,8 @@ type blocking struct {
 	readySet map[waitKey]bool
 	timer    *time.Timer
 	timerAt  time.Time // what timer is set for; zero when stopped
+
+	eff effects // not waiter state: see effects.go
 }
 
 // maxTimeoutMs is the longest timeout given a deadline; anything longer
@@ -294,6 +298,7 @@ func (c *Ctx) block(w *waiter, timeoutMs int64) error {
 		}
 	}
 	w.s, w.cmd, w.db, w.resp = c.s, c.cmd, c.db, c.s.resp
+	w.args = cloneArgs(c.args)
 	w.hidx, w.oi, w.rec = -1, pendingOut, -1
 	// Copies: a waiter does not keep its whole batch's memory alive.
 	keys := make([][]byte, len(w.keys))
@@ -517,7 +522,10 @@ func (a *Actor) retryWaiter(w *waiter) bool {
 	f := a.enter()
 	defer a.leave()
 	c := &f.ctx
-	*c = Ctx{a: a, f: f, s: w.s, cmd: w.cmd, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
+	// args are the waiter's copy of its command: the retry reads none of
+	// them (it is bound to what its handler parsed); they are what the
+	// retry is recorded as (effects.go).
+	*c = Ctx{a: a, f: f, s: w.s, cmd: w.cmd, args: w.args, w: &out, st: a.st, db: w.db, now: a.nowMs, woken: true}
 	// What the retry changed is acted on like a command's: a BLMOVE's
 	// destination, made ready, joins the keys being served.
 	defer a.keysTouched()

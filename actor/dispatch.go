@@ -15,9 +15,12 @@ import (
 
 // frame is one level of command execution.
 type frame struct {
-	ctx   Ctx
-	elems elemBuf // sorted-set range replies (zsets.go)
-	val   []byte  // string values copied into replies (strings.go)
+	ctx Ctx
+	// replyStart is where the command's reply starts in ctx.w (SPOP's
+	// record is made from it: effects.go).
+	replyStart int
+	elems      elemBuf // sorted-set range replies (zsets.go)
+	val        []byte  // string values copied into replies (strings.go)
 }
 
 // enter starts a level of execution and returns its frame; leave ends it.
@@ -49,6 +52,13 @@ func (c *Ctx) call(args [][]byte, w *proto.Writer) (keyspace bool) {
 // execute runs one command for s and appends its reply. It reports whether
 // the command touched the keyspace (so a failed commit must retract it).
 func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool) (keyspace bool) {
+	return a.executeAs(s, args, w, noBlock, false)
+}
+
+// executeAs is execute with the woken flag: set, the command runs as a
+// parked waiter's retry does (Ctx.woken), which is how a retry recorded
+// for the redo log replays (effects.go).
+func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, woken bool) (keyspace bool) {
 	a.stats.commands++
 	cmd := Lookup(args[0])
 	if cmd == nil {
@@ -90,8 +100,9 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 	f := a.enter()
 	defer a.leave()
 	c := &f.ctx
-	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock}
+	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock, woken: woken}
 	start := len(w.Buf)
+	f.replyStart = start
 	guard := a.careful && cmd.Is(FlagWrite)
 	if guard {
 		if err := a.st.Savepoint(); err != nil {

@@ -19,7 +19,7 @@ import "github.com/cellar-db/cellar/storage"
 // every change goes, each reading the same record: WATCH invalidation
 // (a watched key touched by anyone else), keyspace notifications (the kinds
 // map onto Redis's events), client-side tracking invalidation, search
-// indexing, and the redo log (whose effect each entry has room for).
+// indexing. The redo log's records are made here too (effects.go).
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
@@ -46,6 +46,7 @@ func (a *Actor) keysTouched() {
 		return
 	}
 	if a.roundErr == nil {
+		a.propagate(ts) // the redo log's records (effects.go)
 		for i := range ts {
 			a.wakeFor(&ts[i])
 		}

@@ -1,0 +1,456 @@
+package actor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// Effects: what a round did, as commands to run again.
+//
+// The redo log records each round's writes so that a crash loses nothing
+// acknowledged; after a crash, start-up replays the records through the
+// same dispatcher. What is recorded is a command, as Redis propagates
+// commands to its AOF and replicas: a command whose effect depends on
+// nothing but the keyspace and the time is recorded as it was sent, with
+// the database it ran in and the time it ran at, and run again it does the
+// same thing. What does depend on something else is recorded as a command
+// that does not (SPOP, random, becomes SREM of what it popped).
+//
+// Record format (one record per propagated command, version 1):
+//
+//	version  1 byte, effectVersion
+//	flags    1 byte; bit 0 (effectWoken): a blocked client's woken retry;
+//	         the other bits are zero
+//	db       uvarint, below storage.NumDBs
+//	now      varint, unix milliseconds: the time the command ran at
+//	argc     uvarint, at least 1
+//	argv     argc times: uvarint length, then that many bytes
+//
+// Every varint is in its shortest form, and nothing follows the last
+// argument: a record has exactly one encoding, and decodeEffect refuses
+// anything else (it never panics, whatever the bytes).
+//
+// Propagation rules, applied in the keys touched step (touched.go) over
+// the change record of each command, nested ones included (a command run
+// by Ctx.call propagates itself), and of every other writer of a round:
+//   - every key found expired and deleted (Touch kind Expired: lazily by a
+//     command, read or write, by the serving loop's look at a ready key, or
+//     by the expiry sweep) is one DEL key record, in the touch's database,
+//     at the round's time, before the command's own record. Replay does
+//     not rely on finding the same keys expired: it is told.
+//   - then, if the command changed anything else, the command itself. A
+//     command that changed nothing (a read, a failed write, a blocking
+//     command that parked) records nothing but those DELs.
+//   - SPOP is recorded as SREM key member... with the members its reply
+//     holds (spopAsSRem says why the reply).
+//   - a woken waiter's retry is recorded as the waiter's own command, as
+//     its client sent it (BLPOP k1 k2 0, BLMOVE ..., BZMPOP ...), with the
+//     woken flag. Replay runs it in its non-blocking form with the woken
+//     Ctx flag set, so it does exactly what the retry did: the handler
+//     parses the same arguments into the same retry (popList, moveTo,
+//     popZSet bind nothing but what they parse), tryOrPark with noBlock
+//     runs that retry once on the same keys in the same order, and with
+//     woken set passOver skips a key of another type as the retry did.
+//     Which key was made ready does not matter: a retry scans all its keys
+//     in the client's order. The keyspace at that point of the replay is
+//     the one the retry saw, so it takes the same element from the same
+//     key.
+//   - a command that was undone (careful mode's Undo) left no change in the
+//     record, since keys touched runs after Release or Undo; and when the
+//     round is doomed, keys touched drops the record unread: neither
+//     produces records.
+//   - while replaying, nothing is recorded.
+//
+// Records gather per round in one buffer. The round engine calls
+// takeEffects after its commit succeeded (once per committed transaction:
+// per batch in careful mode) and hands the records to the redo log, and
+// dropEffects when the transaction was rolled back. Recording is off until
+// recordEffects turns it on: with no redo log, nothing takes the records.
+//
+// Determinism needs the same configuration on replay as when the records
+// were made: a limit lowered since (proto-max-bulk-len) can refuse a
+// command that once succeeded, as with Redis's AOF.
+
+const (
+	effectVersion = 1
+	effectWoken   = 1 << 0 // flags: a woken waiter's retry
+)
+
+// effects is the actor's record of what the current round propagates.
+// Only the actor goroutine touches it.
+//
+// It lives in Actor.blk rather than in Actor itself only because the
+// Actor struct's file is being changed in parallel by the wiring of the
+// redo log; it belongs to the actor, and moves there when that lands.
+type effects struct {
+	on        bool // recording (a redo log takes the records)
+	replaying bool // replaying records: nothing is recorded
+
+	buf  []byte // the round's records, back to back
+	ends []int  // where each record in buf ends
+	recs [][]byte
+
+	del [2][]byte // a DEL record's arguments, reused
+
+	// Replay's scratch: decoded arguments, the replies nobody reads, and
+	// the session records run in.
+	args    [][]byte
+	out     proto.Writer
+	session *session
+}
+
+// recordEffects turns recording on or off. Call it before Run or on the
+// actor goroutine; turning it off drops what was gathered.
+func (a *Actor) recordEffects(on bool) {
+	a.blk.eff.on = on
+	if !on {
+		a.dropEffects()
+	}
+}
+
+// takeEffects hands over the records gathered since the last take or drop,
+// in order, and starts afresh. The records alias the actor's buffer: they
+// are valid until the actor runs anything else (the next command, retry or
+// sweep writes over them), so the caller copies them out at once (the redo
+// log's Append does).
+func (a *Actor) takeEffects() [][]byte {
+	e := &a.blk.eff
+	clear(e.recs)
+	e.recs = e.recs[:0]
+	start := 0
+	for _, end := range e.ends {
+		e.recs = append(e.recs, e.buf[start:end:end])
+		start = end
+	}
+	e.buf, e.ends = e.buf[:0], e.ends[:0]
+	return e.recs
+}
+
+// dropEffects forgets the records gathered since the last take or drop:
+// the transaction they describe was rolled back.
+func (a *Actor) dropEffects() {
+	e := &a.blk.eff
+	e.buf, e.ends = e.buf[:0], e.ends[:0]
+	if cap(e.buf) > maxEffectsBuf {
+		e.buf = nil // a huge round's buffer is not kept for ever
+	}
+}
+
+// maxEffectsBuf is the largest record buffer kept between rounds.
+const maxEffectsBuf = 1 << 20
+
+// emit appends one record.
+func (e *effects) emit(woken bool, db int, now int64, args [][]byte) {
+	e.buf = encodeEffect(e.buf, woken, db, now, args)
+	e.ends = append(e.ends, len(e.buf))
+}
+
+var (
+	delCmd  = []byte("DEL")
+	sremCmd = []byte("SREM")
+)
+
+// errUnattributed dooms a round in which something changed the keyspace
+// outside any command (other than by expiry): it could not be recorded,
+// and what the redo log does not have must not commit.
+var errUnattributed = errors.New("actor: a change outside any command cannot be recorded for the redo log")
+
+// propagate records the change record ts (the keys touched step's input)
+// as effects: the DELs of expired keys, then the command that made the
+// other changes, if any. The command is the one running at the current
+// depth: execute and retryWaiter run keys touched while their frame is
+// entered; the serving loop and the sweep run it at depth 0, where only
+// expiry can have changed anything.
+func (a *Actor) propagate(ts []storage.Touch) {
+	e := &a.blk.eff
+	if !e.on || e.replaying {
+		return
+	}
+	var f *frame
+	now := a.nowMs
+	if a.depth > 0 {
+		f = a.frames[a.depth-1]
+		now = f.ctx.now
+	}
+	own := false
+	for i := range ts {
+		t := &ts[i]
+		if t.Kind != storage.Expired {
+			own = true
+			continue
+		}
+		e.del[0], e.del[1] = delCmd, t.Key
+		e.emit(false, t.DB, now, e.del[:])
+	}
+	e.del[1] = nil
+	if !own {
+		return
+	}
+	if f == nil || len(f.ctx.args) == 0 {
+		a.log.Error().Err(errUnattributed).Msg("refusing the round")
+		a.fail(errUnattributed)
+		return
+	}
+	c := &f.ctx
+	args := c.args
+	if c.cmd.Name == "spop" {
+		var err error
+		if args, err = spopAsSRem(c, f.replyStart); err != nil {
+			a.log.Error().Err(err).Msg("refusing the round")
+			a.fail(err)
+			return
+		}
+	}
+	e.emit(c.woken, c.db, now, args)
+}
+
+// spopAsSRem is the SREM that does what the SPOP running in c did: SREM
+// key and the members it popped.
+//
+// The members are taken from the reply SPOP wrote (from replyStart in
+// c.w), decoded with the protocol's own reply reader: the reply is exactly
+// what was popped, in every protocol (a bulk, or an array or RESP3 set of
+// bulks), and it is there whatever path SPOP took (some members removed
+// one by one, or the whole key deleted at once). The change record cannot
+// give them: it names the key, not the elements (Touch.Effect is not
+// filled). A reply that is not that (an error after a change, which no
+// SPOP path produces today) is an error: the round is refused rather than
+// committed with a record that would replay differently.
+func spopAsSRem(c *Ctx, replyStart int) ([][]byte, error) {
+	r, err := proto.ReadReply(bufio.NewReader(bytes.NewReader(c.w.Buf[replyStart:])))
+	if err != nil {
+		return nil, fmt.Errorf("actor: SPOP's reply for the redo log: %w", err)
+	}
+	args := [][]byte{sremCmd, c.args[1]}
+	switch {
+	case r.Type == '$' && !r.Null:
+		args = append(args, r.Text)
+	case (r.Type == '*' || r.Type == '~') && !r.Null:
+		for _, m := range r.Elems {
+			if m.Type != '$' || m.Null {
+				return nil, fmt.Errorf("actor: SPOP replied %q, not popped members", r.Raw)
+			}
+			args = append(args, m.Text)
+		}
+	}
+	if len(args) == 2 {
+		return nil, fmt.Errorf("actor: SPOP changed %q but replied %q", c.args[1], r.Raw)
+	}
+	return args, nil
+}
+
+// encodeEffect appends the record of args (run in db at now; woken for a
+// waiter's retry) to buf. It allocates nothing but buf's growth.
+func encodeEffect(buf []byte, woken bool, db int, now int64, args [][]byte) []byte {
+	flags := byte(0)
+	if woken {
+		flags |= effectWoken
+	}
+	buf = append(buf, effectVersion, flags)
+	buf = binary.AppendUvarint(buf, uint64(db))
+	buf = binary.AppendVarint(buf, now)
+	buf = binary.AppendUvarint(buf, uint64(len(args)))
+	for _, arg := range args {
+		buf = binary.AppendUvarint(buf, uint64(len(arg)))
+		buf = append(buf, arg...)
+	}
+	return buf
+}
+
+// effect is a decoded record. args alias the payload.
+type effect struct {
+	woken bool
+	db    int
+	now   int64
+	args  [][]byte
+}
+
+// errBadEffect is wrapped by every error decodeEffect returns.
+var errBadEffect = errors.New("actor: malformed redo record")
+
+func badEffect(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errBadEffect}, a...)...)
+}
+
+// decodeEffect decodes payload, appending its arguments to args (whose
+// backing array it reuses). Anything but exactly one well-formed record
+// is an error.
+func decodeEffect(p []byte, args [][]byte) (effect, error) {
+	var e effect
+	if len(p) < 2 {
+		return e, badEffect("%d bytes", len(p))
+	}
+	if p[0] != effectVersion {
+		return e, badEffect("version %d", p[0])
+	}
+	if p[1]&^effectWoken != 0 {
+		return e, badEffect("flags %#x", p[1])
+	}
+	e.woken = p[1]&effectWoken != 0
+	p = p[2:]
+	db, p, err := uvarint(p, "db")
+	if err != nil {
+		return e, err
+	}
+	if db >= storage.NumDBs {
+		return e, badEffect("db %d", db)
+	}
+	e.db = int(db)
+	v, n := binary.Varint(p)
+	if n <= 0 || n != varintLen(v) {
+		return e, badEffect("bad time")
+	}
+	e.now, p = v, p[n:]
+	argc, p, err := uvarint(p, "argc")
+	if err != nil {
+		return e, err
+	}
+	// Every argument takes at least its length's byte: a count beyond what
+	// is left is a lie, refused before anything is sized by it.
+	if argc == 0 || argc > uint64(len(p)) {
+		return e, badEffect("argc %d with %d bytes left", argc, len(p))
+	}
+	args = args[:0]
+	for range argc {
+		var l uint64
+		if l, p, err = uvarint(p, "argument length"); err != nil {
+			return e, err
+		}
+		if l > uint64(len(p)) {
+			return e, badEffect("argument of %d bytes with %d left", l, len(p))
+		}
+		args = append(args, p[:l:l])
+		p = p[l:]
+	}
+	if len(p) != 0 {
+		return e, badEffect("%d bytes after the last argument", len(p))
+	}
+	e.args = args
+	return e, nil
+}
+
+// uvarint reads a uvarint in its shortest form from p.
+func uvarint(p []byte, what string) (uint64, []byte, error) {
+	v, n := binary.Uvarint(p)
+	if n <= 0 || n != uvarintLen(v) {
+		return 0, p, badEffect("bad %s", what)
+	}
+	return v, p[n:], nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
+// cloneArgs copies a command's arguments into one allocation (a parked
+// waiter keeps its command's, to be recorded if a retry serves it).
+func cloneArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		start := len(buf)
+		buf = append(buf, a...)
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
+}
+
+// replayEffect runs one record, as it ran: in its database, at its time,
+// in its non-blocking form (a record of a blocking command is of one that
+// did not block), woken as its flag says, its reply discarded. It runs on
+// the actor goroutine, in a transaction the caller owns, with no session
+// registered: the record's session is the actor's replay session. A
+// command that fails replays as it failed (its partial changes stand, as
+// they did); only a malformed record, or a storage failure that dooms the
+// transaction, is an error.
+func (a *Actor) replayEffect(payload []byte) error {
+	e := &a.blk.eff
+	rec, err := decodeEffect(payload, e.args)
+	if rec.args != nil {
+		e.args = rec.args
+	}
+	if err != nil {
+		return err
+	}
+	if e.session == nil {
+		// Authenticated, RESP2, never in a.sessions: no reply leaves it.
+		e.session = &session{resp: 2, authed: true, name: "redo-replay"}
+	}
+	s := e.session
+	s.db = rec.db
+	a.nowMs = rec.now
+	a.st.Now = rec.now
+	e.out.Buf, e.out.Proto = e.out.Buf[:0], 2
+	was := e.replaying
+	e.replaying = true
+	a.executeAs(s, rec.args, &e.out, true, rec.woken)
+	e.replaying = was
+	if cap(e.out.Buf) > maxEffectsBuf {
+		e.out.Buf = nil
+	}
+	clear(e.args) // keep nothing of the payload alive
+	return a.roundErr
+}
+
+// ReplayEffects replays the records next yields, in order, in one
+// transaction: it begins it, runs every record (replayEffect), runs the
+// keys touched step and commits. next reports false when there are no
+// more records; its error stops the replay. It returns how many records
+// were replayed; on any error nothing of them is committed.
+//
+// It runs on the caller's goroutine: call it before Run starts, never
+// concurrently with it.
+func (a *Actor) ReplayEffects(next func() ([]byte, bool, error)) (n int, err error) {
+	if err := a.st.Begin(); err != nil {
+		return 0, err
+	}
+	a.blk.eff.replaying = true
+	defer func() {
+		a.blk.eff.replaying = false
+		if err != nil {
+			a.st.Rollback()
+			a.roundErr = nil
+		}
+	}()
+	for {
+		p, ok, err := next()
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			break
+		}
+		if err := a.replayEffect(p); err != nil {
+			return n, fmt.Errorf("redo record %d: %w", n, err)
+		}
+		n++
+	}
+	a.keysTouched()
+	if _, _, err := a.st.Commit(); err != nil {
+		return n, err
+	}
+	return n, nil
+}
