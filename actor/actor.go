@@ -55,6 +55,8 @@ type Actor struct {
 	ckptRunning, ckptRest bool
 
 	durable *syncer
+	// eff is the round's effects for the redo log (effects.go).
+	eff effects
 	// logPos is the redo log position the last commit stored; trimRunning
 	// says a trim is on the pool (redolog.go).
 	logPos      redo.Position
@@ -108,6 +110,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		syncFn = func() error { _, err := cfg.Log.Sync(); return err }
 	}
 	a.durable = newSyncer(syncFn, pool, log)
+	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	return a, nil
 }

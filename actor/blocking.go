@@ -246,7 +246,6 @@ type blocking struct {
 	timer    *time.Timer
 	timerAt  time.Time // what timer is set for; zero when stopped
 
-	eff effects // not waiter state: see effects.go
 }
 
 // maxTimeoutMs is the longest timeout given a deadline; anything longer

@@ -84,10 +84,6 @@ const (
 
 // effects is the actor's record of what the current round propagates.
 // Only the actor goroutine touches it.
-//
-// It lives in Actor.blk rather than in Actor itself only because the
-// Actor struct's file is being changed in parallel by the wiring of the
-// redo log; it belongs to the actor, and moves there when that lands.
 type effects struct {
 	on        bool // recording (a redo log takes the records)
 	replaying bool // replaying records: nothing is recorded
@@ -108,7 +104,7 @@ type effects struct {
 // recordEffects turns recording on or off. Call it before Run or on the
 // actor goroutine; turning it off drops what was gathered.
 func (a *Actor) recordEffects(on bool) {
-	a.blk.eff.on = on
+	a.eff.on = on
 	if !on {
 		a.dropEffects()
 	}
@@ -120,7 +116,7 @@ func (a *Actor) recordEffects(on bool) {
 // sweep writes over them), so the caller copies them out at once (the redo
 // log's Append does).
 func (a *Actor) takeEffects() [][]byte {
-	e := &a.blk.eff
+	e := &a.eff
 	clear(e.recs)
 	e.recs = e.recs[:0]
 	start := 0
@@ -135,7 +131,7 @@ func (a *Actor) takeEffects() [][]byte {
 // dropEffects forgets the records gathered since the last take or drop:
 // the transaction they describe was rolled back.
 func (a *Actor) dropEffects() {
-	e := &a.blk.eff
+	e := &a.eff
 	e.buf, e.ends = e.buf[:0], e.ends[:0]
 	if cap(e.buf) > maxEffectsBuf {
 		e.buf = nil // a huge round's buffer is not kept for ever
@@ -168,7 +164,7 @@ var errUnattributed = errors.New("actor: a change outside any command cannot be 
 // entered; the serving loop and the sweep run it at depth 0, where only
 // expiry can have changed anything.
 func (a *Actor) propagate(ts []storage.Touch) {
-	e := &a.blk.eff
+	e := &a.eff
 	if !e.on || e.replaying {
 		return
 	}
@@ -387,7 +383,7 @@ func cloneArgs(args [][]byte) [][]byte {
 // they did); only a malformed record, or a storage failure that dooms the
 // transaction, is an error.
 func (a *Actor) replayEffect(payload []byte) error {
-	e := &a.blk.eff
+	e := &a.eff
 	rec, err := decodeEffect(payload, e.args)
 	if rec.args != nil {
 		e.args = rec.args
@@ -418,18 +414,20 @@ func (a *Actor) replayEffect(payload []byte) error {
 // ReplayEffects replays the records next yields, in order, in one
 // transaction: it begins it, runs every record (replayEffect), runs the
 // keys touched step and commits. next reports false when there are no
-// more records; its error stops the replay. It returns how many records
-// were replayed; on any error nothing of them is committed.
+// more records; its error stops the replay. With at set, the commit also
+// stores the redo log position at returns then (the end of what was
+// replayed). It returns how many records were replayed; on any error
+// nothing of them is committed.
 //
 // It runs on the caller's goroutine: call it before Run starts, never
 // concurrently with it.
-func (a *Actor) ReplayEffects(next func() ([]byte, bool, error)) (n int, err error) {
+func (a *Actor) ReplayEffects(next func() ([]byte, bool, error), at func() uint64) (n int, err error) {
 	if err := a.st.Begin(); err != nil {
 		return 0, err
 	}
-	a.blk.eff.replaying = true
+	a.eff.replaying = true
 	defer func() {
-		a.blk.eff.replaying = false
+		a.eff.replaying = false
 		if err != nil {
 			a.st.Rollback()
 			a.roundErr = nil
@@ -449,6 +447,14 @@ func (a *Actor) ReplayEffects(next func() ([]byte, bool, error)) (n int, err err
 		n++
 	}
 	a.keysTouched()
+	if a.roundErr != nil {
+		return n, a.roundErr
+	}
+	if at != nil && n > 0 {
+		if err := a.st.SetRedoPosition(at()); err != nil {
+			return n, err
+		}
+	}
 	if _, _, err := a.st.Commit(); err != nil {
 		return n, err
 	}

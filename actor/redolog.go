@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/storage/redo"
@@ -33,19 +34,20 @@ import (
 // committed write.
 func (a *Actor) commit() error {
 	l := a.cfg.Log
-	effects := a.takeEffects()
-	if l != nil && len(effects) > 0 {
-		for _, e := range effects {
+	if l != nil {
+		for _, e := range a.takeEffects() {
 			if err := l.Append(e); err != nil {
 				l.Discard()
 				a.st.Rollback()
 				return fmt.Errorf("redo log: %w", err)
 			}
 		}
-		if err := a.st.SetRedoPosition(uint64(l.Pending())); err != nil {
-			l.Discard()
-			a.st.Rollback()
-			return err
+		if l.Buffered() > 0 {
+			if err := a.st.SetRedoPosition(uint64(l.Pending())); err != nil {
+				l.Discard()
+				a.st.Rollback()
+				return err
+			}
 		}
 	}
 	if _, _, err := a.st.Commit(); err != nil {
@@ -105,8 +107,8 @@ func (a *Actor) trimLog() {
 
 // ReplayLog brings the database up to the end of the redo log: it replays,
 // in one transaction, every record after the position the database covers,
-// and stores the log's end with them. It runs before Run, on the caller's
-// goroutine; it reports how many records it replayed.
+// and stores the log's end with them (ReplayEffects). It runs before Run,
+// on the caller's goroutine; it reports how many records it replayed.
 func (a *Actor) ReplayLog() (int, error) {
 	l := a.cfg.Log
 	if l == nil {
@@ -116,32 +118,19 @@ func (a *Actor) ReplayLog() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := a.st.Begin(); err != nil {
+	r, err := l.NewReader(redo.Position(from))
+	if err != nil {
 		return 0, err
 	}
-	n := 0
-	end := redo.Position(from)
-	err = l.Replay(redo.Position(from), func(next redo.Position, payload []byte) error {
-		if err := a.replayEffect(payload); err != nil {
-			return fmt.Errorf("redo log record ending at %d: %w", next, err)
+	defer r.Close()
+	n, err := a.ReplayEffects(func() ([]byte, bool, error) {
+		p, _, err := r.Next()
+		if err == io.EOF {
+			return nil, false, nil
 		}
-		n++
-		end = next
-		return nil
-	})
-	if err == nil && a.roundErr != nil {
-		err = a.roundErr
-	}
-	if err == nil && n > 0 {
-		err = a.st.SetRedoPosition(uint64(end))
-	}
-	a.dropEffects() // replay propagates nothing; nothing may linger
+		return p, err == nil, err
+	}, func() uint64 { return uint64(r.Pos()) })
 	if err != nil {
-		a.st.Rollback()
-		a.roundErr = nil
-		return n, err
-	}
-	if _, _, err := a.st.Commit(); err != nil {
 		return n, err
 	}
 	a.logPos = l.Written()
