@@ -11,7 +11,7 @@ import (
 // Checkpoints happen in two phases so that the actor never copies the bulk
 // of the WAL into the database itself (a checkpoint from another
 // connection never resets the WAL while the actor writes continuously, so
-// the actor must take part; docs/architecture.md, "Durability today"):
+// the actor must take part; docs/architecture.md, "Durability"):
 //
 //  1. An offload worker runs a PASSIVE checkpoint through the Checkpointer's
 //     own connection, concurrently with the actor's commits: it copies the
