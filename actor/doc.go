@@ -35,8 +35,9 @@
 //     trigger (loop close, CLIENT KILL, shutdown); it cancels the session's
 //     waiter first, so no element is ever popped for a gone client.
 //  6. No reply before its data is as durable as configured: a round's
-//     writes commit before any of its replies leave; with durability
-//     "always" the replies wait for the WAL fsync that covers the commit
+//     writes commit, and their effects are written to the redo log
+//     (redolog.go), before any of its replies leave; with durability
+//     "always" the replies wait for the log fsync that covers the commit
 //     (group commit on the offload pool), and so does any reply given while
 //     an earlier commit is not yet fsynced. A woken waiter's reply joins the
 //     completions of the round whose write woke it and popped for it.

@@ -28,9 +28,11 @@
 //     deletes the rest in bounded slices (SweepExpired).
 //   - Writes happen only inside the transaction the actor opens per round
 //     (Begin/Commit); what Commit returns is in the WAL (synchronous=NORMAL)
-//     and survives a process crash; fsync of the WAL is the actor's business
-//     (SyncWAL, on the offload pool), as docs/architecture.md, "Durability
-//     today", describes.
+//     and survives a process crash. Durability beyond that rests on the
+//     redo log (package storage/redo): each commit stores the log position
+//     it covers (SetRedoPosition), and the WAL is fsynced (SyncWAL, on the
+//     offload pool) only before the log is trimmed, as docs/architecture.md,
+//     "Durability", describes.
 //   - The schema carries its version; Open migrates forward and refuses a
 //     database that is newer, foreign or corrupt rather than start empty.
 package storage
