@@ -91,6 +91,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxReply:      cfg.OutputBuffer.HardLimit,
 		Clients:       clients,
 		Log:           rlog,
+		FlushInterval: cfg.Storage.FlushInterval,
+		FlushBytes:    cfg.Storage.FlushBytes,
 		SweepInterval: cfg.Expiry.Interval,
 		SweepBatch:    cfg.Expiry.Batch,
 		Version:       Version,

@@ -56,6 +56,7 @@ type Config struct {
 	// 0 counts without a limit.
 	MaxMemoryClients int64 `koanf:"maxmemory_clients"`
 
+	Storage  StorageConfig  `koanf:"storage"`
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
 	Offload  OffloadConfig  `koanf:"offload"`
 	Expiry   ExpiryConfig   `koanf:"expiry"`
@@ -73,6 +74,15 @@ type OutputBufferConfig struct {
 	// disconnected. 0 disables both.
 	SoftLimit   int64         `koanf:"soft_limit"`
 	SoftSeconds time.Duration `koanf:"soft_seconds"`
+}
+
+// StorageConfig sets how often SQLite is brought up to date with the redo
+// log. A write is durable once it is in the log; rounds of writes reach
+// SQLite in batches (flushes): at most FlushInterval apart, or sooner once
+// FlushBytes of log records wait.
+type StorageConfig struct {
+	FlushInterval time.Duration `koanf:"flush_interval"`
+	FlushBytes    int64         `koanf:"flush_bytes"`
 }
 
 // SQLiteConfig tunes the database.
@@ -134,6 +144,7 @@ func DefaultConfig() Config {
 		MaxMemoryClients:       256 << 20,
 		TCPKeepAlive:           300 * time.Second,
 		ShutdownTimeout:        10 * time.Second,
+		Storage:                StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
 		SQLite:                 SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -342,6 +353,10 @@ func (c Config) Validate() error {
 		return bad("tcp_keepalive", "must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", "must be positive")
+	case c.Storage.FlushInterval <= 0 || c.Storage.FlushInterval > time.Minute:
+		return bad("storage.flush_interval", "must be more than 0 and at most 1m, not %s", c.Storage.FlushInterval)
+	case c.Storage.FlushBytes < 1<<20:
+		return bad("storage.flush_bytes", "must be at least 1048576, not %d", c.Storage.FlushBytes)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.HotCacheBytes < 0:

@@ -57,6 +57,13 @@ type Actor struct {
 	durable *syncer
 	// eff is the round's effects for the redo log (effects.go).
 	eff effects
+	// roundSP: the round runs under its savepoint (with a log). unflushed
+	// is the log written since the last flush, flushAt when the next is
+	// due, afterFlush what waits for it (redolog.go).
+	roundSP    bool
+	unflushed  int64
+	flushAt    time.Time
+	afterFlush []func()
 	// logPos is the redo log position the last commit stored; trimRunning
 	// says a trim is on the pool (redolog.go).
 	logPos      redo.Position
@@ -79,6 +86,9 @@ type stats struct {
 	failedCommits   uint64
 	failedWrites    uint64
 	lastCommitError string
+	logWrites       uint64 // rounds written to the redo log
+	flushes         uint64 // commits of the open transaction (redolog.go)
+	lastFlushUsec   int64
 }
 
 // New makes an actor over an open store. The caller starts Run.
@@ -130,11 +140,12 @@ func (a *Actor) Run() {
 		case <-a.blk.timer.C:
 			a.blk.timerAt = time.Time{}
 		case <-a.stop:
-			// Finish what was submitted before the stop.
+			// Finish what was submitted before the stop, and flush it.
 			for {
 				msgs := a.takeInbox()
 				if len(msgs) == 0 {
 					a.spare = msgs
+					a.flush()
 					return
 				}
 				a.round(msgs)
@@ -151,6 +162,7 @@ func (a *Actor) Run() {
 			a.round(msgs)
 		}
 		if a.ckptRest {
+			a.flush() // the second phase needs no transaction open
 			a.checkpointRest()
 		}
 		a.armTimer()

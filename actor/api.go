@@ -66,9 +66,15 @@ type Config struct {
 	// Clients is the client memory budget shared with the loops (nil: an
 	// unlimited one of the actor's own).
 	Clients *MemBudget
-	// Log is the redo log that every commit's effects are written to (nil:
-	// none, and durability rests on SQLite's WAL alone; tests).
+	// Log is the redo log that every round's effects are written to (nil:
+	// none: each round commits, and durability rests on SQLite's WAL;
+	// tests).
 	Log *redo.Log
+	// FlushInterval and FlushBytes: with a log, rounds do not commit to
+	// SQLite each; the transaction stays open and is committed (flushed)
+	// once it is FlushInterval old or FlushBytes of log records ask for it.
+	FlushInterval time.Duration
+	FlushBytes    int64
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration
@@ -120,6 +126,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WakeupBatchSize <= 0 {
 		c.WakeupBatchSize = 1
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = 200 * time.Millisecond
+	}
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = 16 << 20
 	}
 	return c
 }

@@ -138,6 +138,23 @@ func (a *Actor) dropEffects() {
 	}
 }
 
+// effectsMark is where the records stand, for effectsBack.
+func (a *Actor) effectsMark() int { return len(a.eff.ends) }
+
+// effectsBack forgets the records gathered since mark (a batch whose
+// savepoint was undone).
+func (a *Actor) effectsBack(mark int) {
+	e := &a.eff
+	if mark >= len(e.ends) {
+		return
+	}
+	end := 0
+	if mark > 0 {
+		end = e.ends[mark-1]
+	}
+	e.buf, e.ends = e.buf[:end], e.ends[:mark]
+}
+
 // maxEffectsBuf is the largest record buffer kept between rounds.
 const maxEffectsBuf = 1 << 20
 

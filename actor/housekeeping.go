@@ -9,20 +9,6 @@ import (
 func (a *Actor) housekeeping(now time.Time) {
 	a.nextSweep = now.Add(a.cfg.SweepInterval)
 	a.sweepMore = false
-	if a.careful {
-		// The sweep needs its own transaction, like every batch now.
-		if err := a.st.Begin(); err != nil {
-			return
-		}
-		defer func() {
-			if a.roundErr != nil {
-				a.rollback()
-				a.roundErr = nil
-			} else if err := a.commit(); err != nil {
-				a.log.Warn().Err(err).Msg("committing an expiry sweep failed")
-			}
-		}()
-	}
 	if a.roundErr == nil {
 		a.st.Now = a.nowMs
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
@@ -48,6 +34,6 @@ func (a *Actor) housekeeping(now time.Time) {
 	}
 	if a.cfg.Durability == Everysec && now.Sub(a.lastSync) >= time.Second {
 		a.lastSync = now
-		a.durable.syncSoon(a.st.Commits())
+		a.durable.syncSoon(a.syncSeq())
 	}
 }

@@ -127,6 +127,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("redo_log_position", uint64(l.Written()))
 			kv("redo_log_synced", uint64(l.Synced()))
 			kv("redo_log_bytes", uint64(l.Written()-l.Oldest()))
+			kv("redo_log_writes", a.stats.logWrites)
+			kv("flushes", a.stats.flushes)
+			kv("last_flush_usec", a.stats.lastFlushUsec)
+			kv("unflushed_log_bytes", a.unflushed)
 		}
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)

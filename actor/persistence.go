@@ -32,7 +32,10 @@ var persistenceCommands = []*Command{
 }
 
 // snapshot starts a snapshot job unless one runs; done is called on the
-// actor when it ends.
+// actor when it ends. The job copies what SQLite has committed, so it
+// starts after the flush that ends this round (with a redo log, rounds
+// reach SQLite at flushes): the snapshot holds every write acknowledged
+// before it was asked for.
 func (a *Actor) snapshot(done func(error)) error {
 	sn := &a.snap
 	if sn.running {
@@ -41,14 +44,19 @@ func (a *Actor) snapshot(done func(error)) error {
 	sn.running = true
 	sn.waiting = append(sn.waiting, done)
 	src, dst := a.st.Path(), a.cfg.SnapshotPath
-	job := &offload.Job{Run: func() {
-		err := storage.Snapshot(src, dst)
-		a.in.put(message{kind: msgCall, fn: func() { a.snapshotDone(err) }})
-	}}
-	if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
-		sn.running = false
-		sn.waiting = sn.waiting[:len(sn.waiting)-1]
-		return errSnapshotStart(err)
+	start := func() {
+		job := &offload.Job{Run: func() {
+			err := storage.Snapshot(src, dst)
+			a.in.put(message{kind: msgCall, fn: func() { a.snapshotDone(err) }})
+		}}
+		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
+			a.snapshotDone(errSnapshotStart(err))
+		}
+	}
+	if a.logging() {
+		a.afterFlush = append(a.afterFlush, start)
+	} else {
+		start()
 	}
 	return nil
 }

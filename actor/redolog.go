@@ -4,73 +4,162 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/storage/redo"
 )
 
-// The redo log in the round (docs/architecture.md, "Write path"). Every
-// commit carries its effects (effects.go) to the log, in this order:
+// The redo log in the round (docs/architecture.md, "Durability").
 //
-//  1. the records are buffered (redo.Log.Append), and the position after
-//     them is stored in the same transaction (storage.SetRedoPosition);
-//  2. the transaction commits;
-//  3. the records are written to the log, with one write(2);
-//  4. the replies leave (with durability always, once a log fsync covers
-//     them: the syncer fsyncs the log, not the WAL).
+// Without a log (tests) every round commits to SQLite, and durability rests
+// on SQLite's WAL. With one, the log is what makes a write durable, and
+// SQLite is brought up to date in batches:
 //
-// Committing first means a failed commit never leaves in the log a write
-// that was answered with an error: its records are discarded. A process
-// killed between 2 and 3 leaves the database ahead of the log, which the
-// log accepts at start (it resumes at the database's position). SQLite's
-// WAL is not fsynced per commit any more: after a power loss SQLite may
-// lose recent commits, which start-up replays from the log (ReplayLog).
-// The log before a position can go once the commit that stored it is
-// durable in SQLite: trimLog fsyncs the WAL, then truncates.
+//  1. SQLite's transaction stays open across rounds; each round runs under
+//     a savepoint of its own (a round that fails is undone alone);
+//  2. at the end of a round its records are written to the log with one
+//     write(2) (redo.Log.Write), and the round's replies leave (with
+//     durability always, once a log fsync covers them: the syncer fsyncs
+//     the log, not the WAL);
+//  3. every FlushInterval, or once FlushBytes of records wait, and before
+//     a snapshot, a checkpoint's second phase or a stop, the transaction
+//     commits with the log position it reaches (flush): SQLite then covers
+//     the log up to there.
+//
+// A killed process loses the open transaction; start-up replays the log
+// from the position the database covers (ReplayLog), and so does a failed
+// flush. SQLite's WAL is not fsynced per commit: after a power loss SQLite
+// may lose its last commits too, and the replay covers them. The log
+// before a position can go once the flush that stored it is durable in
+// SQLite: trimLog fsyncs the WAL, then truncates.
 
-// commit commits the open transaction with its effects in the log (see
-// above). A failed log write after the commit makes the actor refuse
-// writes from then on, like a failed fsync: the log no longer holds every
-// committed write.
-func (a *Actor) commit() error {
-	l := a.cfg.Log
-	if l != nil {
-		for _, e := range a.takeEffects() {
-			if err := l.Append(e); err != nil {
-				l.Discard()
-				a.st.Rollback()
-				return fmt.Errorf("redo log: %w", err)
-			}
-		}
-		if l.Buffered() > 0 {
-			if err := a.st.SetRedoPosition(uint64(l.Pending())); err != nil {
-				l.Discard()
-				a.st.Rollback()
-				return err
-			}
-		}
+// logging reports whether durability rests on a redo log (and rounds
+// flush to SQLite in batches).
+func (a *Actor) logging() bool { return a.cfg.Log != nil }
+
+// beginRound opens the round's transaction, or (with a log) the round's
+// savepoint in the transaction that stays open.
+func (a *Actor) beginRound() {
+	if err := a.st.Begin(); err != nil {
+		a.roundErr = err
+		return
 	}
-	if _, _, err := a.st.Commit(); err != nil {
-		if l != nil {
-			l.Discard()
+	if a.logging() {
+		if err := a.st.Savepoint(); err != nil {
+			a.roundErr = err
+			return
 		}
+		a.roundSP = true
+	}
+}
+
+// abandonRound undoes a failed round: its transaction, or its savepoint.
+func (a *Actor) abandonRound() {
+	a.dropEffects()
+	if !a.roundSP {
+		a.st.Rollback()
+		return
+	}
+	a.roundSP = false
+	if !a.st.Undo() {
+		// SQLite abandoned the whole transaction: the rounds before this
+		// one since the last flush went with it. They are in the log.
+		a.st.Rollback()
+		a.redo(fmt.Errorf("a failed round took the open transaction with it"))
+	}
+}
+
+// endRound makes a round that succeeded last: committed (no log), or
+// released and logged (with a log), flushing when one is due.
+func (a *Actor) endRound() error {
+	if !a.logging() {
+		_, _, err := a.st.Commit()
 		return err
 	}
-	if l != nil && l.Buffered() > 0 {
-		pos, err := l.Write()
-		if err != nil {
-			a.durable.fail(fmt.Errorf("redo log write: %w", err))
-			return nil // committed: its replies follow durability's rules
+	a.roundSP = false
+	if err := a.st.Release(); err != nil {
+		a.dropEffects()
+		a.st.Rollback()
+		a.redo(err)
+		return err
+	}
+	l := a.cfg.Log
+	for _, e := range a.takeEffects() {
+		if err := l.Append(e); err != nil {
+			// The round's writes stand in the open transaction but cannot
+			// be logged: nothing more may be acknowledged.
+			l.Discard()
+			a.durable.fail(fmt.Errorf("redo log: %w", err))
+			return nil
 		}
-		a.logPos = pos
+	}
+	if l.Buffered() > 0 {
+		a.unflushed += int64(l.Buffered())
+		if _, err := l.Write(); err != nil {
+			a.durable.fail(fmt.Errorf("redo log write: %w", err))
+			return nil
+		}
+		a.stats.logWrites++
+	}
+	if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) || len(a.afterFlush) > 0 {
+		a.flush()
 	}
 	return nil
 }
 
-// rollback abandons the open transaction and its effects.
-func (a *Actor) rollback() {
-	a.st.Rollback()
-	a.dropEffects()
+// flush commits the open transaction with the log position it reaches
+// (with a log; nothing to do without one, or with nothing open), then runs
+// what waited for it (a snapshot's start).
+func (a *Actor) flush() {
+	a.flushAt = time.Now().Add(a.cfg.FlushInterval)
+	if a.logging() && a.st.InTx() && !a.roundSP {
+		l := a.cfg.Log
+		t0 := time.Now()
+		err := a.st.SetRedoPosition(uint64(l.Written()))
+		if err == nil {
+			_, _, err = a.st.Commit()
+		} else {
+			a.st.Rollback()
+		}
+		if err != nil {
+			a.redo(err)
+		} else {
+			a.logPos = l.Written()
+			a.unflushed = 0
+			a.stats.flushes++
+			a.stats.lastFlushUsec = time.Since(t0).Microseconds()
+		}
+	}
+	after := a.afterFlush
+	a.afterFlush = nil
+	for _, f := range after {
+		f()
+	}
+}
+
+// redo rebuilds, from the log, what SQLite lost when its open transaction
+// was rolled back (why says why): the rounds since the last flush are all
+// in the log. If that fails too, nothing more is acknowledged; a restart
+// replays the log.
+func (a *Actor) redo(why error) {
+	a.log.Warn().Err(why).Msg("redoing the unflushed rounds from the redo log")
+	now := a.nowMs
+	_, err := a.ReplayLog()
+	a.nowMs, a.st.Now = now, now
+	if err != nil {
+		a.durable.fail(fmt.Errorf("redoing the unflushed rounds from the redo log: %w", err))
+	}
+	a.unflushed = 0
+}
+
+// syncSeq is what the syncer counts in: the log position written so far
+// (with a log), or the commits made.
+func (a *Actor) syncSeq() uint64 {
+	if l := a.cfg.Log; l != nil {
+		return uint64(l.Written())
+	}
+	return a.st.Commits()
 }
 
 // trimAfter is how much log may stand before what the database durably

@@ -7,8 +7,11 @@ import (
 )
 
 // The round engine: a round takes everything in the inbox, runs it in one
-// transaction (or, careful after a storage failure, one per batch),
-// commits, and hands the completions to the loops as durability allows.
+// transaction (with a redo log: under one savepoint of the transaction
+// that stays open until the next flush, redolog.go), ends it (commits, or
+// logs its effects), and hands the completions to the loops as durability
+// allows. Careful after a storage failure, each batch runs under a
+// savepoint of its own, so that a batch that fails is refused alone.
 
 // routed is a completion with the sink it goes to. w is set while the
 // batch is suspended on a waiter registered in the current round (the
@@ -37,11 +40,7 @@ func (a *Actor) round(msgs []message) {
 	a.nowMs = now.UnixMilli()
 	a.roundStart = now
 	a.careful = now.Before(a.carefulUntil)
-	if !a.careful {
-		if err := a.st.Begin(); err != nil {
-			a.roundErr = err
-		}
-	}
+	a.beginRound()
 	a.expireWaiters(now)
 	for i := range msgs {
 		m := &msgs[i]
@@ -71,13 +70,15 @@ func (a *Actor) round(msgs []message) {
 	a.finishRound()
 }
 
-// finishRound commits the round and sends its completions on their way.
+// finishRound ends the round and sends its completions on their way.
 func (a *Actor) finishRound() {
 	failed := a.roundErr != nil
 	if failed {
-		a.rollback()
-		a.failRound(a.roundErr)
-	} else if err := a.commit(); err != nil {
+		err := a.roundErr
+		a.roundErr = nil
+		a.abandonRound()
+		a.failRound(err)
+	} else if err := a.endRound(); err != nil {
 		failed = true
 		a.failRound(err)
 	}
@@ -87,8 +88,8 @@ func (a *Actor) finishRound() {
 	if len(a.out) == 0 {
 		return
 	}
-	if a.cfg.Durability == Always && a.durable.behind(a.st.Commits()) {
-		a.durable.enqueue(a.out, a.st.Commits())
+	if seq := a.syncSeq(); a.cfg.Durability == Always && a.durable.behind(seq) {
+		a.durable.enqueue(a.out, seq)
 	} else {
 		deliver(a.out)
 	}
@@ -148,23 +149,36 @@ func deliver(rs []routed) {
 	}
 }
 
-// runCareful runs a batch in a transaction of its own (careful mode): if
-// its commit fails, only its replies are retracted.
+// runCareful runs a batch under a savepoint of its own (careful mode): if
+// it fails, only its writes are undone and its replies retracted.
 func (a *Actor) runCareful(b *Batch, now time.Time) {
-	if err := a.st.Begin(); err != nil {
-		a.roundErr = err
-	}
-	from := len(a.recs)
-	a.runBatch(b, now)
 	if a.roundErr != nil {
-		a.rollback()
-		a.failRecs(a.roundErr, from)
-		a.roundErr = nil
+		a.runBatch(b, now) // the round is failing: its replies say so
 		return
 	}
-	if err := a.commit(); err != nil {
-		a.failRecs(err, from)
+	from, mark := len(a.recs), a.effectsMark()
+	if err := a.st.Savepoint(); err != nil {
+		a.roundErr = err
+		a.runBatch(b, now)
+		return
 	}
+	a.runBatch(b, now)
+	if a.roundErr == nil {
+		if err := a.st.Release(); err == nil {
+			return
+		} else {
+			a.roundErr = err
+		}
+	}
+	err := a.roundErr
+	a.roundErr = nil
+	a.effectsBack(mark)
+	if !a.st.Undo() {
+		// SQLite abandoned the transaction: the round fails whole.
+		a.roundErr = err
+		return
+	}
+	a.failRecs(err, from)
 }
 
 // runBatch executes one connection's batch and queues its completion.
