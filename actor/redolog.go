@@ -54,18 +54,21 @@ func (a *Actor) beginRound() {
 	}
 }
 
-// abandonRound undoes a failed round: its transaction, or its savepoint.
+// abandonRound undoes a failed round: its savepoint (with a log), or its
+// transaction. When the savepoint cannot be undone (SQLite abandoned the
+// whole transaction, or the round never got one), the open transaction
+// goes, and the rounds before this one since the last flush, all in the
+// log, are redone from it.
 func (a *Actor) abandonRound() {
 	a.dropEffects()
-	if !a.roundSP {
-		a.st.Rollback()
-		return
+	if a.roundSP {
+		a.roundSP = false
+		if a.st.Undo() {
+			return
+		}
 	}
-	a.roundSP = false
-	if !a.st.Undo() {
-		// SQLite abandoned the whole transaction: the rounds before this
-		// one since the last flush went with it. They are in the log.
-		a.st.Rollback()
+	a.st.Rollback()
+	if a.logging() {
 		a.redo(fmt.Errorf("a failed round took the open transaction with it"))
 	}
 }
