@@ -114,6 +114,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("durability", a.cfg.Durability)
 		kv("commits", a.st.Commits())
 		kv("fsyncs", fsyncs)
+		if a.logging() {
+			// Rounds written to the log: what the fsyncs are shared by.
+			covered = a.stats.logWrites
+		}
 		kv("commits_per_fsync", perFsync(covered))
 		kv("writes_per_fsync", perFsync(a.stats.writes))
 		kv("last_fsync_latency_usec", y.fsyncNs.Load()/1000)
