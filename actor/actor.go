@@ -57,10 +57,8 @@ type Actor struct {
 	durable *syncer
 	// eff is the round's effects for the redo log (effects.go).
 	eff effects
-	// roundSP: the round runs under its savepoint (with a log). unflushed
-	// is the log written since the last flush, flushAt when the next is
-	// due, afterFlush what waits for it (redolog.go).
-	roundSP    bool
+	// unflushed is the log written since the last flush, flushAt when the
+	// next is due, afterFlush what waits for it (redolog.go).
 	unflushed  int64
 	flushAt    time.Time
 	afterFlush []func()

@@ -7,10 +7,9 @@ import (
 )
 
 // The round engine: a round takes everything in the inbox, runs it in one
-// transaction (with a redo log: under one savepoint of the transaction
-// that stays open until the next flush, redolog.go), ends it (commits, or
-// logs its effects), and hands the completions to the loops as durability
-// allows. Careful after a storage failure, each batch runs under a
+// transaction (with a redo log, the one that stays open until the next
+// flush, redolog.go), ends it (commits, or logs its effects), and hands the
+// completions to the loops as durability allows. Careful after a storage failure, each batch runs under a
 // savepoint of its own, so that a batch that fails is refused alone.
 
 // routed is a completion with the sink it goes to. w is set while the
