@@ -200,19 +200,27 @@ func cmdRemove(t storage.Type, remove func(st *storage.Store, coll *storage.Coll
 		if err != nil {
 			return err
 		}
-		n := int64(0)
-		if coll != nil {
-			for _, e := range c.args[2:] {
-				ok, err := remove(c.st, coll, e)
-				if err != nil {
-					return err
-				}
-				if ok {
-					n++
-				}
-			}
+		if coll == nil {
+			c.w.Int(0)
+			return nil
 		}
-		c.w.Int(n)
-		return nil
+		return c.replyCount(c.args[2:], func(e []byte) (bool, error) { return remove(c.st, coll, e) })
 	}
+}
+
+// replyCount applies f to each item and replies with how many it reported
+// true for (DEL, SADD, HDEL, SREM, ZREM).
+func (c *Ctx) replyCount(items [][]byte, f func([]byte) (bool, error)) error {
+	n := int64(0)
+	for _, it := range items {
+		ok, err := f(it)
+		if err != nil {
+			return err
+		}
+		if ok {
+			n++
+		}
+	}
+	c.w.Int(n)
+	return nil
 }

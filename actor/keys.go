@@ -41,18 +41,7 @@ var keyCommands = []*Command{
 
 // DEL key [key ...] (and UNLINK)
 func cmdDel(c *Ctx) error {
-	n := int64(0)
-	for _, key := range c.args[1:] {
-		ok, err := c.st.Delete(c.db, key)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n++
-		}
-	}
-	c.w.Int(n)
-	return nil
+	return c.replyCount(c.args[1:], func(key []byte) (bool, error) { return c.st.Delete(c.db, key) })
 }
 
 // EXISTS key [key ...] (and TOUCH): repeated keys count each time.

@@ -30,18 +30,7 @@ func cmdSAdd(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	n := int64(0)
-	for _, m := range c.args[2:] {
-		ok, err := c.st.SetAdd(s, m)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n++
-		}
-	}
-	c.w.Int(n)
-	return nil
+	return c.replyCount(c.args[2:], func(m []byte) (bool, error) { return c.st.SetAdd(s, m) })
 }
 
 // SMEMBERS key
