@@ -56,11 +56,20 @@ type ClientMem struct {
 
 // Add charges d bytes (negative to release) to part p.
 func (m *ClientMem) Add(p int, d int64) {
-	if d == 0 {
-		return
-	}
 	m.mu.Lock()
-	if m.gone {
+	m.addLocked(p, d)
+}
+
+// Set makes part p be v bytes.
+func (m *ClientMem) Set(p int, v int64) {
+	m.mu.Lock()
+	m.addLocked(p, v-m.parts[p])
+}
+
+// addLocked charges d to part p, unlocks m, and has the budget evict if
+// the charge took it over.
+func (m *ClientMem) addLocked(p int, d int64) {
+	if m.gone || d == 0 {
 		m.mu.Unlock()
 		return
 	}
@@ -70,14 +79,6 @@ func (m *ClientMem) Add(p int, d int64) {
 	if limit := m.budget.limit.Load(); d > 0 && limit > 0 && total > limit {
 		m.budget.enforce()
 	}
-}
-
-// Set makes part p be v bytes.
-func (m *ClientMem) Set(p int, v int64) {
-	m.mu.Lock()
-	d := v - m.parts[p]
-	m.mu.Unlock()
-	m.Add(p, d)
 }
 
 // Part is the bytes charged to part p.

@@ -209,7 +209,7 @@ func cmdRemove(t storage.Type, remove func(st *storage.Store, coll *storage.Coll
 }
 
 // replyCount applies f to each item and replies with how many it reported
-// true for (DEL, SADD, HDEL, SREM, ZREM).
+// true for (DEL, EXISTS, SADD, HDEL, SREM, ZREM).
 func (c *Ctx) replyCount(items [][]byte, f func([]byte) (bool, error)) error {
 	n := int64(0)
 	for _, it := range items {

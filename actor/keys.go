@@ -46,18 +46,10 @@ func cmdDel(c *Ctx) error {
 
 // EXISTS key [key ...] (and TOUCH): repeated keys count each time.
 func cmdExists(c *Ctx) error {
-	n := int64(0)
-	for _, key := range c.args[1:] {
+	return c.replyCount(c.args[1:], func(key []byte) (bool, error) {
 		_, ok, err := c.readKey(key)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n++
-		}
-	}
-	c.w.Int(n)
-	return nil
+		return ok, err
+	})
 }
 
 // TYPE key
