@@ -14,23 +14,38 @@ import sqlite3 "modernc.org/sqlite/lib"
 // where a value is otherwise always a BLOB.
 //
 // Refs are never shared. When a row holding one is deleted or its value
-// replaced, a trigger moves the ref to blob_garbage, and collectGarbage
-// (run by the actor's housekeeping) frees the blobs: until then, a command
-// that just deleted a row (a pop's DELETE ... RETURNING) can still read it.
-// COPY duplicates blobs rather than sharing refs.
+// replaced, its ref moves to blob_garbage, and CollectGarbage (run by the
+// actor's housekeeping) frees the blobs: until then, a command that just
+// deleted a row (a pop's DELETE ... RETURNING) can still read it. Triggers
+// move the refs of deleted rows and of replaced list and hash values. A
+// string's value is replaced by SetString alone, which moves the old ref
+// itself (keepGarbage): a trigger on every UPDATE of keys.value cost each
+// SET about a quarter of its time, and fired for every collection's count
+// too (migration 7 dropped it). COPY duplicates blobs rather than sharing
+// refs.
 
 // inlineBudget is how many bytes of element and value a row may hold before
 // the value moves to blobs.
 const inlineBudget = 900
 
 var (
-	qBlobPut   = newQuery("INSERT INTO blobs (data) VALUES (?1)")
-	qBlobGet   = newQuery("SELECT data FROM blobs WHERE ref = ?1")
-	qBlobDup   = newQuery("INSERT INTO blobs (data) SELECT data FROM blobs WHERE ref = ?1")
-	qBlobDrop  = newQuery("DELETE FROM blobs WHERE ref = ?1")
-	qBlobFree  = newQuery("DELETE FROM blobs WHERE ref IN (SELECT ref FROM blob_garbage)")
-	qBlobClear = newQuery("DELETE FROM blob_garbage")
+	qBlobPut    = newQuery("INSERT INTO blobs (data) VALUES (?1)")
+	qBlobGet    = newQuery("SELECT data FROM blobs WHERE ref = ?1")
+	qBlobDup    = newQuery("INSERT INTO blobs (data) SELECT data FROM blobs WHERE ref = ?1")
+	qBlobDrop   = newQuery("DELETE FROM blobs WHERE ref = ?1")
+	qBlobFree   = newQuery("DELETE FROM blobs WHERE ref IN (SELECT ref FROM blob_garbage)")
+	qBlobClear  = newQuery("DELETE FROM blob_garbage")
+	qKeepKeyRef = newQuery("INSERT INTO blob_garbage SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 )
+
+// keepGarbage moves the blob ref of string key's row, if it holds one, to
+// blob_garbage: SetString calls it before it replaces the value.
+func (s *Store) keepGarbage(db int, key []byte) error {
+	st := s.q(qKeepKeyRef)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	return st.exec()
+}
 
 // valueExpr is SQL for a row's value whatever way it is stored.
 const valueExpr = "(CASE typeof(value) WHEN 'integer' THEN (SELECT data FROM blobs WHERE ref = value) ELSE value END)"

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"testing"
 )
 
@@ -114,4 +115,56 @@ func BenchmarkLookupNextToLargeValue(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		buf, _, _ = s.GetString(0, []byte("k0501"), buf[:0])
 	}
+}
+
+// A string's replaced blob is freed whichever way SetString reaches the
+// row: through the hot cache (a cached value held as a ref), through the
+// upsert (a value too large to cache, an uncached key), after a RENAME
+// made its key short (a ref is no longer predictable from lengths), and
+// by INCR-style rewrites to a small value.
+func TestStringBlobsFreedOnOverwrite(t *testing.T) {
+	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db"), HotCacheBytes: 1 << 20})
+	must(t, err)
+	defer s.Close()
+	s.Now = 1
+	set := func(key string, v []byte) {
+		t.Helper()
+		inTx(t, s, func() { must(t, s.SetString(0, []byte(key), v, 0, false)) })
+	}
+	get := func(key string) {
+		t.Helper()
+		if _, _, err := s.GetString(0, []byte(key), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(n int64, what string) {
+		t.Helper()
+		if got := blobCount(t, s); got != n {
+			t.Fatalf("%s: %d blobs, want %d", what, got, n)
+		}
+	}
+	mid := bytes.Repeat([]byte{'m'}, 2000)   // a ref, and cached
+	huge := bytes.Repeat([]byte{'h'}, 1<<17) // a ref, never cached
+	longName := string(bytes.Repeat([]byte{'k'}, 899))
+
+	set("a", mid)
+	want(1, "a cached large value")
+	set("a", mid)
+	want(1, "a cached large value overwritten through the cache")
+	set("a", []byte("1"))
+	want(0, "a cached large value overwritten by a small one")
+
+	set("b", huge)
+	set("b", huge)
+	want(1, "an uncached large value overwritten")
+	s.cache.clear()
+	set("b", []byte("x"))
+	want(0, "a large value of a key the cache does not know, overwritten")
+
+	set(longName, []byte("ab")) // 901 bytes of key and value: a ref
+	want(1, "a small value under a long name")
+	inTx(t, s, func() { must(t, s.Rename(0, []byte(longName), []byte("c"))) })
+	get("c") // the cache learns the row from SQLite
+	set("c", []byte("ab"))
+	want(0, "a renamed key's ref overwritten through the cache")
 }

@@ -23,6 +23,7 @@ type centry struct {
 	k          string // database byte + key
 	v          []byte
 	absent     bool  // a negative entry: no key of that name exists
+	ref        bool  // the stored value is a blob ref (blobs.go), not inline
 	exp        int64 // unix ms; 0 when persistent
 	prev, next *centry
 }
@@ -69,8 +70,9 @@ func (c *hotCache) get(db int, key []byte, now int64) *centry {
 	return e
 }
 
-// put stores key's value and expiry, replacing any entry.
-func (c *hotCache) put(db int, key, val []byte, exp int64) {
+// put stores key's value and expiry, replacing any entry; ref says whether
+// the row holds the value as a blob ref.
+func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 	if c == nil {
 		return
 	}
@@ -84,13 +86,13 @@ func (c *hotCache) put(db int, key, val []byte, exp int64) {
 	if e := c.m[string(k)]; e != nil {
 		c.used += int64(len(val) - len(e.v))
 		e.v = append(e.v[:0], val...)
-		e.exp, e.absent = exp, false
+		e.exp, e.absent, e.ref = exp, false, ref
 		if c.head != e {
 			c.detach(e)
 			c.pushFront(e)
 		}
 	} else {
-		c.add(&centry{k: string(k), v: append([]byte(nil), val...), exp: exp})
+		c.add(&centry{k: string(k), v: append([]byte(nil), val...), exp: exp, ref: ref})
 	}
 	c.evict()
 }

@@ -1,5 +1,7 @@
 package storage
 
+import sqlite3 "modernc.org/sqlite/lib"
+
 var (
 	qGetString = newQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
 	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), " + lengthExpr + " FROM keys WHERE db = ?1 AND key = ?2")
@@ -55,10 +57,11 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 		return dst, false, ErrWrongType
 	}
 	start := len(dst)
+	ref := st.colType(2) == sqlite3.SQLITE_INTEGER
 	dst, err = s.colValue(st, 2, dst)
 	st.reset()
 	if err == nil {
-		s.cache.put(db, key, dst[start:], exp)
+		s.cache.put(db, key, dst[start:], exp, ref)
 	}
 	return dst, err == nil, err
 }
@@ -90,17 +93,22 @@ func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 // (unix ms, 0 for none) is the new expiry; with keepTTL a live key keeps its
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
-	if e := s.cache.get(db, key, s.Now); e != nil && !e.absent {
-		ok, err := s.updateString(db, key, val, expireAt, keepTTL)
+	e := s.cache.get(db, key, s.Now)
+	if e != nil && !e.absent {
+		ok, err := s.updateString(db, key, val, expireAt, keepTTL, e.ref)
 		if err != nil || ok {
-			if ok {
-				s.cacheSet(db, key, val, expireAt, keepTTL)
-				s.record(db, key, Written, 0)
-			}
 			return err
 		}
 	}
 	for attempt := 0; ; attempt++ {
+		if e == nil && attempt == 0 {
+			// A key the cache does not know may be a string whose blob
+			// ref the upsert replaces (a known one went through
+			// updateString; after remove there is no row).
+			if err := s.keepGarbage(db, key); err != nil {
+				return err
+			}
+		}
 		st := s.q(qSetString)
 		st.int(1, int64(db))
 		st.blob(2, key)
@@ -129,7 +137,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			}
 			st.reset()
 			s.dirty = true
-			s.cacheSet(db, key, val, expireAt, keepTTL)
+			s.cacheSet(db, key, val, expireAt, keepTTL, ref != 0)
 			s.record(db, key, Written, 0)
 			return nil
 		}
@@ -161,7 +169,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 // cacheSet writes a SET through to the hot cache. With keepTTL the new
 // expiry is the cached one if the key is cached (and live); otherwise it
 // is unknown here and the entry is dropped.
-func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL bool) {
+func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL, ref bool) {
 	if s.cache == nil {
 		return
 	}
@@ -173,12 +181,19 @@ func (s *Store) cacheSet(db int, key, val []byte, expireAt int64, keepTTL bool) 
 		}
 		expireAt = e.exp
 	}
-	s.cache.put(db, key, val, expireAt)
+	s.cache.put(db, key, val, expireAt, ref)
 }
 
-// updateString overwrites a key known to be a live string; ok is false if
-// it was not one after all (nothing changed then).
-func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL bool) (ok bool, err error) {
+// updateString overwrites a key known to be a live string, whose row holds
+// its value as a blob ref if oldRef; ok is false if it was not one after all
+// (nothing changed then). It writes the change through to the hot cache and
+// the change record.
+func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL, oldRef bool) (ok bool, err error) {
+	if oldRef {
+		if err := s.keepGarbage(db, key); err != nil {
+			return false, err
+		}
+	}
 	st := s.q(qUpdateString)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -201,5 +216,7 @@ func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL bo
 		return false, s.dropBlob(ref)
 	}
 	s.dirty = true
+	s.cacheSet(db, key, val, expireAt, keepTTL, ref != 0)
+	s.record(db, key, Written, 0)
 	return true, nil
 }
