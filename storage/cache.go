@@ -1,9 +1,11 @@
 package storage
 
 // hotCache keeps recently used string values in memory, so that a GET of a
-// hot key costs a map lookup instead of a SQLite search; and it remembers
-// keys that a GET found absent (negative entries), so that a miss costs the
-// same. It never changes behaviour: it is written through by SetString,
+// hot key costs a map lookup instead of a SQLite search; it remembers keys
+// that a GET found absent (negative entries), so that a miss costs the
+// same; and it holds the key rows of recently used hashes, sets and sorted
+// sets (id, element count, expiry), whose count and version it may hold
+// ahead of SQLite until the next write-back (writeback.go). It never changes behaviour: it is written through by SetString,
 // every other write to a key (delete, expiry change, rename, move, copy,
 // sweep, flush, swap) drops the key's entry, every creation of a key drops
 // a negative entry (SetString replaces it; the list and collection inserts
@@ -20,10 +22,16 @@ type hotCache struct {
 }
 
 type centry struct {
-	k          string // database byte + key
-	v          []byte
-	absent     bool  // a negative entry: no key of that name exists
-	ref        bool  // the stored value is a blob ref (blobs.go), not inline
+	k      string // database byte + key
+	v      []byte
+	absent bool // a negative entry: no key of that name exists
+	ref    bool // the stored value is a blob ref (blobs.go), not inline
+	// A hash, set or sorted set (coll != 0): its key row, whose n and
+	// version are SQLite's unless pending (writeback.go).
+	coll       Type
+	id, n      int64
+	version    int64
+	pending    bool
 	exp        int64 // unix ms; 0 when persistent
 	prev, next *centry
 }
@@ -95,6 +103,34 @@ func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 		c.add(&centry{k: string(k), v: append([]byte(nil), val...), exp: exp, ref: ref})
 	}
 	c.evict()
+}
+
+// putColl stores the key row of a hash, set or sorted set, replacing any
+// entry, and returns the entry.
+func (c *hotCache) putColl(db int, key []byte, t Type, id, n, exp int64) *centry {
+	if c == nil {
+		return nil
+	}
+	k := c.key(db, key)
+	if e := c.m[string(k)]; e != nil {
+		c.unlink(e)
+	}
+	e := &centry{k: string(k), coll: t, id: id, n: n, exp: exp}
+	c.add(e)
+	c.evict()
+	return e
+}
+
+// coll returns the cached row of collection id at key, without counting a
+// hit or moving it: the command that opened it is saving it.
+func (c *hotCache) coll(db int, key []byte, id int64) *centry {
+	if c == nil {
+		return nil
+	}
+	if e := c.m[string(c.key(db, key))]; e != nil && e.coll != 0 && e.id == id {
+		return e
+	}
+	return nil
 }
 
 // putAbsent records that key does not exist.

@@ -47,6 +47,19 @@ func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
 }
 
 func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
+	if e := s.cache.get(db, key, s.Now); e != nil {
+		switch {
+		case e.absent:
+			return nil, nil
+		case e.coll != 0:
+			for _, t := range types {
+				if e.coll == t {
+					return &Coll{DB: db, Key: key, Type: t, ID: e.id, ExpireAt: e.exp, Len: e.n, saved: e.n}, nil
+				}
+			}
+		}
+		return nil, ErrWrongType // a string, or another collection type
+	}
 	st := s.q(qCollLookup)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -60,6 +73,10 @@ func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
 	if expired(exp, s.Now) {
 		_, err := s.Delete(db, key)
 		return nil, err
+	}
+	switch kt {
+	case TypeHash, TypeSet, TypeZSet:
+		s.cache.putColl(db, key, kt, id, n, exp)
 	}
 	for _, t := range types {
 		if kt == t {
@@ -96,6 +113,7 @@ func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
 		return nil, err
 	}
 	s.Created(db)
+	s.cache.putColl(db, key, t, id, 0, 0)
 	c := &Coll{DB: db, Key: key, Type: t, ID: id, created: true}
 	s.changed(c, false)
 	return c, nil
@@ -195,13 +213,17 @@ func (s *Store) saveColl(c *Coll) error {
 	default:
 		return nil // what was added was removed again: nothing changed
 	}
-	st := s.q(qCollSave)
-	st.int(1, int64(c.DB))
-	st.blob(2, c.Key)
-	st.int(3, c.Len)
-	st.int(4, s.nextVersion())
-	if err := st.exec(); err != nil {
-		return err
+	if e := s.cache.coll(c.DB, c.Key, c.ID); e != nil {
+		s.pend(e, c.Len, s.nextVersion()) // written back later (writeback.go)
+	} else {
+		st := s.q(qCollSave)
+		st.int(1, int64(c.DB))
+		st.blob(2, c.Key)
+		st.int(3, c.Len)
+		st.int(4, s.nextVersion())
+		if err := st.exec(); err != nil {
+			return err
+		}
 	}
 	s.record(c.DB, c.Key, kind, 0)
 	c.saved, c.created, c.modified = c.Len, false, false

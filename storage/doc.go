@@ -19,7 +19,10 @@
 //     (delete, overwrite by another type, expiry, FLUSHDB).
 //   - A hash, set or sorted set keeps its element count in its keys row
 //     (value), changed only through Coll and EndCommand, and never exists
-//     empty: EndCommand deletes a collection whose count reached 0.
+//     empty: EndCommand deletes a collection whose count reached 0. The hot
+//     cache may hold a count and version ahead of the row; they are written
+//     back before any statement on the keys table, a commit or a savepoint
+//     (writeback.go), so SQLite's copy is never read stale.
 //   - Every write records what it changed (touched.go): a caller never
 //     reports a change by hand.
 //   - A key's version never repeats for its name (versions.go).

@@ -146,6 +146,9 @@ type stmt struct {
 	h    uintptr
 	sql  string
 	bufs []cbuf
+	// failed is an error that the next step returns without running the
+	// statement (Store.q sets it when work it had to do first failed).
+	failed error
 }
 
 type cbuf struct {
@@ -222,6 +225,11 @@ func (s *stmt) blob(i int, b []byte) {
 
 // step advances the statement: true when a row is ready.
 func (s *stmt) step() (bool, error) {
+	if s.failed != nil {
+		err := s.failed
+		s.failed = nil
+		return false, err
+	}
 	switch rc := sqlite3.Xsqlite3_step(s.c.tls, s.h); rc {
 	case sqlite3.SQLITE_ROW:
 		return true, nil
@@ -244,6 +252,7 @@ func (s *stmt) exec() error {
 // reset makes the statement ready to run again and releases large bind
 // buffers, so one huge value does not pin its copy for the process's life.
 func (s *stmt) reset() {
+	s.failed = nil
 	sqlite3.Xsqlite3_reset(s.c.tls, s.h)
 	for i := range s.bufs {
 		if s.bufs[i].cap > largeBind {

@@ -113,6 +113,7 @@ type Store struct {
 	checkpoints uint64
 
 	cache   *hotCache
+	pending []*centry // collection key rows ahead of SQLite (writeback.go)
 	scratch []byte
 }
 
@@ -121,18 +122,33 @@ type Store struct {
 type query struct {
 	sql string
 	idx int
+	// keys: the statement reads or writes the keys table (or is
+	// transaction control), so pending key rows are written first
+	// (writeback.go).
+	keys bool
 }
 
 var queries []*query
 
 func newQuery(sql string) *query {
-	q := &query{sql: sql, idx: len(queries)}
+	q := &query{sql: sql, idx: len(queries), keys: needsRows(sql)}
 	queries = append(queries, q)
 	return q
 }
 
-// q returns the prepared statement for qq, ready to bind.
+// q returns the prepared statement for qq, ready to bind. A statement on
+// the keys table first brings SQLite's key rows up to date (writeback.go);
+// should that fail, the statement's first step returns the error.
 func (s *Store) q(qq *query) *stmt {
+	st := s.prepared(qq)
+	if qq.keys && len(s.pending) > 0 {
+		st.failed = s.writeBack()
+	}
+	return st
+}
+
+// prepared returns qq's prepared statement.
+func (s *Store) prepared(qq *query) *stmt {
 	if qq.idx < len(s.stmts) && s.stmts[qq.idx] != nil {
 		return s.stmts[qq.idx]
 	}
@@ -330,6 +346,10 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 		s.Rollback()
 		return false, s.commits, err
 	}
+	if err := s.writeBack(); err != nil {
+		s.Rollback()
+		return false, s.commits, err
+	}
 	defer s.ResetTouched()
 	mark := s.versionMark
 	if s.dirty {
@@ -378,7 +398,8 @@ func (s *Store) Rollback() {
 	s.inTx, s.dirty = false, false
 	s.keyDeltas = [NumDBs]int64{}
 	s.saved = s.saved[:0] // a rollback ends every savepoint
-	s.cache.clear()       // it may hold what was just rolled back
+	s.discardPending()
+	s.cache.clear() // it may hold what was just rolled back
 	s.dropOpen()
 	s.ResetTouched()
 }
@@ -390,6 +411,9 @@ func (s *Store) Rollback() {
 // command, as by EXEC, has its own inside its caller's): Release and Undo
 // always act on the innermost one.
 func (s *Store) Savepoint() error {
+	if err := s.writeBack(); err != nil {
+		return err
+	}
 	if err := s.q(qSavepoint).exec(); err != nil {
 		return err
 	}
@@ -419,7 +443,8 @@ func (s *Store) Undo() bool {
 	sp := s.saved[len(s.saved)-1]
 	s.saved = s.saved[:len(s.saved)-1]
 	s.keyDeltas = sp.deltas
-	s.cache.clear() // it may hold what was just undone
+	s.discardPending() // all written after the Savepoint
+	s.cache.clear()    // it may hold what was just undone
 	// What the undone command had yet to save goes; a command that runs
 	// commands (EXEC, EVAL) changes nothing itself, so the open
 	// collections are all the undone one's.

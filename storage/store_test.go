@@ -10,9 +10,14 @@ import (
 	"testing"
 )
 
+// testHotCache is the hot cache the tests' stores run with: small, so that
+// the cached paths, the write-back of collection rows (writeback.go) and
+// eviction all run, as in the server.
+const testHotCache = 64 << 10
+
 func openTest(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
+	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db"), HotCacheBytes: testHotCache})
 	if err != nil {
 		t.Fatal(err)
 	}

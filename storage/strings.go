@@ -30,8 +30,11 @@ var (
 // for a missing key; a key of another type is ErrWrongType.
 func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err error) {
 	if e := s.cache.get(db, key, s.Now); e != nil {
-		if e.absent {
+		switch {
+		case e.absent:
 			return dst, false, nil
+		case e.coll != 0:
+			return dst, false, ErrWrongType
 		}
 		return append(dst, e.v...), true, nil
 	}
@@ -94,7 +97,7 @@ func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
 	e := s.cache.get(db, key, s.Now)
-	if e != nil && !e.absent {
+	if e != nil && !e.absent && e.coll == 0 {
 		ok, err := s.updateString(db, key, val, expireAt, keepTTL, e.ref)
 		if err != nil || ok {
 			return err

@@ -1,0 +1,92 @@
+package storage
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Write-back of collection key rows.
+//
+// A write to a hash, set or sorted set used to cost three B-tree
+// operations: find the key's row (id, type, count), change the element,
+// and store the new count and version in the key's row. The element is the
+// only one a Redis user asked for. So the hot cache (cache.go) keeps the key
+// rows of recently used collections, and EndCommand stores a new count and
+// version in the cached row, marking it pending, instead of in SQLite. A
+// command on a hot collection then costs one B-tree operation.
+//
+// The pending rows reach SQLite before anything could see SQLite's copy:
+//   - before any statement that reads or writes the keys table (every query
+//     is classified when it is declared, below, so a new query cannot
+//     forget), which covers every key-level command, SCAN, the sweeper,
+//     FLUSHDB, SWAPDB and the snapshot queries;
+//   - before Commit and before a Savepoint, so what is committed, and what
+//     an Undo restores, is complete.
+//
+// A rollback, or an Undo (which follows a Savepoint, so everything pending
+// then was written after it), discards them with the rest of the cache. A
+// pending row that leaves the cache (evicted, dropped by another write)
+// stays in the pending list and is written all the same; the write names
+// the row's id too, so it can never land on a key re-created since.
+
+var (
+	qSaveCollRow = newQuery("UPDATE keys SET value = ?4, version = ?5 WHERE db = ?1 AND key = ?2 AND id = ?3")
+
+	// readsKeys matches SQL that reads or writes the keys table, or ends or
+	// marks a transaction.
+	readsKeys = regexp.MustCompile(`(?i)\bkeys\b|^\s*(BEGIN|COMMIT|SAVEPOINT|RELEASE|ROLLBACK)\b`)
+)
+
+// needsRows reports whether sql must see the pending rows written first.
+func needsRows(sql string) bool { return readsKeys.MatchString(strings.TrimSpace(sql)) }
+
+// pend marks e's count and version as ahead of SQLite.
+func (s *Store) pend(e *centry, n, version int64) {
+	e.n, e.version = n, version
+	if !e.pending {
+		e.pending = true
+		s.pending = append(s.pending, e)
+	}
+}
+
+// writeBack stores every pending row in SQLite.
+func (s *Store) writeBack() error {
+	if s.inTx && s.c.autocommit() {
+		// SQLite abandoned the transaction after a failure: writing now
+		// would commit on its own. The caller's rollback discards it all.
+		s.discardPending()
+		return nil
+	}
+	for i, e := range s.pending {
+		if !e.pending {
+			continue
+		}
+		st := s.prepared(qSaveCollRow)
+		st.int(1, int64(e.k[0]))
+		st.blob(2, []byte(e.k[1:]))
+		st.int(3, e.id)
+		st.int(4, e.n)
+		st.int(5, e.version)
+		if err := st.exec(); err != nil {
+			s.pending = s.pending[i:]
+			return err
+		}
+		e.pending = false
+		s.pending[i] = nil
+	}
+	s.pending = s.pending[:0]
+	return nil
+}
+
+// discardPending forgets the pending rows: the transaction that made them
+// is being rolled back (or the part of it after a Savepoint undone).
+func (s *Store) discardPending() {
+	for i, e := range s.pending {
+		e.pending = false
+		s.pending[i] = nil
+	}
+	s.pending = s.pending[:0]
+}
+
+// PendingRows is how many collection key rows are ahead of SQLite.
+func (s *Store) PendingRows() int { return len(s.pending) }

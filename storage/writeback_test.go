@@ -1,0 +1,155 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// rowInSQLite reads key's count and version straight from SQLite, past the
+// write-back barrier: what a reader of the file would see.
+func rowInSQLite(t *testing.T, s *Store, key string) (n, version int64) {
+	t.Helper()
+	st, err := s.c.prepare("SELECT value, version FROM keys WHERE db = 0 AND key = ?1")
+	must(t, err)
+	defer st.close()
+	st.blob(1, []byte(key))
+	row, err := st.step()
+	must(t, err)
+	if !row {
+		t.Fatalf("%s: no row in SQLite", key)
+	}
+	n, version = st.colInt(0), st.colInt(1)
+	st.reset()
+	return n, version
+}
+
+func sadd(t *testing.T, s *Store, key string, members ...string) {
+	t.Helper()
+	c, err := s.OpenOrCreateColl(0, []byte(key), TypeSet)
+	must(t, err)
+	for _, m := range members {
+		_, err := s.SetAdd(c, []byte(m))
+		must(t, err)
+	}
+	must(t, s.EndCommand())
+}
+
+func scard(t *testing.T, s *Store, key string) int64 {
+	t.Helper()
+	c, err := s.OpenColl(0, []byte(key), TypeSet)
+	must(t, err)
+	if c == nil {
+		return 0
+	}
+	return c.Len
+}
+
+// A hot collection's count and version wait in the cache, and reach SQLite
+// before anything could read SQLite's copy: a statement on the keys table,
+// a commit, a savepoint. A rollback or an undo discards them.
+func TestWriteBack(t *testing.T) {
+	s := openTest(t)
+	inTx(t, s, func() { sadd(t, s, "s", "a") })
+	n0, v0 := rowInSQLite(t, s, "s")
+	if n0 != 1 {
+		t.Fatalf("committed count %d, want 1", n0)
+	}
+
+	must(t, s.Begin())
+	sadd(t, s, "s", "b", "c")
+	if s.PendingRows() != 1 {
+		t.Fatalf("%d pending rows after SADD to a cached set, want 1", s.PendingRows())
+	}
+	if n, _ := rowInSQLite(t, s, "s"); n != 1 {
+		t.Fatalf("SQLite's count %d before write-back, want it behind (1)", n)
+	}
+	if got := scard(t, s, "s"); got != 3 {
+		t.Fatalf("SCARD through the cache: %d, want 3", got)
+	}
+	// Any statement on the keys table writes the rows back first.
+	if _, _, err := s.Lookup(0, []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if n, v := rowInSQLite(t, s, "s"); n != 3 || v <= v0 {
+		t.Fatalf("after a keys statement: count %d version %d, want 3 and > %d", n, v, v0)
+	}
+	if s.PendingRows() != 0 {
+		t.Fatalf("%d rows still pending", s.PendingRows())
+	}
+	// A rollback discards what is pending.
+	sadd(t, s, "s", "d")
+	s.Rollback()
+	if got := scard(t, s, "s"); got != 1 {
+		t.Fatalf("after rollback: SCARD %d, want the committed 1", got)
+	}
+
+	// A savepoint writes back first; an undo discards only what followed.
+	must(t, s.Begin())
+	sadd(t, s, "s", "b")
+	must(t, s.Savepoint())
+	sadd(t, s, "s", "c")
+	if !s.Undo() {
+		t.Fatal("undo refused")
+	}
+	if got := scard(t, s, "s"); got != 2 {
+		t.Fatalf("after undo: SCARD %d, want 2", got)
+	}
+	_, _, err := s.Commit()
+	must(t, err)
+	if n, _ := rowInSQLite(t, s, "s"); n != 2 {
+		t.Fatalf("committed count %d, want 2", n)
+	}
+}
+
+// Pending rows evicted from a small cache, renamed, deleted or emptied are
+// still written right (and never onto a key created since), so every count
+// is right after a restart.
+func TestWriteBackSurvivesEvictionAndKeyChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellar.db")
+	s, err := Open(Options{Path: path, HotCacheBytes: 2 << 10}) // a few entries
+	must(t, err)
+	s.Now = 1
+	want := map[string]int64{}
+	inTx(t, s, func() {
+		for i := range 200 {
+			key := fmt.Sprintf("set:%d", i%40)
+			sadd(t, s, key, fmt.Sprint(i))
+			want[key]++
+		}
+		// Rename a pending set, delete another and re-create it.
+		sadd(t, s, "set:0", "x")
+		want["set:0"]++
+		must(t, s.Rename(0, []byte("set:0"), []byte("renamed")))
+		want["renamed"], want["set:0"] = want["set:0"], 0
+		sadd(t, s, "set:1", "y")
+		_, err := s.Delete(0, []byte("set:1"))
+		must(t, err)
+		sadd(t, s, "set:1", "z")
+		want["set:1"] = 1
+		// Empty one through its elements: the key goes.
+		c, err := s.OpenColl(0, []byte("set:2"), TypeSet)
+		must(t, err)
+		for i := 2; i < 200; i += 40 {
+			_, err := s.SetRem(c, []byte(fmt.Sprint(i)))
+			must(t, err)
+		}
+		must(t, s.EndCommand())
+		want["set:2"] = 0
+	})
+	must(t, s.Close())
+	s, err = Open(Options{Path: path})
+	must(t, err)
+	defer s.Close()
+	s.Now = 1
+	for key, n := range want {
+		if got := scard(t, s, key); got != n {
+			t.Errorf("%s: SCARD %d after restart, want %d", key, got, n)
+		}
+		if n > 0 {
+			if c, _ := rowInSQLite(t, s, key); c != n {
+				t.Errorf("%s: row count %d, want %d", key, c, n)
+			}
+		}
+	}
+}
