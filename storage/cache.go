@@ -26,10 +26,12 @@ type centry struct {
 	v      []byte
 	absent bool // a negative entry: no key of that name exists
 	ref    bool // the stored value is a blob ref (blobs.go), not inline
-	// A hash, set or sorted set (coll != 0): its key row, whose n and
-	// version are SQLite's unless pending (writeback.go).
+	// A hash, set, sorted set or list (coll != 0): its key row, whose n
+	// (the element count; 0 for a list) and version are SQLite's unless
+	// pending (writeback.go), and a list's first and last positions.
 	coll       Type
 	id, n      int64
+	head, tail int64
 	version    int64
 	pending    bool
 	exp        int64 // unix ms; 0 when persistent
@@ -105,8 +107,8 @@ func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 	c.evict()
 }
 
-// putColl stores the key row of a hash, set or sorted set, replacing any
-// entry, and returns the entry.
+// putColl stores the key row of a hash, set, sorted set or list, replacing
+// any entry, and returns the entry.
 func (c *hotCache) putColl(db int, key []byte, t Type, id, n, exp int64) *centry {
 	if c == nil {
 		return nil

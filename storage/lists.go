@@ -64,6 +64,15 @@ func (l listRef) length() int64 { return l.tail - l.head + 1 }
 // openList finds the live list at key. A missing or expired key is
 // ok == false; a key of another type is ErrWrongType.
 func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
+	if e := s.cache.get(db, key, s.Now); e != nil {
+		switch {
+		case e.absent:
+			return l, false, nil
+		case e.coll == TypeList:
+			return listRef{id: e.id, head: e.head, tail: e.tail}, true, nil
+		}
+		return l, false, ErrWrongType
+	}
 	st := s.q(qListInfo)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -90,12 +99,37 @@ func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
 		_, err := s.Delete(db, key)
 		return l, false, err
 	}
-	return listRef{id: id, head: head, tail: tail}, true, nil
+	l = listRef{id: id, head: head, tail: tail}
+	s.cachedList(db, key, l, exp)
+	return l, true, nil
 }
 
-// touch ends a write to an existing list: the key's version is bumped and
-// the change recorded as kind.
+// cachedList caches live list l's key row.
+func (s *Store) cachedList(db int, key []byte, l listRef, exp int64) {
+	if e := s.cache.putColl(db, key, TypeList, l.id, 0, exp); e != nil {
+		e.head, e.tail = l.head, l.tail
+	}
+}
+
+// ended ends a push or pop on list l, which now spans l.head..l.tail: the
+// cached row follows it and its new version waits there (writeback.go);
+// an uncached list is touched in SQLite.
+func (s *Store) ended(db int, key []byte, l listRef, kind Change) error {
+	e := s.cache.coll(db, key, l.id)
+	if e == nil {
+		return s.touch(db, key, kind)
+	}
+	e.head, e.tail = l.head, l.tail
+	s.pend(e, 0, s.nextVersion())
+	s.record(db, key, kind, 0)
+	return nil
+}
+
+// touch ends any other write to an existing list: the key's version is
+// bumped and the change recorded as kind. The list's cached row goes (its
+// positions may have moved).
 func (s *Store) touch(db int, key []byte, kind Change) error {
+	s.cache.drop(db, key)
 	st := s.q(qTouch)
 	st.int(1, int64(db))
 	st.blob(2, key)
@@ -156,10 +190,11 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		}
 	}
 	if !ok {
+		s.cachedList(db, key, l, 0)
 		s.record(db, key, Added, 0) // its version is the insert's
 		return l.length(), nil
 	}
-	return l.length(), s.touch(db, key, Added)
+	return l.length(), s.ended(db, key, l, Added)
 }
 
 func (s *Store) insertItem(id, pos int64, v []byte) error {
@@ -265,7 +300,12 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		return [][]byte{v}, s.touch(db, key, Removed)
+		if end == Right {
+			l.tail--
+		} else {
+			l.head++
+		}
+		return [][]byte{v}, s.ended(db, key, l, Removed)
 	}
 	lo, hi := l.head, l.head+n-1
 	if end == Right {
@@ -286,7 +326,12 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 	if err := st.exec(); err != nil {
 		return nil, err
 	}
-	return vals, s.touch(db, key, Removed)
+	if end == Right {
+		l.tail = lo - 1
+	} else {
+		l.head = hi + 1
+	}
+	return vals, s.ended(db, key, l, Removed)
 }
 
 // ListRange reports through count how many elements LRANGE start stop

@@ -13,7 +13,10 @@ import (
 // only one a Redis user asked for. So the hot cache (cache.go) keeps the key
 // rows of recently used collections, and EndCommand stores a new count and
 // version in the cached row, marking it pending, instead of in SQLite. A
-// command on a hot collection then costs one B-tree operation.
+// command on a hot collection then costs one B-tree operation. Lists are
+// cached with their first and last positions (which cost two more index
+// descents to find), so a push or pop on a hot list is one B-tree
+// operation too; a list's pending row is just its version.
 //
 // The pending rows reach SQLite before anything could see SQLite's copy:
 //   - before any statement that reads or writes the keys table (every query
@@ -31,6 +34,7 @@ import (
 
 var (
 	qSaveCollRow = newQuery("UPDATE keys SET value = ?4, version = ?5 WHERE db = ?1 AND key = ?2 AND id = ?3")
+	qSaveListRow = newQuery("UPDATE keys SET version = ?5 WHERE db = ?1 AND key = ?2 AND id = ?3")
 
 	// readsKeys matches SQL that reads or writes the keys table, or ends or
 	// marks a transaction.
@@ -61,11 +65,16 @@ func (s *Store) writeBack() error {
 		if !e.pending {
 			continue
 		}
-		st := s.prepared(qSaveCollRow)
+		var st *stmt
+		if e.coll == TypeList {
+			st = s.prepared(qSaveListRow) // a list's row holds no count
+		} else {
+			st = s.prepared(qSaveCollRow)
+			st.int(4, e.n)
+		}
 		st.int(1, int64(e.k[0]))
 		st.blob(2, []byte(e.k[1:]))
 		st.int(3, e.id)
-		st.int(4, e.n)
 		st.int(5, e.version)
 		if err := st.exec(); err != nil {
 			s.pending = s.pending[i:]
