@@ -40,9 +40,9 @@ crash-long:
 	TEST_CRASH_KILLS=20 $(GO) test ./tests -run TestCrashLosesNothingAcknowledged -count=1 -v -timeout 60m
 
 # Time from start to first reply on a 2 GB database (built once, kept in
-# the temporary directory).
+# the temporary directory), and after a kill with a full redo log to replay.
 restart-2g:
-	$(GO) test ./tests -run '^$$' -bench BenchmarkRestartLargeDatabase -benchtime 1x -timeout 60m -v
+	$(GO) test ./tests -run '^$$' -bench 'BenchmarkRestart(LargeDatabase|ReplayFullLog)' -benchtime 1x -timeout 60m -v
 
 # Regenerates actor/commands.json from Redis's command metadata: the JSON
 # files of src/commands/ in a Redis 7.0 source tree, named by

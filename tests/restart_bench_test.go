@@ -90,3 +90,47 @@ func buildLargeDatabase(b *testing.B, path string, keys, valSize int) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkRestartReplayFullLog measures a restart that must replay the
+// most the redo log can hold unflushed at the default bound: SETs are
+// written with timed flushes held off (storage.flush_interval 1m) until
+// just under storage.flush_bytes (16 MB) of records wait (a checkpoint may
+// still flush on the way: what counts is what waits at the end), the process is
+// killed, and the time from the new process's start to its first reply
+// is what the replay costs. make restart-2g runs it too.
+func BenchmarkRestartReplayFullLog(b *testing.B) {
+	const bound = 16 << 20 // storage.flush_bytes's default
+	env := []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		p := runCellarEnv(b, env, true, "--dir", dir)
+		c := redis.NewClient(&redis.Options{Addr: p.addr})
+		val := bytes.Repeat([]byte("v"), 64)
+		writes, unflushed := 0, 0
+		for unflushed < bound-(1<<20) {
+			pipe := c.Pipeline()
+			for range 1000 {
+				pipe.Set(ctx, fmt.Sprintf("key:%010d", writes), val, 0)
+				writes++
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+			unflushed = infoInt(b, c, "persistence", "unflushed_log_bytes")
+		}
+		c.Close()
+		p.kill9()
+
+		start := time.Now()
+		q := runCellarEnv(b, env, true, "--dir", dir)
+		first := time.Since(start)
+		c = redis.NewClient(&redis.Options{Addr: q.addr})
+		if n := c.DBSize(ctx).Val(); n != int64(writes) {
+			b.Fatalf("DBSIZE %d after replay, want %d", n, writes)
+		}
+		c.Close()
+		b.Logf("%d writes, the last %d bytes of log records unflushed: first reply %v after start", writes, unflushed, first)
+		b.ReportMetric(float64(first.Milliseconds()), "ms-to-first-reply")
+		q.kill9()
+	}
+}
