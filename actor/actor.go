@@ -60,6 +60,7 @@ type Actor struct {
 	// unflushed is the log written since the last flush, flushAt when the
 	// next is due, afterFlush what waits for it (redolog.go).
 	unflushed  int64
+	unflushedT time.Time // when the oldest unflushed record was written
 	flushAt    time.Time
 	afterFlush []func()
 	// logPos is the redo log position the last commit stored; trimRunning

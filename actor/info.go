@@ -135,7 +135,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("flushes", a.stats.flushes)
 			kv("last_flush_usec", a.stats.lastFlushUsec)
 			kv("unflushed_log_bytes", a.unflushed)
+			lag := int64(0)
+			if a.unflushed > 0 {
+				lag = time.Since(a.unflushedT).Milliseconds()
+			}
+			kv("flush_lag_ms", lag)
 		}
+		kv("writeback_rows", a.st.PendingRows())
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))

@@ -79,6 +79,9 @@ func (a *Actor) endRound() error {
 		}
 	}
 	if l.Buffered() > 0 {
+		if a.unflushed == 0 {
+			a.unflushedT = time.Now()
+		}
 		a.unflushed += int64(l.Buffered())
 		if _, err := l.Write(); err != nil {
 			a.durable.fail(fmt.Errorf("redo log write: %w", err))

@@ -214,3 +214,45 @@ func TestTornLogTailOnRestart(t *testing.T) {
 		q.stop()
 	}
 }
+
+// INFO persistence shows what waits for the next flush: the log bytes, how
+// long the oldest has waited, and the hot collections' key rows held in
+// memory; a flush (SAVE runs one first) brings them all to zero.
+func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
+	p := runCellarEnv(t, []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	defer c.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.SAdd(ctx, "set", "a").Err())
+	// Looking up a key the cache does not know is a statement on the keys
+	// table: it writes the set's row back first.
+	must(c.HSet(ctx, "hash", "f", "v").Err())
+	if n := infoInt(t, c, "persistence", "writeback_rows"); n != 1 {
+		t.Fatalf("writeback_rows:%d, want 1 (the new hash)", n)
+	}
+	must(c.SAdd(ctx, "set", "b").Err()) // both cached: nothing written back
+	must(c.HSet(ctx, "hash", "g", "v").Err())
+	if n := infoInt(t, c, "persistence", "writeback_rows"); n != 2 {
+		t.Fatalf("writeback_rows:%d, want 2 (the set and the hash)", n)
+	}
+	if n := infoInt(t, c, "persistence", "unflushed_log_bytes"); n == 0 {
+		t.Fatal("unflushed_log_bytes:0 after four writes")
+	}
+	waitFor(t, 10*time.Second, "flush_lag_ms to grow", func() bool {
+		return infoInt(t, c, "persistence", "flush_lag_ms") > 0
+	})
+	must(c.Save(ctx).Err())
+	for _, f := range []string{"writeback_rows", "unflushed_log_bytes", "flush_lag_ms"} {
+		if n := infoInt(t, c, "persistence", f); n != 0 {
+			t.Errorf("%s:%d after SAVE, want 0", f, n)
+		}
+	}
+	if c.SCard(ctx, "set").Val() != 2 || c.HLen(ctx, "hash").Val() != 2 {
+		t.Fatal("counts changed by the flush")
+	}
+}
