@@ -97,6 +97,17 @@ func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
 	e := s.cache.get(db, key, s.Now)
+	if e != nil && !e.absent && e.coll == 0 && len(val) <= maxCached {
+		// A cached live string: the new value waits in the cache and is
+		// written back later (writeback.go).
+		if keepTTL {
+			expireAt = e.exp
+		}
+		s.cache.put(db, key, val, expireAt, e.ref) // e.ref: the row's old value
+		s.pend(e, 0, s.nextVersion())
+		s.record(db, key, Written, 0)
+		return nil
+	}
 	if e != nil && !e.absent && e.coll == 0 {
 		ok, err := s.updateString(db, key, val, expireAt, keepTTL, e.ref)
 		if err != nil || ok {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -16,7 +17,10 @@ import (
 // command on a hot collection then costs one B-tree operation. Lists are
 // cached with their first and last positions (which cost two more index
 // descents to find), so a push or pop on a hot list is one B-tree
-// operation too; a list's pending row is just its version.
+// operation too; a list's pending row is just its version. A SET of a
+// cached string (the hot cache holds its value anyway) keeps the new value,
+// expiry and version pending the same way: a hot key written many times
+// between flushes reaches SQLite once.
 //
 // The pending rows reach SQLite before anything could see SQLite's copy:
 //   - before any statement that reads or writes the keys table (every query
@@ -35,6 +39,7 @@ import (
 var (
 	qSaveCollRow = newQuery("UPDATE keys SET value = ?4, version = ?5 WHERE db = ?1 AND key = ?2 AND id = ?3")
 	qSaveListRow = newQuery("UPDATE keys SET version = ?5 WHERE db = ?1 AND key = ?2 AND id = ?3")
+	qSaveString  = newQuery("UPDATE keys SET value = ?3, expire_at = nullif(?4, 0), version = ?5 WHERE db = ?1 AND key = ?2 AND type = 1")
 
 	// readsKeys matches SQL that reads or writes the keys table, or ends or
 	// marks a transaction.
@@ -65,6 +70,15 @@ func (s *Store) writeBack() error {
 		if !e.pending {
 			continue
 		}
+		if e.coll == 0 {
+			if err := s.saveString(e); err != nil {
+				s.pending = s.pending[i:]
+				return err
+			}
+			e.pending = false
+			s.pending[i] = nil
+			continue
+		}
 		var st *stmt
 		if e.coll == TypeList {
 			st = s.prepared(qSaveListRow) // a list's row holds no count
@@ -84,6 +98,41 @@ func (s *Store) writeBack() error {
 		s.pending[i] = nil
 	}
 	s.pending = s.pending[:0]
+	return nil
+}
+
+// saveString writes a cached string's pending value, expiry and version to
+// its row, moving the blob ref of the value it replaces to the garbage.
+func (s *Store) saveString(e *centry) error {
+	db, key := int64(e.k[0]), []byte(e.k[1:])
+	if e.ref {
+		st := s.prepared(qKeepKeyRef)
+		st.int(1, db)
+		st.blob(2, key)
+		if err := st.exec(); err != nil {
+			return err
+		}
+	}
+	st := s.prepared(qSaveString)
+	st.int(1, db)
+	st.blob(2, key)
+	ref, err := s.bindValue(st, 3, e.v, len(key))
+	if err != nil {
+		st.reset()
+		return err
+	}
+	st.int(4, e.exp)
+	st.int(5, e.version)
+	if err := st.exec(); err != nil {
+		return err
+	}
+	if s.c.changes() != 1 {
+		// The cache said a live string was there: a bug, refused loudly
+		// rather than written anywhere else.
+		s.dropBlob(ref)
+		return fmt.Errorf("storage: write-back found no string row for cached key %q", key)
+	}
+	e.ref = ref != 0
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -213,5 +214,79 @@ func TestWriteBackLists(t *testing.T) {
 	must(t, err)
 	if fmt.Sprint(got) != "[0 a]" {
 		t.Fatalf("after restart: %q, want [0 a]", got)
+	}
+}
+
+// A cached string's SETs wait in the cache: SQLite's row keeps its old
+// value until a write-back, which also moves a replaced blob to the
+// garbage and writes the expiry; a rollback discards them.
+func TestWriteBackStrings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellar.db")
+	s, err := Open(Options{Path: path, HotCacheBytes: 1 << 20})
+	must(t, err)
+	s.Now = 1
+	set := func(key string, v []byte, exp int64) {
+		t.Helper()
+		must(t, s.SetString(0, []byte(key), v, exp, false))
+	}
+	inSQLite := func(key string) (v []byte, exp int64) {
+		t.Helper()
+		st, err := s.c.prepare("SELECT " + valueExpr + ", coalesce(expire_at, 0) FROM keys WHERE db = 0 AND key = ?1")
+		must(t, err)
+		defer st.close()
+		st.blob(1, []byte(key))
+		if row, err := st.step(); err != nil || !row {
+			t.Fatalf("%s: no row (%v)", key, err)
+		}
+		v, exp = st.colBlob(0, nil), st.colInt(1)
+		st.reset()
+		return v, exp
+	}
+	big := func(c byte) []byte { return bytes.Repeat([]byte{c}, 2000) } // a blob ref, cached
+
+	inTx(t, s, func() { set("k", []byte("v0"), 0); set("b", big('a'), 0) })
+	must(t, s.Begin())
+	for i := range 100 {
+		set("k", fmt.Appendf(nil, "v%d", i+1), 0)
+	}
+	set("b", big('b'), 0)
+	set("b", big('c'), 5000)
+	if s.PendingRows() != 2 {
+		t.Fatalf("%d pending rows, want 2", s.PendingRows())
+	}
+	if v, _ := inSQLite("k"); string(v) != "v0" {
+		t.Fatalf("SQLite holds %q before write-back, want the old v0", v)
+	}
+	if v, _, err := s.GetString(0, []byte("k"), nil); err != nil || string(v) != "v100" {
+		t.Fatalf("GET: %q %v, want v100", v, err)
+	}
+	if _, _, err := s.Lookup(0, []byte("x")); err != nil { // a keys statement
+		t.Fatal(err)
+	}
+	if v, _ := inSQLite("k"); string(v) != "v100" {
+		t.Fatalf("after write-back SQLite holds %q, want v100", v)
+	}
+	if v, exp := inSQLite("b"); !bytes.Equal(v, big('c')) || exp != 5000 {
+		t.Fatalf("after write-back b is %d bytes of %q expiring at %d", len(v), v[:1], exp)
+	}
+	set("k", []byte("rolled back"), 0)
+	s.Rollback()
+	if v, _, _ := s.GetString(0, []byte("k"), nil); string(v) != "v0" {
+		t.Fatalf("after rollback GET %q, want the committed v0", v)
+	}
+	if n := blobCount(t, s); n != 1 {
+		t.Fatalf("%d blobs after the rollback, want b's committed one", n)
+	}
+	inTx(t, s, func() { set("b", big('d'), 0); set("b", []byte("small"), 0) })
+	if n := blobCount(t, s); n != 0 {
+		t.Fatalf("%d blobs after b became small, want 0", n)
+	}
+	must(t, s.Close())
+	s, err = Open(Options{Path: path})
+	must(t, err)
+	defer s.Close()
+	s.Now = 1
+	if v, _, _ := s.GetString(0, []byte("b"), nil); string(v) != "small" {
+		t.Fatalf("after restart b = %q", v)
 	}
 }
