@@ -289,6 +289,30 @@ func TestSmoke(t *testing.T) {
 	if kb, err := rssKB(s.pid()); err != nil || kb <= 0 {
 		t.Fatalf("rss: %v %v", kb, err)
 	}
+	if kb := sampleRSS(s.pid())(); kb <= 0 {
+		t.Fatalf("sampled peak RSS %d", kb)
+	}
+	// The sustained scenario's completeness check, on a server that keeps
+	// its data across a restart (an AOF), and on one that loses it.
+	for _, v := range []struct {
+		extra    []string
+		complete bool
+	}{{[]string{"--appendonly", "yes"}, true}, {[]string{"--appendonly", "no"}, false}} {
+		ps, err := startServer(redisSpec(p, "redis-persist", "Redis", v.extra...), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadKeys(ctx, ps.addr(), 300, 16, 2); err != nil {
+			t.Fatal(err)
+		}
+		ps, got := checkComplete(ctx, ps, sample{Status: statusOK, Value: 1})
+		if ok := got.Status == statusOK && strings.Contains(got.Detail, "DBSIZE 300, "); ok != v.complete {
+			t.Fatalf("completeness check with %v: %+v", v.extra, got)
+		}
+		if ps != nil {
+			ps.stop(false)
+		}
+	}
 
 	// Report writers over a small table.
 	tb := &table{ID: "p1", Title: "t", Servers: []string{"redis", "cellar"}, Labels: map[string]string{"redis": "Redis", "cellar": "Cellar"},

@@ -44,6 +44,7 @@ type config struct {
 	queue       queueCfg
 	memKeys     int
 	flood       floodCfg
+	sustained   sustainedCfg
 	scenarios   map[string]bool
 	redka       string
 	cellarBin   string
@@ -78,7 +79,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "memory", "flood"}
+var allScenarios = []string{"comparison", "durability", "queue", "memory", "flood", "sustained"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -106,6 +107,8 @@ func parseConfig(args []string) (config, error) {
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
+	susN := fs.Int("sustained-n", 0, "SETs of the sustained scenario (default 10000000; quick 1000000)")
+	susKeys := fs.Int("sustained-keys", 0, "keyspace of the sustained scenario (default 2000000; quick 200000)")
 	floodN := fs.Int("flood-n", 0, "SETs each flood connection writes without reading (default 200; quick 50)")
 	redka := fs.String("redka", "auto", "Redka: auto (full run builds it if missing; quick uses it only if built), build, off")
 	cellarBin := fs.String("cellar", "", "Cellar binary to measure (default: build this checkout into the work dir)")
@@ -146,6 +149,7 @@ func parseConfig(args []string) (config, error) {
 		durRequests: pick(*durN, 20000, 5000),
 		memKeys:     pick(*memKeys, 1_000_000, 200_000),
 		flood:       floodCfg{conns: pick(*floodConns, 1000, 200), perConn: pick(*floodN, 200, 50), size: 1024},
+		sustained:   sustainedCfg{requests: pick(*susN, 10_000_000, 1_000_000), keys: pick(*susKeys, 2_000_000, 200_000)},
 		queue: queueCfg{
 			producers: 8, consumers: 8,
 			items:      pick(*qItems, 50000, 10000),
@@ -383,6 +387,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["flood"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.flood(ctx))
+	}
+	if cfg.scenarios["sustained"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.sustained(ctx)...)
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted; no results written")
