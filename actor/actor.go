@@ -40,8 +40,9 @@ type Actor struct {
 	roundStart time.Time
 	outHeld    int // entries of out with w set or drop
 
-	blk  blocking
-	snap snapshots
+	blk     blocking
+	snap    snapshots
+	watches watching // WATCH's index (multi.go)
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write

@@ -21,6 +21,9 @@ import (
 //	MemOutput   replies handed to the socket and not yet sent (the loop,
 //	            from gnet's outbound buffer, after every write and on its
 //	            ticker while any is pending)
+//	MemMulti    commands queued by MULTI and not yet run or discarded (the
+//	            actor, as it queues them and when EXEC or DISCARD ends the
+//	            transaction; Redis's multi-mem)
 //
 // MemBudget adds them up for all clients. When the total passes the budget
 // (maxmemory_clients), the client using the most is evicted — its
@@ -38,6 +41,7 @@ const (
 	MemBatches
 	MemReplies
 	MemOutput
+	MemMulti
 	memParts
 )
 

@@ -60,25 +60,36 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 // for the redo log replays (effects.go).
 func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, woken bool) (keyspace bool) {
 	a.stats.commands++
+	// A command refused before it runs also fails the transaction it
+	// would have been queued in (flagTx; multi.go).
 	cmd := Lookup(args[0])
 	if cmd == nil {
+		flagTx(s)
 		w.Error(errUnknownCommand(args).Error())
 		return false
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
+			flagTx(s)
 			w.Error(errUnknownSubcommand(cmd.Name, args[1]).Error())
 			return false
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		w.Error(errWrongArgs(cmd.Name).Error())
+		a.reject(s, cmd, errWrongArgs(cmd.Name).Error(), w)
 		return false
 	}
 	if !s.authed && a.cfg.RequirePass != "" && !cmd.Is(FlagNoAuth) {
-		w.Error(string(ErrNoAuth))
+		a.reject(s, cmd, string(ErrNoAuth), w)
+		return false
+	}
+	if a.depth == 0 {
+		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
+	}
+	if s.tx != nil && !cmd.Immediate {
+		a.queueCommand(s, cmd, args, w)
 		return false
 	}
 	keyspace = cmd.Is(FlagWrite) || cmd.Is(FlagReadonly)
@@ -92,9 +103,6 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 			w.Error(string(ErrWritesFailing))
 			return true
 		}
-	}
-	if a.depth == 0 {
-		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
 	}
 	a.st.Now = a.nowMs
 	f := a.enter()
@@ -116,6 +124,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// released or undone below (touched.go).
 	defer a.keysTouched()
 	err := c.run()
+	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
 	if err == nil {
 		if cmd.Is(FlagWrite) {
 			a.stats.writes++
