@@ -68,13 +68,13 @@ const (
 	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
 
 	// Transactions, CLIENT REPLY and CLIENT PAUSE.
-	ErrMultiNested     ReplyError = "ERR MULTI calls can not be nested"
-	ErrExecNoMulti     ReplyError = "ERR EXEC without MULTI"
-	ErrDiscardNoMulti  ReplyError = "ERR DISCARD without MULTI"
-	ErrWatchInMulti    ReplyError = "ERR WATCH inside MULTI is not allowed"
-	ErrNotInMulti      ReplyError = "ERR Command not allowed inside a transaction"
-	ErrExecAbort       ReplyError = "EXECABORT Transaction discarded because of previous errors."
-	ErrPauseTimeout    ReplyError = "ERR timeout is not an integer or out of range"
+	ErrMultiNested    ReplyError = "ERR MULTI calls can not be nested"
+	ErrExecNoMulti    ReplyError = "ERR EXEC without MULTI"
+	ErrDiscardNoMulti ReplyError = "ERR DISCARD without MULTI"
+	ErrWatchInMulti   ReplyError = "ERR WATCH inside MULTI is not allowed"
+	ErrNotInMulti     ReplyError = "ERR Command not allowed inside a transaction"
+	ErrExecAbort      ReplyError = "EXECABORT Transaction discarded because of previous errors."
+	ErrPauseTimeout   ReplyError = "ERR timeout is not an integer or out of range"
 
 	// Hashes, sets and sorted sets.
 	ErrHashNotInteger      ReplyError = "ERR hash value is not an integer"
