@@ -394,9 +394,19 @@ func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 // clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
 // order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
-	flags := "N"
+	var fl [4]byte
+	flags := fl[:0]
+	if s.tx != nil {
+		flags = append(flags, 'x')
+	}
 	if s.blocked != nil {
-		flags = "b"
+		flags = append(flags, 'b')
+	}
+	if s.watchDirty {
+		flags = append(flags, 'd')
+	}
+	if len(flags) == 0 {
+		flags = append(flags, 'N')
 	}
 	app := func(k, v string) {
 		b = append(b, k...)
@@ -412,12 +422,16 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("name", s.name)
 	app("age", num(int64(now.Sub(s.created)/time.Second)))
 	app("idle", num(int64(now.Sub(s.lastActive)/time.Second)))
-	app("flags", flags)
+	app("flags", string(flags))
 	app("db", num(int64(s.db)))
 	for _, k := range []string{"sub", "psub", "ssub"} {
 		app(k, "0")
 	}
-	app("multi", "-1")
+	multi, multiMem := int64(-1), int64(0)
+	if s.tx != nil {
+		multi, multiMem = int64(len(s.tx.queue)), s.tx.bytes
+	}
+	app("multi", num(multi))
 	// Redis's buffer fields from the client's memory accounting: qbuf is
 	// input not yet parsed, argv-mem parsed commands waiting to run, omem
 	// replies not yet sent (built, in flight or in the socket's buffer).
@@ -429,13 +443,13 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("qbuf", num(parts[MemQuery]))
 	app("qbuf-free", "0")
 	app("argv-mem", num(parts[MemBatches]))
-	app("multi-mem", "0")
+	app("multi-mem", num(multiMem))
 	app("rbs", "0")
 	app("rbp", "0")
 	app("obl", "0")
 	app("oll", "0")
 	app("omem", num(omem))
-	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem))
+	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")

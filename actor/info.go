@@ -70,6 +70,15 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("clients_in_timeout_table", len(a.blk.timers))
 		kv("clients_memory", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
+		// Redis 7.2's fields for WATCH (multi.go).
+		watching := 0
+		for _, s := range a.sessions {
+			if len(s.watched) > 0 {
+				watching++
+			}
+		}
+		kv("watching_clients", watching)
+		kv("total_watched_keys", a.watches.n)
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

@@ -1,0 +1,469 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cellar-db/cellar"
+)
+
+// Transactions over the wire: what testdata/compat/transactions.txt cannot
+// express (a second client, expiry, blocked clients, limits, CLIENT REPLY,
+// pipelines), with exact bytes. The WATCH cases follow Redis's
+// tests/unit/multi.tcl.
+
+// pong is EXEC's reply to MULTI, PING, EXEC.
+const pong = "*1\r\n+PONG\r\n"
+
+// execAfter runs MULTI, PING, EXEC on r and returns EXEC's reply.
+func execAfter(r *rawConn) string {
+	r.expect(status("OK"), "MULTI")
+	r.expect(status("QUEUED"), "PING")
+	return r.do("EXEC")
+}
+
+// noActiveExpiry keeps the expiry sweep from deleting keys during a test,
+// as Redis's tests do with DEBUG SET-ACTIVE-EXPIRE 0.
+func noActiveExpiry(c *cellar.Config) { c.Expiry.Interval = time.Hour }
+
+// staleKey sets key (in r's database) to expire within a millisecond and
+// waits until it has: it stays stored, expired, until something looks.
+func staleKey(t *testing.T, r *rawConn, key string) {
+	t.Helper()
+	at := time.Now().UnixMilli() + 1
+	r.expect(status("OK"), "SET", key, "foo", "PXAT", strconv.FormatInt(at, 10))
+	waitFor(t, 5*time.Second, "the key's expiry to pass", func() bool { return time.Now().UnixMilli() > at+1 })
+}
+
+func TestWatchOtherClients(t *testing.T) {
+	s := startServer(t)
+	a, b := s.raw(), s.raw()
+
+	// Another client's write, in the same database or another.
+	a.expect(status("OK"), "SET", "x", "30")
+	a.expect(status("OK"), "WATCH", "x")
+	b.expect(status("OK"), "SET", "x", "40")
+	if got := execAfter(a); got != nullArray {
+		t.Fatalf("EXEC after another client's write: %q", got)
+	}
+	a.expect(status("OK"), "WATCH", "x")
+	b.expect(status("OK"), "SELECT", "1")
+	b.expect(status("OK"), "SET", "x", "40")
+	if got := execAfter(a); got != pong {
+		t.Fatalf("EXEC after a write to x in another database: %q", got)
+	}
+
+	// A dirty watch shows in CLIENT LIST as flag d; MULTI adds x.
+	a.expect(status("OK"), "WATCH", "x")
+	b.expect(status("OK"), "SELECT", "0")
+	b.expect(integer(1), "DEL", "x")
+	list := b.do("CLIENT", "LIST")
+	if !strings.Contains(list, " flags=d ") {
+		t.Fatalf("CLIENT LIST after a watched key changed:\n%s", list)
+	}
+	a.expect(status("OK"), "MULTI")
+	if list := b.do("CLIENT", "LIST"); !strings.Contains(list, " flags=xd ") {
+		t.Fatalf("CLIENT LIST in MULTI with a dirty watch:\n%s", list)
+	}
+	a.expect(nullArray, "EXEC")
+
+	// RESP3's null.
+	a.expect(status("OK"), "SET", "x", "1")
+	a.do("HELLO", "3")
+	a.expect(status("OK"), "WATCH", "x")
+	b.expect(status("OK"), "SET", "x", "2")
+	a.expect(status("OK"), "MULTI")
+	a.expect(status("QUEUED"), "GET", "x")
+	a.expect("_\r\n", "EXEC")
+}
+
+// A pop by a woken blocked client changes the keys it pops from and moves
+// to, as any write does.
+func TestWatchWokenPop(t *testing.T) {
+	s := startServer(t)
+	a, blocked, pusher := s.raw(), s.raw(), s.raw()
+	a.expect(status("OK"), "WATCH", "dst")
+	blocked.send(encode("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"))
+	waitFor(t, 10*time.Second, "the client to block", func() bool {
+		return strings.Contains(pusher.do("INFO", "clients"), "blocked_clients:1\r\n")
+	})
+	pusher.expect(integer(1), "RPUSH", "src", "job")
+	if got := blocked.read(); got != bulk("job") {
+		t.Fatalf("BLMOVE: %q", got)
+	}
+	if got := execAfter(a); got != nullArray {
+		t.Fatalf("EXEC after a woken client moved onto the watched key: %q", got)
+	}
+}
+
+// Expiry and WATCH, as Redis 7.0 has it: a key that expires after WATCH
+// changed (lazily noticed or deleted by the sweep); a key already expired
+// when watched did not, when it is deleted, flushed or swapped away.
+func TestWatchExpiry(t *testing.T) {
+	s := startServer(t, noActiveExpiry)
+	r := s.raw()
+
+	t.Run("lazy expired after WATCH", func(t *testing.T) {
+		at := time.Now().UnixMilli() + 50
+		r.expect(status("OK"), "SET", "key", "1", "PXAT", strconv.FormatInt(at, 10))
+		r.expect(status("OK"), "WATCH", "key")
+		waitFor(t, 5*time.Second, "the key's expiry to pass", func() bool { return time.Now().UnixMilli() > at+1 })
+		r.expect(status("OK"), "MULTI")
+		r.expect(status("QUEUED"), "INCR", "key")
+		r.expect(nullArray, "EXEC")
+	})
+	t.Run("stale when watched", func(t *testing.T) {
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "WATCH", "x")
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("stale when watched, then deleted", func(t *testing.T) {
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(integer(0), "EXISTS", "x") // deletes it
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("FLUSHDB while watching a stale key", func(t *testing.T) {
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(status("OK"), "FLUSHDB")
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("SWAPDB does not touch watched stale keys", func(t *testing.T) {
+		r.expect(status("OK"), "FLUSHALL")
+		r.expect(status("OK"), "SELECT", "1")
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(status("OK"), "SWAPDB", "0", "1")
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("SWAPDB does not touch a missing key replaced with a stale one", func(t *testing.T) {
+		r.expect(status("OK"), "FLUSHALL")
+		r.expect(status("OK"), "SELECT", "0")
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "SELECT", "1")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(status("OK"), "SWAPDB", "0", "1")
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("SWAPDB does not touch a stale key replaced with another stale key", func(t *testing.T) {
+		r.expect(status("OK"), "FLUSHALL")
+		r.expect(status("OK"), "SELECT", "1")
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "SELECT", "0")
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "SELECT", "1")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(status("OK"), "SWAPDB", "0", "1")
+		if got := execAfter(r); got != pong {
+			t.Fatalf("EXEC: %q", got)
+		}
+	})
+	t.Run("SWAPDB touches a stale key replaced with a live one", func(t *testing.T) {
+		r.expect(status("OK"), "FLUSHALL")
+		r.expect(status("OK"), "SELECT", "0")
+		r.expect(status("OK"), "SET", "x", "live")
+		r.expect(status("OK"), "SELECT", "1")
+		staleKey(t, r, "x")
+		r.expect(status("OK"), "WATCH", "x")
+		r.expect(status("OK"), "SWAPDB", "0", "1")
+		if got := execAfter(r); got != nullArray {
+			t.Fatalf("EXEC: %q", got)
+		}
+		r.expect(status("OK"), "SELECT", "0")
+	})
+}
+
+// The sweep deleting a watched key that expired after WATCH is a change.
+func TestWatchActiveExpiry(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.Expiry.Interval = 10 * time.Millisecond })
+	r := s.raw()
+	r.expect(status("OK"), "SET", "x", "foo")
+	r.expect(integer(1), "PEXPIRE", "x", "20")
+	r.expect(status("OK"), "WATCH", "x")
+	waitFor(t, 10*time.Second, "the sweep to delete the key", func() bool { return r.do("DBSIZE") == integer(0) })
+	if got := execAfter(r); got != nullArray {
+		t.Fatalf("EXEC: %q", got)
+	}
+}
+
+// Watches are bounded per client; watching a key twice counts once; every
+// way out of a transaction releases them, disconnecting included.
+func TestWatchLimitAndRelease(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.Transactions.MaxWatchedKeys = 3 })
+	r, other := s.raw(), s.raw()
+	info := func() (int, int) {
+		t.Helper()
+		text := other.do("INFO", "clients")
+		var n [2]int
+		for i, field := range []string{"watching_clients", "total_watched_keys"} {
+			m := regexp.MustCompile(field + `:(\d+)`).FindStringSubmatch(text)
+			if m == nil {
+				t.Fatalf("INFO clients has no %s:\n%s", field, text)
+			}
+			n[i], _ = strconv.Atoi(m[1])
+		}
+		return n[0], n[1]
+	}
+	tooMany := errr("ERR too many watched keys: a client may watch at most 3 (transactions.max_watched_keys)")
+	r.expect(status("OK"), "WATCH", "a", "b")
+	r.expect(status("OK"), "WATCH", "a", "c") // a again: still three keys
+	if c, k := info(); c != 1 || k != 3 {
+		t.Fatalf("watching %d clients, %d keys; want 1, 3", c, k)
+	}
+	r.expect(tooMany, "WATCH", "d")
+	r.expect(status("OK"), "WATCH", "b")
+	r.expect(status("OK"), "UNWATCH")
+	r.expect(status("OK"), "WATCH", "d", "e", "f")
+	r.expect(tooMany, "WATCH", "g")
+	r.expect(status("OK"), "UNWATCH")
+
+	for _, end := range [][]string{{"EXEC"}, {"DISCARD"}, {"RESET"}} {
+		r.expect(status("OK"), "WATCH", "a", "b")
+		if end[0] != "RESET" {
+			r.expect(status("OK"), "MULTI")
+		}
+		r.do(end...)
+		if c, k := info(); c != 0 || k != 0 {
+			t.Fatalf("after %s: watching %d clients, %d keys", end[0], c, k)
+		}
+	}
+	// A watch made dirty goes at once.
+	r.expect(status("OK"), "WATCH", "a", "b")
+	other.expect(status("OK"), "SET", "a", "1")
+	if c, k := info(); c != 0 || k != 0 {
+		t.Fatalf("after a change: watching %d clients, %d keys", c, k)
+	}
+	r.expect(status("OK"), "UNWATCH")
+	// Disconnecting releases them.
+	gone := s.raw()
+	gone.expect(status("OK"), "WATCH", "a", "b", "c")
+	if c, k := info(); c != 1 || k != 3 {
+		t.Fatalf("watching %d clients, %d keys; want 1, 3", c, k)
+	}
+	gone.c.Close()
+	waitFor(t, 10*time.Second, "the watches to go with the connection", func() bool {
+		c, k := info()
+		return c == 0 && k == 0
+	})
+}
+
+// What MULTI queues is bounded, counted in CLIENT LIST (multi, multi-mem,
+// tot-mem), and given back when the transaction ends.
+func TestMultiQueueLimit(t *testing.T) {
+	const limit = 1000
+	s := startServer(t, func(c *cellar.Config) { c.Transactions.MaxQueuedBytes = limit })
+	r, other := s.raw(), s.raw()
+	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	mine := func(name string) int64 {
+		t.Helper()
+		line := other.do("CLIENT", "LIST", "ID", id)
+		m := regexp.MustCompile(` ` + name + `=(-?\d+) `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("CLIENT LIST has no %s:\n%s", name, line)
+		}
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		return v
+	}
+	if n := mine("multi"); n != -1 {
+		t.Fatalf("multi=%d outside MULTI", n)
+	}
+	r.expect(status("OK"), "MULTI")
+	value := strings.Repeat("v", 100)
+	// Each SET k<i> <value> is charged 24 + 3*24 + its bytes.
+	per := int64(24 + 3*24 + 3 + 2 + len(value))
+	queued := 0
+	for ; int64(queued+1)*per <= limit; queued++ {
+		r.expect(status("QUEUED"), "SET", fmt.Sprintf("k%d", queued), value)
+	}
+	if n, m := mine("multi"), mine("multi-mem"); n != int64(queued) || m != int64(queued)*per {
+		t.Fatalf("multi=%d multi-mem=%d, want %d and %d", n, m, queued, int64(queued)*per)
+	}
+	if tot := mine("tot-mem"); tot < int64(queued)*per {
+		t.Fatalf("tot-mem=%d does not count multi-mem", tot)
+	}
+	r.expect(errr(fmt.Sprintf("ERR MULTI queue would exceed %d bytes (transactions.max_queued_bytes)", limit)), "SET", "over", value)
+	r.expect(errr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+	if n, m := mine("multi"), mine("multi-mem"); n != -1 || m != 0 {
+		t.Fatalf("after EXEC: multi=%d multi-mem=%d", n, m)
+	}
+	other.expect(integer(0), "EXISTS", "k0")
+	// A queue within the limit runs.
+	r.expect(status("OK"), "MULTI")
+	r.expect(status("QUEUED"), "SET", "k0", value)
+	r.expect(array(status("OK")), "EXEC")
+}
+
+// MULTI in a pipeline: every reply in order, in RESP2 and RESP3, with a
+// run-time error inside EXEC's array and a blocking command answering
+// at once.
+func TestMultiPipelined(t *testing.T) {
+	s := startServer(t)
+	for _, proto := range []string{"2", "3"} {
+		r := s.raw()
+		var in []byte
+		k := "s" + proto
+		cmds := [][]string{{"HELLO", proto}, {"DEL", "q", k}, {"MULTI"}, {"SET", k, "1"}, {"INCR", k}, {"LPUSH", k, "x"},
+			{"BLPOP", "q", "0"}, {"GET", k}, {"EXEC"}, {"GET", k}}
+		for _, c := range cmds {
+			in = append(in, encode(c...)...)
+		}
+		r.send(in)
+		r.read() // HELLO
+		null := "*-1\r\n"
+		if proto == "3" {
+			null = "_\r\n"
+		}
+		want := []string{integer(0), status("OK"), status("QUEUED"), status("QUEUED"), status("QUEUED"), status("QUEUED"), status("QUEUED"),
+			"*5\r\n+OK\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n" + null + "$1\r\n2\r\n",
+			bulk("2")}
+		for i, w := range want {
+			if got := r.read(); got != w {
+				t.Fatalf("RESP%s reply %d: %q, want %q", proto, i, got, w)
+			}
+		}
+	}
+}
+
+// CLIENT REPLY OFF, ON and SKIP, alone and around a transaction.
+func TestClientReply(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	var in []byte
+	for _, c := range [][]string{
+		{"CLIENT", "REPLY", "OFF"}, {"SET", "a", "1"}, {"GET", "a"}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"},
+		{"CLIENT", "REPLY", "SKIP"}, {"INCR", "a"}, {"GET", "a"},
+		{"CLIENT", "REPLY", "SKIP"}, {"MULTI"}, {"INCR", "a"}, {"EXEC"},
+		{"CLIENT", "REPLY", "OFF"}, {"MULTI"}, {"INCR", "a"}, {"EXEC"}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"},
+		{"CLIENT", "REPLY", "OFF"}, {"RESET"}, {"GET", "a"},
+		{"CLIENT", "REPLY", "MAYBE"},
+	} {
+		in = append(in, encode(c...)...)
+	}
+	r.send(in)
+	for i, w := range []string{status("OK"), bulk("1"), bulk("2"), status("QUEUED"), array(integer(3)),
+		status("OK"), bulk("4"), status("RESET"), bulk("4"), errr("ERR syntax error")} {
+		if got := r.read(); got != w {
+			t.Fatalf("reply %d: %q, want %q", i, got, w)
+		}
+	}
+}
+
+// RESET ends MULTI and WATCH.
+func TestResetEndsTransaction(t *testing.T) {
+	s := startServer(t)
+	r, other := s.raw(), s.raw()
+	r.expect(status("OK"), "MULTI")
+	r.expect(status("QUEUED"), "SET", "a", "1")
+	r.expect(status("RESET"), "RESET")
+	r.expect(errr("ERR EXEC without MULTI"), "EXEC")
+	r.expect(status("OK"), "WATCH", "x")
+	r.expect(status("RESET"), "RESET")
+	other.expect(status("OK"), "SET", "x", "1")
+	if got := execAfter(r); got != pong {
+		t.Fatalf("EXEC after RESET dropped the watch: %q", got)
+	}
+	other.expect(integer(0), "EXISTS", "a")
+}
+
+// EXEC refused before it runs ends the transaction with EXECABORT naming
+// why (Redis's execCommandAbort), before AUTH too.
+func TestExecRefused(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.RequirePass = "pw" })
+	r := s.raw()
+	r.expect(errr("EXECABORT Transaction discarded because of: NOAUTH Authentication required."), "EXEC")
+	r.expect(errr("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"), "EXEC", "x")
+	r.expect(errr("NOAUTH Authentication required."), "MULTI")
+	r.expect(status("OK"), "AUTH", "pw")
+	r.expect(status("OK"), "MULTI")
+	r.expect(status("QUEUED"), "SET", "a", "1")
+	r.expect(errr("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"), "EXEC", "x")
+	r.expect(errr("ERR EXEC without MULTI"), "EXEC")
+	r.expect(integer(0), "EXISTS", "a")
+}
+
+// go-redis: TxPipelined, and Watch with its retry loop under contention:
+// N clients add one to a counter with WATCH/GET/MULTI/SET/EXEC; the final
+// value is the number of EXECs that succeeded, and every client got there.
+func TestGoRedisTransactions(t *testing.T) {
+	s := startServer(t)
+	c := s.client()
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "a", "1", 0)
+		p.Incr(ctx, "a")
+		p.LPush(ctx, "a", "x")
+		p.Get(ctx, "a")
+		return nil
+	})
+	if len(cmds) != 4 || cmds[1].(*redis.IntCmd).Val() != 2 || cmds[3].(*redis.StringCmd).Val() != "2" ||
+		cmds[2].Err() == nil || !strings.HasPrefix(cmds[2].Err().Error(), "WRONGTYPE") {
+		t.Fatalf("TxPipelined: %v, %v", cmds, err)
+	}
+
+	const clients, each = 8, 25
+	var succeeded, conflicts sync.Map
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := s.client()
+			done, lost := 0, 0
+			for done < each {
+				err := cl.Watch(ctx, func(tx *redis.Tx) error {
+					n, err := tx.Get(ctx, "counter").Int()
+					if err != nil && err != redis.Nil {
+						return err
+					}
+					_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.Set(ctx, "counter", n+1, 0)
+						return nil
+					})
+					return err
+				}, "counter")
+				switch {
+				case err == nil:
+					done++
+				case errors.Is(err, redis.TxFailedErr):
+					lost++
+				default:
+					errs <- err
+					return
+				}
+			}
+			succeeded.Store(i, done)
+			conflicts.Store(i, lost)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total, lost := 0, 0
+	succeeded.Range(func(_, v any) bool { total += v.(int); return true })
+	conflicts.Range(func(_, v any) bool { lost += v.(int); return true })
+	if got, _ := c.Get(ctx, "counter").Int(); got != total || total != clients*each {
+		t.Fatalf("counter %d after %d successful EXECs (want %d)", got, total, clients*each)
+	}
+	t.Logf("%d successful EXECs, %d aborted by a concurrent write", total, lost)
+}
