@@ -179,8 +179,11 @@ type Batch struct {
 	Args   [][]byte
 	Ends   []int32
 	// Bytes is the memory the batch holds, counted in the actor's backlog
-	// until it has run.
+	// until it has run (or is held by CLIENT PAUSE).
 	Bytes int64
+	// held: the batch waited for a CLIENT PAUSE to end and has already
+	// left the backlog (pause.go).
+	held bool
 }
 
 // Len is the number of commands in the batch.

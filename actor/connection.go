@@ -44,6 +44,9 @@ type session struct {
 	watchDirty bool
 	// reply is CLIENT REPLY's mode.
 	reply replyMode
+	// held is how many of the session's batches wait for a CLIENT PAUSE
+	// to end (pause.go).
+	held int
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -78,6 +81,7 @@ func (a *Actor) endSession(id uint64) bool {
 		a.cancelWaiter(s.blocked)
 	}
 	a.resetState(s)
+	a.dropHeld(s)
 	delete(a.sessions, id)
 	if e := a.log.Debug(); e.Enabled() {
 		e.Uint64("client", id).Str("addr", s.addr).Msg("session ended")
@@ -116,6 +120,8 @@ var connectionCommands = []*Command{
 		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
 		{Name: "client|no-evict", Summary: "Exempts the connection from eviction by maxmemory_clients.", Handler: cmdClientOnOff(func(s *session, on bool) { s.mem.SetNoEvict(on) })},
 		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
+		{Name: "client|pause", Summary: "Holds clients' commands (all, or only writes) for a time.", Handler: cmdClientPause},
+		{Name: "client|unpause", Summary: "Ends a CLIENT PAUSE at once.", Handler: cmdClientUnpause},
 		{Name: "client|reply", Summary: "Turns the connection's replies on or off, or skips the next one.", Handler: cmdClientReply},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
 	}},
@@ -629,6 +635,8 @@ func cmdClientHelp(c *Ctx) error {
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
 		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 		"NO-TOUCH (ON|OFF)", "    Accepted; reads do not change what OBJECT reports.",
+		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
 		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"HELP", "    This help.",
 	})

@@ -75,6 +75,7 @@ const (
 	ErrNotInMulti     ReplyError = "ERR Command not allowed inside a transaction"
 	ErrExecAbort      ReplyError = "EXECABORT Transaction discarded because of previous errors."
 	ErrPauseTimeout   ReplyError = "ERR timeout is not an integer or out of range"
+	ErrPauseMode      ReplyError = "ERR CLIENT PAUSE mode must be WRITE or ALL"
 
 	// Hashes, sets and sorted sets.
 	ErrHashNotInteger      ReplyError = "ERR hash value is not an integer"

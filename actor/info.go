@@ -65,7 +65,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
-		kv("blocked_clients", a.blk.waiters)
+		kv("blocked_clients", a.blk.waiters+a.pause.sessions) // paused clients count, as in Redis
 		kv("tracking_clients", 0)
 		kv("clients_in_timeout_table", len(a.blk.timers))
 		kv("clients_memory", a.cfg.Clients.Used())

@@ -55,6 +55,7 @@ type txState struct {
 	queue [][][]byte // copied arguments, in order
 	bytes int64      // what the queue is charged (MemMulti)
 	dirty bool       // an error while queuing: EXEC answers EXECABORT
+	flags Flag       // the queued commands' flags together (CLIENT PAUSE WRITE)
 }
 
 // queuedSize is what a queued command is charged: its bytes and the slices
@@ -84,6 +85,7 @@ func (a *Actor) queueCommand(s *session, cmd *Command, args [][]byte, w *proto.W
 	}
 	tx.queue = append(tx.queue, cloneArgs(args))
 	tx.bytes += size
+	tx.flags |= cmd.Flags
 	s.mem.Add(MemMulti, size)
 	w.Simple("QUEUED")
 }

@@ -187,4 +187,3 @@ func TestExecAllOrNothingInTheLog(t *testing.T) {
 		}
 	}
 }
-

@@ -41,6 +41,9 @@ func (a *Actor) round(msgs []message) {
 	a.careful = now.Before(a.carefulUntil)
 	a.beginRound()
 	a.expireWaiters(now)
+	if a.pause.on || a.pause.release {
+		a.endPauseIfDue(now)
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.kind {
@@ -59,6 +62,9 @@ func (a *Actor) round(msgs []message) {
 		}
 		if len(a.blk.ready) > 0 {
 			a.serveReady()
+		}
+		if a.pause.release {
+			a.releasePaused(now) // CLIENT UNPAUSE ran
 		}
 		msgs[i] = message{}
 	}
@@ -189,9 +195,15 @@ func (a *Actor) runCareful(b *Batch, now time.Time) {
 func (a *Actor) runBatch(b *Batch, now time.Time) {
 	n := b.Len()
 	s := a.sessions[b.ConnID]
-	defer a.in.queued.Add(-b.Bytes)
+	if !b.held {
+		defer a.in.queued.Add(-b.Bytes)
+	}
 	if s == nil {
 		return // the connection is gone; nothing to reply to
+	}
+	if (a.pause.on || s.held > 0) && a.pausedBatch(s, b) {
+		a.holdBatch(s, b) // CLIENT PAUSE (pause.go)
+		return
 	}
 	defer s.mem.Add(MemBatches, -b.Bytes)
 	if s.killed || s.mem.Gone() {

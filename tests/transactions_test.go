@@ -467,3 +467,70 @@ func TestGoRedisTransactions(t *testing.T) {
 	}
 	t.Logf("%d successful EXECs, %d aborted by a concurrent write", total, lost)
 }
+
+// CLIENT PAUSE WRITE holds writes (and EXEC of a queue with writes, and a
+// write queued in MULTI) until CLIENT UNPAUSE; reads go on; a paused
+// client's later commands wait behind its first; paused clients count in
+// blocked_clients.
+func TestClientPauseWrite(t *testing.T) {
+	s := startServer(t)
+	admin, writer, reader, txc := s.raw(), s.raw(), s.raw(), s.raw()
+	blocked := func(n int) {
+		t.Helper()
+		want := fmt.Sprintf("blocked_clients:%d\r\n", n)
+		waitFor(t, 10*time.Second, want, func() bool { return strings.Contains(reader.do("INFO", "clients"), want) })
+	}
+	admin.expect(status("OK"), "SET", "k", "before")
+	admin.expect(status("OK"), "CLIENT", "PAUSE", "100000", "WRITE")
+	writer.send(append(encode("SET", "k", "paused"), encode("GET", "k")...))
+	txc.expect(status("OK"), "MULTI")
+	txc.send(encode("INCR", "n"))
+	blocked(2)
+	reader.expect(bulk("before"), "GET", "k")
+	reader.expect(integer(1), "EXISTS", "k")
+	admin.expect(bulk("before"), "GET", "k")
+	admin.expect(status("OK"), "CLIENT", "UNPAUSE")
+	if got := writer.read(); got != status("OK") {
+		t.Fatalf("SET after UNPAUSE: %q", got)
+	}
+	if got := writer.read(); got != bulk("paused") {
+		t.Fatalf("GET behind the SET: %q", got)
+	}
+	if got := txc.read(); got != status("QUEUED") {
+		t.Fatalf("INCR in MULTI after UNPAUSE: %q", got)
+	}
+	blocked(0)
+	// An EXEC whose queue holds a write waits too; one with reads does not.
+	admin.expect(status("OK"), "CLIENT", "PAUSE", "100000", "WRITE")
+	reader.expect(status("OK"), "MULTI")
+	reader.expect(status("QUEUED"), "GET", "k")
+	reader.expect(array(bulk("paused")), "EXEC")
+	txc.send(encode("EXEC"))
+	blocked(1)
+	admin.expect(status("OK"), "CLIENT", "UNPAUSE")
+	if got := txc.read(); got != array(integer(1)) {
+		t.Fatalf("EXEC after UNPAUSE: %q", got)
+	}
+}
+
+// CLIENT PAUSE ALL holds every command, the pausing client's and CLIENT
+// UNPAUSE included, until its timeout.
+func TestClientPauseAll(t *testing.T) {
+	s := startServer(t)
+	admin, other := s.raw(), s.raw()
+	const pause = 300 * time.Millisecond
+	start := time.Now()
+	admin.expect(status("OK"), "CLIENT", "PAUSE", strconv.Itoa(int(pause/time.Millisecond)), "ALL")
+	other.send(encode("CLIENT", "UNPAUSE"))
+	admin.send(encode("PING"))
+	if got := other.read(); got != status("OK") {
+		t.Fatalf("CLIENT UNPAUSE: %q", got)
+	}
+	if got := admin.read(); got != status("PONG") {
+		t.Fatalf("PING: %q", got)
+	}
+	// A lower bound only (the pause cannot end early), never an upper one.
+	if elapsed := time.Since(start); elapsed < pause {
+		t.Fatalf("replies came %v after a %v pause began", elapsed, pause)
+	}
+}
