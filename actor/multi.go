@@ -28,7 +28,7 @@ import (
 // or none; the replies leave with the round's, as durable as any write.
 //
 // WATCH. A watched key is a watchedKey in both the session's list and the
-// actor's index by (database, key). The keys touched step (touched.go)
+// actor's index by key name. The keys touched step (touched.go)
 // looks every change up in the index — only while someone watches
 // anything (watching.n > 0), so clients that watch nothing pay one field
 // test per command — and marks dirty every session watching a changed key;
@@ -195,9 +195,11 @@ type watchedKey struct {
 	present, stale bool
 }
 
-// watching is the actor's index of watched keys.
+// watching is the actor's index of watched keys, by key name (every
+// database's together: a lookup by a change's key bytes then allocates
+// nothing).
 type watching struct {
-	keys  map[waitKey][]*watchedKey
+	keys  map[string][]*watchedKey
 	n     int        // watched keys, all sessions together
 	dirty []*session // scratch for touchWatched
 }
@@ -231,9 +233,8 @@ func cmdUnwatch(c *Ctx) error {
 
 // watch adds key of db to what s watches (once), within the limit.
 func (a *Actor) watch(s *session, db int, key []byte) error {
-	k := waitKey{db: db, key: string(key)}
-	for _, wk := range a.watches.keys[k] {
-		if wk.s == s {
+	for _, wk := range a.watches.keys[string(key)] {
+		if wk.s == s && wk.db == db {
 			return nil
 		}
 	}
@@ -244,11 +245,11 @@ func (a *Actor) watch(s *session, db int, key []byte) error {
 	if err != nil {
 		return err
 	}
-	wk := &watchedKey{s: s, db: db, key: k.key, present: present, stale: stale}
+	wk := &watchedKey{s: s, db: db, key: string(key), present: present, stale: stale}
 	if a.watches.keys == nil {
-		a.watches.keys = map[waitKey][]*watchedKey{}
+		a.watches.keys = map[string][]*watchedKey{}
 	}
-	a.watches.keys[k] = append(a.watches.keys[k], wk)
+	a.watches.keys[wk.key] = append(a.watches.keys[wk.key], wk)
 	s.watched = append(s.watched, wk)
 	a.watches.n++
 	return nil
@@ -257,7 +258,7 @@ func (a *Actor) watch(s *session, db int, key []byte) error {
 // unwatchAll forgets every key s watches. It is the one place watches end.
 func (a *Actor) unwatchAll(s *session) {
 	for i, wk := range s.watched {
-		k := waitKey{db: wk.db, key: wk.key}
+		k := wk.key
 		list := a.watches.keys[k]
 		for j, x := range list {
 			if x == wk {
@@ -308,7 +309,10 @@ func (a *Actor) touchWatched(ts []storage.Touch) {
 			a.touchWatchedDB(t.DB, true)
 			a.touchWatchedDB(t.Other, true)
 		default:
-			for _, wk := range ws.keys[waitKey{db: t.DB, key: string(t.Key)}] {
+			for _, wk := range ws.keys[string(t.Key)] {
+				if wk.db != t.DB {
+					continue
+				}
 				if t.Kind == storage.Expired && wk.stale {
 					// A key already expired when watched is deleted: no
 					// change, and the key is now simply absent.
@@ -331,18 +335,20 @@ func (a *Actor) touchWatched(ts []storage.Touch) {
 // db another database's contents (swapped true) to the keys watched in db.
 func (a *Actor) touchWatchedDB(db int, swapped bool) {
 	ws := &a.watches
-	for k, list := range ws.keys {
-		if k.db != db {
-			continue
-		}
+	for key, list := range ws.keys {
+		looked := false
 		nowPresent, nowStale := false, false
-		if swapped {
-			var err error
-			if nowPresent, nowStale, err = a.st.Peek(db, []byte(k.key)); err != nil {
-				nowPresent, nowStale = true, false // unknown: count it as changed
-			}
-		}
 		for _, wk := range list {
+			if wk.db != db {
+				continue
+			}
+			if swapped && !looked {
+				looked = true
+				var err error
+				if nowPresent, nowStale, err = a.st.Peek(db, []byte(key)); err != nil {
+					nowPresent, nowStale = true, false // unknown: count it as changed
+				}
+			}
 			switch {
 			case !wk.present && !nowPresent:
 				// Absent before and after.
