@@ -534,3 +534,30 @@ func TestClientPauseAll(t *testing.T) {
 		t.Fatalf("replies came %v after a %v pause began", elapsed, pause)
 	}
 }
+
+// A MULTI queue counts in the client memory budget: a client that queues
+// more than maxmemory_clients allows is evicted (closed, with a log line)
+// before transactions.max_queued_bytes is reached, and nothing it queued
+// runs.
+func TestMultiQueueEvictedByClientMemory(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 1 << 20 })
+	needCellar(t, s)
+	r, other := s.raw(), s.raw()
+	other.expect(status("OK"), "CLIENT", "NO-EVICT", "on")
+	r.expect(status("OK"), "MULTI")
+	value := strings.Repeat("v", 100<<10)
+	for i := 0; i < 40; i++ { // 4 MB if nothing stopped it
+		got, err := r.tryDo("SET", fmt.Sprintf("k%d", i), value)
+		if err != nil {
+			break // closed
+		}
+		if got != status("QUEUED") {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	r.expectClosed()
+	waitFor(t, 10*time.Second, "the eviction's log line", func() bool {
+		return strings.Contains(s.logBuf.String(), "evicting the client using the most memory")
+	})
+	other.expect(integer(0), "EXISTS", "k0")
+}
