@@ -90,6 +90,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)
+		a.stats.commands-- // counted when EXEC runs it, once, as Redis counts
 		return false
 	}
 	keyspace = cmd.Is(FlagWrite) || cmd.Is(FlagReadonly)

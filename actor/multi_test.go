@@ -187,3 +187,28 @@ func TestExecAllOrNothingInTheLog(t *testing.T) {
 		}
 	}
 }
+
+// decodeTx never panics, and what it accepts holds at least two inner
+// records, none of them a transaction record.
+func FuzzDecodeTx(f *testing.F) {
+	var e effects
+	e.emit(false, 0, 1, [][]byte{[]byte("SET"), []byte("a"), []byte("1")})
+	e.emit(true, 3, -5, [][]byte{[]byte("BLPOP"), []byte("q"), []byte("0")})
+	e.group(0)
+	f.Add(append([]byte(nil), e.buf...))
+	f.Add([]byte{effectVersion, effectTx, 2, 2, effectVersion, 0, 2, effectVersion, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		recs, err := decodeTx(p)
+		if err != nil {
+			return
+		}
+		if len(recs) < 2 {
+			t.Fatalf("accepted %d inner records", len(recs))
+		}
+		for _, r := range recs {
+			if len(r) < 2 || r[1]&effectTx != 0 {
+				t.Fatalf("accepted inner record %q", r)
+			}
+		}
+	})
+}
