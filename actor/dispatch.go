@@ -88,6 +88,15 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if a.depth == 0 {
 		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
 	}
+	// Writes are refused while they cannot be made durable; so is an EXEC
+	// of a queue with writes, and a write MULTI would queue (as Redis's
+	// MISCONF refusal).
+	if cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0) {
+		if err := a.durable.failure(); err != nil {
+			a.reject(s, cmd, string(ErrWritesFailing), w)
+			return true
+		}
+	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)
 		a.stats.commands-- // counted when EXEC runs it, once, as Redis counts
@@ -98,12 +107,6 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		reply, _ := replyFor(a.roundErr)
 		w.Error(reply)
 		return true
-	}
-	if cmd.Is(FlagWrite) {
-		if err := a.durable.failure(); err != nil {
-			w.Error(string(ErrWritesFailing))
-			return true
-		}
 	}
 	a.st.Now = a.nowMs
 	f := a.enter()

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -211,4 +212,23 @@ func FuzzDecodeTx(f *testing.F) {
 			}
 		}
 	})
+}
+
+// While writes are refused (a failed fsync), a write MULTI would queue is
+// refused and fails the transaction, and an EXEC of writes queued before
+// the failure is refused whole with the reason, as Redis refuses them with
+// MISCONF; a transaction of reads still runs.
+func TestExecWhileWritesRefused(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.open(1)
+	h.submit(1, []string{"SET", "k", "v"}, []string{"MULTI"}, []string{"SET", "a", "1"}, []string{"GET", "k"})
+	h.expect(1, "+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n")
+	h.a.Call(func() { h.a.durable.fail(errors.New("fsync: input/output error")) })
+	refused := "-" + string(ErrWritesFailing) + "\r\n"
+	h.submit(1, []string{"EXEC"}, []string{"EXISTS", "a"})
+	h.expect(1, "-EXECABORT Transaction discarded because of: "+strings.TrimPrefix(string(ErrWritesFailing), "ERR ")+"\r\n:0\r\n")
+	h.submit(1, []string{"MULTI"}, []string{"SET", "a", "1"}, []string{"GET", "k"}, []string{"EXEC"})
+	h.expect(1, "+OK\r\n"+refused+"+QUEUED\r\n-EXECABORT Transaction discarded because of previous errors.\r\n")
+	h.submit(1, []string{"MULTI"}, []string{"GET", "k"}, []string{"EXEC"})
+	h.expect(1, "+OK\r\n+QUEUED\r\n*1\r\n$1\r\nv\r\n")
 }
