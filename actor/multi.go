@@ -13,8 +13,9 @@ import (
 // Immediate in the table (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET, the
 // ones Redis runs at once). What is refused while queuing — an unknown
 // command or subcommand, a wrong number of arguments, a command before
-// AUTH, one whose metadata has the no_multi flag, one that would pass the
-// queue's byte limit — answers its error and marks the transaction so that
+// AUTH, a write while writes are refused, one whose metadata has the
+// no_multi flag, one that would pass the queue's byte limit — answers its
+// error and marks the transaction so that
 // EXEC fails with EXECABORT, as Redis's rejectCommand does. Queued commands
 // are copied (their batch's memory is reused) and charged to the client's
 // memory (MemMulti; CLIENT LIST's multi-mem).
@@ -28,10 +29,10 @@ import (
 // or none; the replies leave with the round's, as durable as any write.
 //
 // WATCH. A watched key is a watchedKey in both the session's list and the
-// actor's index by key name. The keys touched step (touched.go)
-// looks every change up in the index — only while someone watches
-// anything (watching.n > 0), so clients that watch nothing pay one field
-// test per command — and marks dirty every session watching a changed key;
+// actor's index by key name. The keys touched step (touched.go) looks
+// every change up in the index — only while someone watches anything
+// (watching.n > 0), so clients that watch nothing pay one field test per
+// command — and marks dirty every session watching a changed key;
 // a dirty session's watches go at once (it can only fail now). The rules
 // for keys that had expired but were still stored when watched ("stale"),
 // for FLUSHDB/FLUSHALL and for SWAPDB are Redis 7.0's (touchWatchedKey and
