@@ -24,6 +24,8 @@ import (
 //	MemMulti    commands queued by MULTI and not yet run or discarded (the
 //	            actor, as it queues them and when EXEC or DISCARD ends the
 //	            transaction; Redis's multi-mem)
+//	MemWatch    the keys the client WATCHes (the actor, at WATCH and when
+//	            the watches end)
 //
 // MemBudget adds them up for all clients. When the total passes the budget
 // (maxmemory_clients), the client using the most is evicted — its
@@ -42,6 +44,7 @@ const (
 	MemReplies
 	MemOutput
 	MemMulti
+	MemWatch
 	memParts
 )
 

@@ -253,8 +253,13 @@ func (a *Actor) watch(s *session, db int, key []byte) error {
 	a.watches.keys[wk.key] = append(a.watches.keys[wk.key], wk)
 	s.watched = append(s.watched, wk)
 	a.watches.n++
+	s.mem.Add(MemWatch, watchedSize(wk))
 	return nil
 }
+
+// watchedSize is what a watched key is charged to its client's memory:
+// the key and the entries that index it.
+func watchedSize(wk *watchedKey) int64 { return int64(len(wk.key)) + 96 }
 
 // unwatchAll forgets every key s watches. It is the one place watches end.
 func (a *Actor) unwatchAll(s *session) {
@@ -275,6 +280,7 @@ func (a *Actor) unwatchAll(s *session) {
 			a.watches.keys[k] = list
 		}
 		a.watches.n--
+		s.mem.Add(MemWatch, -watchedSize(wk))
 		s.watched[i] = nil
 	}
 	s.watched = s.watched[:0]

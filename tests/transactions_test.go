@@ -561,3 +561,31 @@ func TestMultiQueueEvictedByClientMemory(t *testing.T) {
 	})
 	other.expect(integer(0), "EXISTS", "k0")
 }
+
+// Watched keys count in the client's memory (tot-mem) until the watches
+// end.
+func TestWatchedKeysCharged(t *testing.T) {
+	s := startServer(t)
+	r, other := s.raw(), s.raw()
+	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	totMem := func() int64 {
+		t.Helper()
+		line := other.do("CLIENT", "LIST", "ID", id)
+		m := regexp.MustCompile(` tot-mem=(\d+) `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("CLIENT LIST: %s", line)
+		}
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		return v
+	}
+	before := totMem()
+	key := strings.Repeat("k", 100<<10)
+	r.expect(status("OK"), "WATCH", key+"1", key+"2")
+	if got := totMem(); got < before+200<<10 {
+		t.Fatalf("tot-mem %d watching 200 KB of keys (%d before)", got, before)
+	}
+	r.expect(status("OK"), "UNWATCH")
+	if got := totMem(); got >= before+200<<10 {
+		t.Fatalf("tot-mem %d after UNWATCH (%d before)", got, before)
+	}
+}
