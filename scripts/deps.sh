@@ -48,9 +48,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# The Node.js clients, exactly as locked.
+# The Node.js clients, exactly as locked: installed again whenever
+# package-lock.json differs from the one last installed (a copy is kept in
+# node_modules).
 node_dir="$root/tests/clients/node"
-if [ ! -d "$node_dir/node_modules/ioredis" ]; then
+stamp="$node_dir/node_modules/.cellar-installed-lock.json"
+if ! cmp -s "$node_dir/package-lock.json" "$stamp"; then
   echo "deps: npm ci in tests/clients/node" >&2
   (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$node_dir/package-lock.json" "$stamp"
 fi
