@@ -680,7 +680,7 @@ func (g *workload) blocking() []string {
 	}
 }
 
-// Commands run by a command (Ctx.call, as EXEC and EVAL will) each record
+// Commands run by a command (Ctx.call, as EXEC does and EVAL will) each record
 // themselves, at their own level; the command that ran them, which changed
 // nothing itself, records nothing.
 func TestEffectsNested(t *testing.T) {

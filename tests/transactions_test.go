@@ -589,3 +589,53 @@ func TestWatchedKeysCharged(t *testing.T) {
 		t.Fatalf("tot-mem %d after UNWATCH (%d before)", got, before)
 	}
 }
+
+// The WATCH cases of Redis's tests/unit/multi.tcl, by name, on one
+// connection (a second where the test has one): each runs its commands,
+// then MULTI, PING, EXEC, and expects PONG or the null array. (The cases
+// needing expiry are in TestWatchExpiry; transactions.txt compares the
+// same and more against redis-server.)
+func TestWatchMultiTcl(t *testing.T) {
+	s := startServer(t)
+	cases := []struct {
+		name    string
+		cmds    [][]string
+		aborted bool
+	}{
+		{"EXEC works on WATCHed key not modified", [][]string{{"WATCH", "x", "y", "z"}, {"WATCH", "k"}}, false},
+		{"EXEC fail on WATCHed key modified (1 key of 1 watched)", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"SET", "x", "40"}}, true},
+		{"EXEC fail on WATCHed key modified (1 key of 5 watched)", [][]string{{"SET", "x", "30"}, {"WATCH", "a", "b", "x", "k", "z"}, {"SET", "x", "40"}}, true},
+		{"After successful EXEC key is no longer watched", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"MULTI"}, {"PING"}, {"EXEC"}, {"SET", "x", "40"}}, false},
+		{"After failed EXEC key is no longer watched", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"SET", "x", "40"}, {"MULTI"}, {"PING"}, {"EXEC"}, {"SET", "x", "40"}}, false},
+		{"It is possible to UNWATCH", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"SET", "x", "40"}, {"UNWATCH"}}, false},
+		{"FLUSHALL is able to touch the watched keys", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"FLUSHALL"}}, true},
+		{"FLUSHALL does not touch non affected keys", [][]string{{"DEL", "x"}, {"WATCH", "x"}, {"FLUSHALL"}}, false},
+		{"FLUSHDB is able to touch the watched keys", [][]string{{"SET", "x", "30"}, {"WATCH", "x"}, {"FLUSHDB"}}, true},
+		{"FLUSHDB does not touch non affected keys", [][]string{{"DEL", "x"}, {"WATCH", "x"}, {"FLUSHDB"}}, false},
+		{"SWAPDB is able to touch the watched keys that exist", [][]string{{"FLUSHALL"}, {"SET", "x", "30"}, {"WATCH", "x"}, {"SWAPDB", "0", "1"}}, true},
+		{"SWAPDB is able to touch the watched keys that do not exist", [][]string{{"FLUSHALL"}, {"SELECT", "1"}, {"SET", "x", "30"}, {"SELECT", "0"}, {"WATCH", "x"}, {"SWAPDB", "0", "1"}}, true},
+		{"WATCH is able to remember the DB a key belongs to", [][]string{{"SELECT", "5"}, {"SET", "x", "30"}, {"WATCH", "x"}, {"SELECT", "1"}, {"SET", "x", "10"}, {"SELECT", "5"}}, false},
+		{"WATCH will consider touched keys target of EXPIRE", [][]string{{"DEL", "x"}, {"SET", "x", "foo"}, {"WATCH", "x"}, {"EXPIRE", "x", "10"}}, true},
+		{"DISCARD should clear the WATCH dirty flag on the client", [][]string{{"WATCH", "x"}, {"SET", "x", "10"}, {"MULTI"}, {"DISCARD"}}, false},
+		{"Flushall while watching several keys by one client", [][]string{{"FLUSHALL"}, {"MSET", "a", "a", "b", "b"}, {"WATCH", "b", "a"}, {"FLUSHALL"}, {"PING"}}, true},
+		{"RENAME touches both keys", [][]string{{"SET", "src", "v"}, {"WATCH", "src"}, {"RENAME", "src", "dst"}}, true},
+		{"MOVE touches the key", [][]string{{"SET", "m", "v"}, {"WATCH", "m"}, {"MOVE", "m", "2"}}, true},
+		{"DEL of a missing key touches nothing", [][]string{{"WATCH", "missing"}, {"DEL", "missing"}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.raw()
+			r.expect(status("OK"), "SELECT", "0")
+			for _, c := range tc.cmds {
+				r.do(c...)
+			}
+			want := pong
+			if tc.aborted {
+				want = nullArray
+			}
+			if got := execAfter(r); got != want {
+				t.Fatalf("EXEC: %q, want %q", got, want)
+			}
+		})
+	}
+}
