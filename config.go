@@ -61,6 +61,8 @@ type Config struct {
 	Offload  OffloadConfig  `koanf:"offload"`
 	Expiry   ExpiryConfig   `koanf:"expiry"`
 	Blocking BlockingConfig `koanf:"blocking"`
+	// Transactions bounds what MULTI and WATCH let one client hold.
+	Transactions TransactionsConfig `koanf:"transactions"`
 }
 
 // OutputBufferConfig bounds what a client that does not read its replies
@@ -125,6 +127,14 @@ type BlockingConfig struct {
 	WakeupBatchSize int `koanf:"wakeup_batch_size"`
 }
 
+// TransactionsConfig bounds MULTI's queue and WATCH's keys per client
+// (Redis has no such limits). Past either, the command is refused with an
+// error, and a command refused while queuing makes EXEC fail.
+type TransactionsConfig struct {
+	MaxQueuedBytes int64 `koanf:"max_queued_bytes"`
+	MaxWatchedKeys int   `koanf:"max_watched_keys"`
+}
+
 // DefaultConfig is Cellar's configuration when nothing is set: the embedded
 // SQLite database in ./data, on 127.0.0.1:6379, durability everysec.
 func DefaultConfig() Config {
@@ -149,6 +159,7 @@ func DefaultConfig() Config {
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
+		Transactions:           TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 	}
 }
 
@@ -385,6 +396,10 @@ func (c Config) Validate() error {
 		return bad("blocking.max_keys_per_wait", "must be at least 1, not %d", c.Blocking.MaxKeysPerWait)
 	case c.Blocking.WakeupBatchSize < 1:
 		return bad("blocking.wakeup_batch_size", "must be at least 1, not %d", c.Blocking.WakeupBatchSize)
+	case c.Transactions.MaxQueuedBytes < 1:
+		return bad("transactions.max_queued_bytes", "must be at least 1, not %d", c.Transactions.MaxQueuedBytes)
+	case c.Transactions.MaxWatchedKeys < 1:
+		return bad("transactions.max_watched_keys", "must be at least 1, not %d", c.Transactions.MaxWatchedKeys)
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)

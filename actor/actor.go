@@ -40,8 +40,10 @@ type Actor struct {
 	roundStart time.Time
 	outHeld    int // entries of out with w set or drop
 
-	blk  blocking
-	snap snapshots
+	blk     blocking
+	snap    snapshots
+	watches watching // WATCH's index (multi.go)
+	pause   pausing  // CLIENT PAUSE (pause.go)
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write
@@ -153,7 +155,7 @@ func (a *Actor) Run() {
 		for {
 			msgs := a.takeInbox()
 			now := time.Now()
-			due := !now.Before(a.nextSweep) || a.sweepMore || a.timeoutDue(now)
+			due := !now.Before(a.nextSweep) || a.sweepMore || a.timeoutDue(now) || a.pauseDue(now)
 			if len(msgs) == 0 && !due {
 				a.spare = msgs
 				break

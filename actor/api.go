@@ -103,6 +103,12 @@ type Config struct {
 	// other ready keys get their turn (serving goes on until no ready key
 	// has both elements and waiters, so it never strands an element).
 	WakeupBatchSize int
+
+	// Transaction limits (multi.go): the bytes of commands one client may
+	// queue in MULTI, and the keys one client may WATCH. Past either the
+	// command is refused with an error (and a queued one fails EXEC).
+	MaxQueuedBytes int64
+	MaxWatchedKeys int
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +138,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 16 << 20
+	}
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = 64 << 20
+	}
+	if c.MaxWatchedKeys <= 0 {
+		c.MaxWatchedKeys = 10000
 	}
 	return c
 }
@@ -167,8 +179,11 @@ type Batch struct {
 	Args   [][]byte
 	Ends   []int32
 	// Bytes is the memory the batch holds, counted in the actor's backlog
-	// until it has run.
+	// until it has run (or is held by CLIENT PAUSE).
 	Bytes int64
+	// held: the batch waited for a CLIENT PAUSE to end and has already
+	// left the backlog (pause.go).
+	held bool
 }
 
 // Len is the number of commands in the batch.

@@ -569,14 +569,20 @@ func (a *Actor) timeoutDue(now time.Time) bool {
 // armTimer sets the actor's one timer to the earliest deadline.
 func (a *Actor) armTimer() {
 	b := &a.blk
-	if len(b.timers) == 0 {
+	var next time.Time
+	if len(b.timers) > 0 {
+		next = b.timers[0].deadline
+	}
+	if p := &a.pause; p.on && (next.IsZero() || p.until.Before(next)) {
+		next = p.until // the end of a CLIENT PAUSE (pause.go)
+	}
+	if next.IsZero() {
 		if !b.timerAt.IsZero() {
 			b.timer.Stop()
 			b.timerAt = time.Time{}
 		}
 		return
 	}
-	next := b.timers[0].deadline
 	if next.Equal(b.timerAt) {
 		return
 	}

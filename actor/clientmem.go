@@ -21,6 +21,11 @@ import (
 //	MemOutput   replies handed to the socket and not yet sent (the loop,
 //	            from gnet's outbound buffer, after every write and on its
 //	            ticker while any is pending)
+//	MemMulti    commands queued by MULTI and not yet run or discarded (the
+//	            actor, as it queues them and when EXEC or DISCARD ends the
+//	            transaction; Redis's multi-mem)
+//	MemWatch    the keys the client WATCHes (the actor, at WATCH and when
+//	            the watches end)
 //
 // MemBudget adds them up for all clients. When the total passes the budget
 // (maxmemory_clients), the client using the most is evicted — its
@@ -38,6 +43,8 @@ const (
 	MemBatches
 	MemReplies
 	MemOutput
+	MemMulti
+	MemWatch
 	memParts
 )
 

@@ -97,6 +97,10 @@ type Command struct {
 	// waits for its snapshot): like a blocking command it travels alone in
 	// its batch and the loop reads nothing more until it has its reply.
 	Defers bool
+	// Immediate marks a command that runs at once inside MULTI instead of
+	// being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET), as Redis
+	// exempts them; what MULTI refuses is the metadata's no_multi flag.
+	Immediate bool
 
 	Arity              int
 	Flags              Flag
@@ -130,6 +134,7 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	transactionCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

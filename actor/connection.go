@@ -36,6 +36,17 @@ type session struct {
 	// blocked is the waiter of the blocking command the session's
 	// suspended batch waits on; nil when not blocked.
 	blocked *waiter
+
+	// tx is the open transaction (MULTI until EXEC or DISCARD); watched
+	// the keys WATCH watches, watchDirty that one changed since (multi.go).
+	tx         *txState
+	watched    []*watchedKey
+	watchDirty bool
+	// reply is CLIENT REPLY's mode.
+	reply replyMode
+	// held is how many of the session's batches wait for a CLIENT PAUSE
+	// to end (pause.go).
+	held int
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -69,6 +80,8 @@ func (a *Actor) endSession(id uint64) bool {
 	if s.blocked != nil {
 		a.cancelWaiter(s.blocked)
 	}
+	a.resetState(s)
+	a.dropHeld(s)
 	delete(a.sessions, id)
 	if e := a.log.Debug(); e.Enabled() {
 		e.Uint64("client", id).Str("addr", s.addr).Msg("session ended")
@@ -91,8 +104,8 @@ func (a *Actor) kill(s *session) {
 var connectionCommands = []*Command{
 	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
-	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit},
-	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset},
+	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true},
 	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
 	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
@@ -107,6 +120,9 @@ var connectionCommands = []*Command{
 		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
 		{Name: "client|no-evict", Summary: "Exempts the connection from eviction by maxmemory_clients.", Handler: cmdClientOnOff(func(s *session, on bool) { s.mem.SetNoEvict(on) })},
 		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
+		{Name: "client|pause", Summary: "Holds clients' commands (all, or only writes) for a time.", Handler: cmdClientPause},
+		{Name: "client|unpause", Summary: "Ends a CLIENT PAUSE at once.", Handler: cmdClientUnpause},
+		{Name: "client|reply", Summary: "Turns the connection's replies on or off, or skips the next one.", Handler: cmdClientReply},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
 	}},
 }
@@ -140,6 +156,7 @@ func cmdQuit(c *Ctx) error {
 // RESET
 func cmdReset(c *Ctx) error {
 	s := c.s
+	c.a.resetState(s)
 	s.db, s.resp, s.name = 0, 2, ""
 	s.authed = c.a.cfg.RequirePass == ""
 	s.noTouch = false
@@ -147,6 +164,16 @@ func cmdReset(c *Ctx) error {
 	c.w.Proto = 2
 	c.w.Simple("RESET")
 	return nil
+}
+
+// resetState ends the session state that RESET clears and that must not
+// outlive the session: the transaction and watches (multi.go) and the
+// CLIENT REPLY mode. It is called by RESET and by endSession; state other
+// features keep per session (subscriptions, tracking) is released here
+// too, so that both paths stay one.
+func (a *Actor) resetState(s *session) {
+	a.resetTx(s)
+	s.reply = replyOn
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
@@ -322,6 +349,37 @@ func cmdClientSetInfo(c *Ctx) error {
 	return nil
 }
 
+// replyMode is CLIENT REPLY's state of a session.
+type replyMode uint8
+
+const (
+	replyOn       replyMode = iota
+	replyOff                // CLIENT REPLY OFF: no replies until ON
+	replySkipNext           // CLIENT REPLY SKIP ran: the next command's reply goes
+	replySkip               // the command running now is the skipped one
+)
+
+// CLIENT REPLY ON|OFF|SKIP
+//
+// OFF and SKIP answer nothing; ON answers OK. runBatch drops the replies
+// of commands that run while replies are off or skipped.
+func cmdClientReply(c *Ctx) error {
+	switch {
+	case c.argEq(2, "on"):
+		c.s.reply = replyOn
+		c.w.OK()
+	case c.argEq(2, "off"):
+		c.s.reply = replyOff
+	case c.argEq(2, "skip"):
+		if c.s.reply != replyOff {
+			c.s.reply = replySkipNext
+		}
+	default:
+		return ErrSyntax
+	}
+	return nil
+}
+
 // CLIENT NO-EVICT|NO-TOUCH ON|OFF: set turns the flag on or off.
 func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 	return func(c *Ctx) error {
@@ -342,9 +400,19 @@ func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 // clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
 // order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
-	flags := "N"
+	var fl [4]byte
+	flags := fl[:0]
+	if s.tx != nil {
+		flags = append(flags, 'x')
+	}
 	if s.blocked != nil {
-		flags = "b"
+		flags = append(flags, 'b')
+	}
+	if s.watchDirty {
+		flags = append(flags, 'd')
+	}
+	if len(flags) == 0 {
+		flags = append(flags, 'N')
 	}
 	app := func(k, v string) {
 		b = append(b, k...)
@@ -360,12 +428,16 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("name", s.name)
 	app("age", num(int64(now.Sub(s.created)/time.Second)))
 	app("idle", num(int64(now.Sub(s.lastActive)/time.Second)))
-	app("flags", flags)
+	app("flags", string(flags))
 	app("db", num(int64(s.db)))
 	for _, k := range []string{"sub", "psub", "ssub"} {
 		app(k, "0")
 	}
-	app("multi", "-1")
+	multi, multiMem := int64(-1), int64(0)
+	if s.tx != nil {
+		multi, multiMem = int64(len(s.tx.queue)), s.tx.bytes
+	}
+	app("multi", num(multi))
 	// Redis's buffer fields from the client's memory accounting: qbuf is
 	// input not yet parsed, argv-mem parsed commands waiting to run, omem
 	// replies not yet sent (built, in flight or in the socket's buffer).
@@ -377,13 +449,13 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("qbuf", num(parts[MemQuery]))
 	app("qbuf-free", "0")
 	app("argv-mem", num(parts[MemBatches]))
-	app("multi-mem", "0")
+	app("multi-mem", num(multiMem))
 	app("rbs", "0")
 	app("rbp", "0")
 	app("obl", "0")
 	app("oll", "0")
 	app("omem", num(omem))
-	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem))
+	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]+parts[MemWatch]))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")
@@ -563,6 +635,9 @@ func cmdClientHelp(c *Ctx) error {
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
 		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 		"NO-TOUCH (ON|OFF)", "    Accepted; reads do not change what OBJECT reports.",
+		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"HELP", "    This help.",
 	})
 }

@@ -60,25 +60,46 @@ func (a *Actor) execute(s *session, args [][]byte, w *proto.Writer, noBlock bool
 // for the redo log replays (effects.go).
 func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, woken bool) (keyspace bool) {
 	a.stats.commands++
+	// A command refused before it runs also fails the transaction it
+	// would have been queued in (flagTx; multi.go).
 	cmd := Lookup(args[0])
 	if cmd == nil {
+		flagTx(s)
 		w.Error(errUnknownCommand(args).Error())
 		return false
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
+			flagTx(s)
 			w.Error(errUnknownSubcommand(cmd.Name, args[1]).Error())
 			return false
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		w.Error(errWrongArgs(cmd.Name).Error())
+		a.reject(s, cmd, errWrongArgs(cmd.Name).Error(), w)
 		return false
 	}
 	if !s.authed && a.cfg.RequirePass != "" && !cmd.Is(FlagNoAuth) {
-		w.Error(string(ErrNoAuth))
+		a.reject(s, cmd, string(ErrNoAuth), w)
+		return false
+	}
+	if a.depth == 0 {
+		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
+	}
+	// Writes are refused while they cannot be made durable; so is an EXEC
+	// of a queue with writes, and a write MULTI would queue (as Redis's
+	// MISCONF refusal).
+	if cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0) {
+		if err := a.durable.failure(); err != nil {
+			a.reject(s, cmd, string(ErrWritesFailing), w)
+			return true
+		}
+	}
+	if s.tx != nil && !cmd.Immediate {
+		a.queueCommand(s, cmd, args, w)
+		a.stats.commands-- // counted when EXEC runs it, once, as Redis counts
 		return false
 	}
 	keyspace = cmd.Is(FlagWrite) || cmd.Is(FlagReadonly)
@@ -86,15 +107,6 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		reply, _ := replyFor(a.roundErr)
 		w.Error(reply)
 		return true
-	}
-	if cmd.Is(FlagWrite) {
-		if err := a.durable.failure(); err != nil {
-			w.Error(string(ErrWritesFailing))
-			return true
-		}
-	}
-	if a.depth == 0 {
-		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
 	}
 	a.st.Now = a.nowMs
 	f := a.enter()
@@ -116,6 +128,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// released or undone below (touched.go).
 	defer a.keysTouched()
 	err := c.run()
+	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
 	if err == nil {
 		if cmd.Is(FlagWrite) {
 			a.stats.writes++

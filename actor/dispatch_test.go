@@ -8,7 +8,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-// Commands run inside a command (as EXEC and EVAL will run them) each get
+// Commands run inside a command (as EXEC runs them, and EVAL will) each get
 // a level of their own: the outer command's Ctx and scratch survive them,
 // a blocking command answers as its non-blocking form, CLIENT LIST keeps
 // naming the outer command, and careful mode's savepoints nest.

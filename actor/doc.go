@@ -33,7 +33,9 @@
 //     unregisters it everywhere; the others find it done (blocking.go).
 //  5. One cleanup path: a session ends only in endSession, whatever the
 //     trigger (loop close, CLIENT KILL, shutdown); it cancels the session's
-//     waiter first, so no element is ever popped for a gone client.
+//     waiter first, so no element is ever popped for a gone client, then
+//     ends its transaction and watches (resetState, shared with RESET) and
+//     forgets batches held by CLIENT PAUSE.
 //  6. No reply before its data is as durable as configured: a round's
 //     writes commit, and their effects are written to the redo log
 //     (redolog.go), before any of its replies leave; with durability
@@ -48,5 +50,6 @@
 //     output hard limit or when the client memory budget evicts its
 //     client; waiters by Config's MaxWaitersPerKey, MaxTotalWaiters and
 //     MaxKeysPerWait (refused beyond them); timeouts share one heap and
-//     one timer.
+//     one timer; a MULTI queue by MaxQueuedBytes (and the client memory
+//     budget, as MemMulti), watched keys by MaxWatchedKeys.
 package actor

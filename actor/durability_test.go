@@ -49,3 +49,21 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatalf("INFO would count %d writes, want %d", a.stats.writes, clients)
 	}
 }
+
+// An EXEC's reply takes the same path as any write's: with durability
+// always, the n-th EXEC of writes, each in a round of its own, finds at
+// least n commits fsynced.
+func TestAlwaysExecFollowsFsync(t *testing.T) {
+	h := newHarness(t, Config{Durability: Always})
+	h.open(1)
+	for n := uint64(1); n <= 10; n++ {
+		h.submit(1, []string{"MULTI"}, []string{"SET", fmt.Sprint("a", n), "v"}, []string{"INCR", "n"}, []string{"EXEC"})
+		got := h.nextDelivery()
+		if want := fmt.Sprintf("+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n+OK\r\n:%d\r\n", n); string(got.Reply) != want {
+			t.Fatalf("reply %q, want %q", got.Reply, want)
+		}
+		if got.durable < n {
+			t.Fatalf("EXEC %d acknowledged with only %d commits fsynced", n, got.durable)
+		}
+	}
+}

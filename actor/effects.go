@@ -36,6 +36,19 @@ import (
 // argument: a record has exactly one encoding, and decodeEffect refuses
 // anything else (it never panics, whatever the bytes).
 //
+// A transaction record holds the records of one EXEC, so that the log
+// has them whole or not at all (a torn write cuts a record, never part of
+// one):
+//
+//	version  1 byte, effectVersion
+//	flags    1 byte, exactly effectTx
+//	count    uvarint, at least 2
+//	records  count times: uvarint length, then that many bytes, each an
+//	         ordinary record as above (never a transaction record)
+//
+// decodeTx refuses anything else; replay runs the inner records in order
+// (replayEffect).
+//
 // Propagation rules, applied in the keys touched step (touched.go) over
 // the change record of each command, nested ones included (a command run
 // by Ctx.call propagates itself), and of every other writer of a round:
@@ -80,6 +93,7 @@ import (
 const (
 	effectVersion = 1
 	effectWoken   = 1 << 0 // flags: a woken waiter's retry
+	effectTx      = 1 << 1 // flags: a transaction record (EXEC's records)
 )
 
 // effects is the actor's record of what the current round propagates.
@@ -153,6 +167,32 @@ func (a *Actor) effectsBack(mark int) {
 		end = e.ends[mark-1]
 	}
 	e.buf, e.ends = e.buf[:end], e.ends[:mark]
+}
+
+// group joins the records gathered since mark into one transaction record
+// (EXEC's, multi.go), so that the redo log holds all of them or none. One
+// record or none stays as it is: it is already whole.
+func (e *effects) group(mark int) {
+	n := len(e.ends) - mark
+	if n < 2 {
+		return
+	}
+	start := 0
+	if mark > 0 {
+		start = e.ends[mark-1]
+	}
+	inner := append([]byte(nil), e.buf[start:]...)
+	buf := append(e.buf[:start], effectVersion, effectTx)
+	buf = binary.AppendUvarint(buf, uint64(n))
+	from := start
+	for _, end := range e.ends[mark:] {
+		r := inner[from-start : end-start]
+		buf = binary.AppendUvarint(buf, uint64(len(r)))
+		buf = append(buf, r...)
+		from = end
+	}
+	e.buf = buf
+	e.ends = append(e.ends[:mark], len(buf))
 }
 
 // maxEffectsBuf is the largest record buffer kept between rounds.
@@ -400,6 +440,60 @@ func cloneArgs(args [][]byte) [][]byte {
 // they did); only a malformed record, or a storage failure that dooms the
 // transaction, is an error.
 func (a *Actor) replayEffect(payload []byte) error {
+	if len(payload) >= 2 && payload[1] == effectTx {
+		recs, err := decodeTx(payload)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := a.replayOne(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return a.replayOne(payload)
+}
+
+// decodeTx splits a transaction record into its inner records (aliasing
+// p). Anything but a well-formed transaction record of at least two
+// ordinary records is an error.
+func decodeTx(p []byte) ([][]byte, error) {
+	if len(p) < 2 || p[0] != effectVersion || p[1] != effectTx {
+		return nil, badEffect("not a transaction record")
+	}
+	n, p, err := uvarint(p[2:], "record count")
+	if err != nil {
+		return nil, err
+	}
+	// Every inner record takes at least its length's byte and two more.
+	if n < 2 || n > uint64(len(p)/3) {
+		return nil, badEffect("transaction of %d records in %d bytes", n, len(p))
+	}
+	recs := make([][]byte, 0, n)
+	for range n {
+		var l uint64
+		if l, p, err = uvarint(p, "record length"); err != nil {
+			return nil, err
+		}
+		if l < 2 || l > uint64(len(p)) {
+			return nil, badEffect("inner record of %d bytes with %d left", l, len(p))
+		}
+		r := p[:l:l]
+		if r[1]&effectTx != 0 {
+			return nil, badEffect("a transaction record inside another")
+		}
+		recs = append(recs, r)
+		p = p[l:]
+	}
+	if len(p) != 0 {
+		return nil, badEffect("%d bytes after the last inner record", len(p))
+	}
+	return recs, nil
+}
+
+// replayOne runs one ordinary record (replayEffect).
+func (a *Actor) replayOne(payload []byte) error {
 	e := &a.eff
 	rec, err := decodeEffect(payload, e.args)
 	if rec.args != nil {

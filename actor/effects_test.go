@@ -431,7 +431,12 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 				continue
 			}
 		}
-		h.submit(1, g.command())
+		if r.IntN(12) == 0 {
+			// A transaction: its writes become one record.
+			h.submit(1, []string{"multi"}, g.command(), g.command(), g.command(), []string{"exec"})
+		} else {
+			h.submit(1, g.command())
+		}
 		await()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -440,8 +445,21 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 	recs = append(recs, h.takeEffectsStopped()...)
 	live := dump(t, h.a.st)
 
-	var woken, expired, srem, spop int
+	var woken, expired, srem, spop, txs int
+	var flat [][]byte
 	for _, r := range recs {
+		if r[1] == effectTx {
+			inner, err := decodeTx(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flat = append(flat, inner...)
+			txs++
+			continue
+		}
+		flat = append(flat, r)
+	}
+	for _, r := range flat {
 		e, err := decodeEffect(r, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -458,9 +476,9 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 			spop++
 		}
 	}
-	t.Logf("%d records: %d woken retries, %d expired keys, %d SPOPs as SREM; %d bytes of keyspace",
-		len(recs), woken, expired, srem, len(live))
-	if woken == 0 || expired == 0 || srem == 0 || spop != 0 {
+	t.Logf("%d records: %d woken retries, %d expired keys, %d SPOPs as SREM, %d transactions; %d bytes of keyspace",
+		len(recs), woken, expired, srem, txs, len(live))
+	if woken == 0 || expired == 0 || srem == 0 || spop != 0 || txs == 0 {
 		t.Fatalf("the workload did not exercise what it is for (or SPOP was recorded as sent)")
 	}
 	if got := dump(t, replayed(t, recs)); got != live {
@@ -662,7 +680,7 @@ func (g *workload) blocking() []string {
 	}
 }
 
-// Commands run by a command (Ctx.call, as EXEC and EVAL will) each record
+// Commands run by a command (Ctx.call, as EXEC does and EVAL will) each record
 // themselves, at their own level; the command that ran them, which changed
 // nothing itself, records nothing.
 func TestEffectsNested(t *testing.T) {

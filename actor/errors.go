@@ -67,6 +67,16 @@ const (
 	ErrNumKeysPositive  ReplyError = "ERR numkeys should be greater than 0"
 	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
 
+	// Transactions, CLIENT REPLY and CLIENT PAUSE.
+	ErrMultiNested    ReplyError = "ERR MULTI calls can not be nested"
+	ErrExecNoMulti    ReplyError = "ERR EXEC without MULTI"
+	ErrDiscardNoMulti ReplyError = "ERR DISCARD without MULTI"
+	ErrWatchInMulti   ReplyError = "ERR WATCH inside MULTI is not allowed"
+	ErrNotInMulti     ReplyError = "ERR Command not allowed inside a transaction"
+	ErrExecAbort      ReplyError = "EXECABORT Transaction discarded because of previous errors."
+	ErrPauseTimeout   ReplyError = "ERR timeout is not an integer or out of range"
+	ErrPauseMode      ReplyError = "ERR CLIENT PAUSE mode must be WRITE or ALL"
+
 	// Hashes, sets and sorted sets.
 	ErrHashNotInteger      ReplyError = "ERR hash value is not an integer"
 	ErrHashNotFloat        ReplyError = "ERR hash value is not a float"
@@ -110,6 +120,25 @@ var (
 
 // errSubcommandArgs is CLIENT's error for a subcommand given too many
 // arguments.
+// errQueueTooLarge refuses a command that would take a client's MULTI
+// queue past transactions.max_queued_bytes (Cellar's limit; Redis has
+// none).
+func errQueueTooLarge(limit int64) error {
+	return ReplyError(fmt.Sprintf("ERR MULTI queue would exceed %d bytes (transactions.max_queued_bytes)", limit))
+}
+
+// errExecAbortBecause is EXEC's reply when EXEC itself was refused (wrong
+// arguments, not authenticated): the reason without its "ERR " code.
+func errExecAbortBecause(reason string) error {
+	return ReplyError("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(reason, "ERR "))
+}
+
+// errTooManyWatched refuses a WATCH past transactions.max_watched_keys
+// (Cellar's limit; Redis has none).
+func errTooManyWatched(limit int) error {
+	return ReplyError(fmt.Sprintf("ERR too many watched keys: a client may watch at most %d (transactions.max_watched_keys)", limit))
+}
+
 func errSubcommandArgs(sub []byte) error {
 	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(sub, 128) + "'. Try CLIENT HELP.")
 }

@@ -65,11 +65,20 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
-		kv("blocked_clients", a.blk.waiters)
+		kv("blocked_clients", a.blk.waiters+a.pause.sessions) // paused clients count, as in Redis
 		kv("tracking_clients", 0)
 		kv("clients_in_timeout_table", len(a.blk.timers))
 		kv("clients_memory", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
+		// Redis 7.2's fields for WATCH (multi.go).
+		watching := 0
+		for _, s := range a.sessions {
+			if len(s.watched) > 0 {
+				watching++
+			}
+		}
+		kv("watching_clients", watching)
+		kv("total_watched_keys", a.watches.n)
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

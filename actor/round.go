@@ -41,6 +41,9 @@ func (a *Actor) round(msgs []message) {
 	a.careful = now.Before(a.carefulUntil)
 	a.beginRound()
 	a.expireWaiters(now)
+	if a.pause.on || a.pause.release {
+		a.endPauseIfDue(now)
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.kind {
@@ -59,6 +62,9 @@ func (a *Actor) round(msgs []message) {
 		}
 		if len(a.blk.ready) > 0 {
 			a.serveReady()
+		}
+		if a.pause.release {
+			a.releasePaused(now) // CLIENT UNPAUSE ran
 		}
 		msgs[i] = message{}
 	}
@@ -189,9 +195,15 @@ func (a *Actor) runCareful(b *Batch, now time.Time) {
 func (a *Actor) runBatch(b *Batch, now time.Time) {
 	n := b.Len()
 	s := a.sessions[b.ConnID]
-	defer a.in.queued.Add(-b.Bytes)
+	if !b.held {
+		defer a.in.queued.Add(-b.Bytes)
+	}
 	if s == nil {
 		return // the connection is gone; nothing to reply to
+	}
+	if (a.pause.on || s.held > 0) && a.pausedBatch(s, b) {
+		a.holdBatch(s, b) // CLIENT PAUSE (pause.go)
+		return
 	}
 	defer s.mem.Add(MemBatches, -b.Bytes)
 	if s.killed || s.mem.Gone() {
@@ -208,7 +220,14 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		// else (and any while the session already waits) runs in its
 		// non-blocking form, as in MULTI, rather than reorder replies.
 		noBlock := i != n-1 || s.blocked != nil
+		silent := s.reply != replyOn
+		if silent {
+			a.replySilenced(s)
+		}
 		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
+		if silent {
+			w.Buf = a.replySilent(s, w.Buf, start)
+		}
 		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
 		w.Proto = s.resp
 		out, ok := s.mem.chargeReply(int64(len(w.Buf) - charged))
@@ -232,6 +251,27 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	}
 	a.out[oi].c.Reply = w.Buf
 	a.out[oi].c.Close = s.closing
+}
+
+// replySilenced is called before a command runs while CLIENT REPLY is not
+// ON: a SKIP given before makes this the command whose reply is skipped.
+func (a *Actor) replySilenced(s *session) {
+	if s.reply == replySkipNext {
+		s.reply = replySkip
+	}
+}
+
+// replySilent drops, from buf, the reply of a command that ran while
+// replies were off or skipped (from start), unless the command turned
+// them back on (CLIENT REPLY ON answers OK); a skipped reply ends the skip.
+func (a *Actor) replySilent(s *session, buf []byte, start int) []byte {
+	switch s.reply {
+	case replyOn:
+		return buf
+	case replySkip:
+		s.reply = replyOn
+	}
+	return buf[:start]
 }
 
 // overflow abandons a batch whose client passed the output hard limit

@@ -307,7 +307,11 @@ func cmdGetEx(c *Ctx) error {
 	case f.anyExpire():
 		err = c.st.SetExpire(c.db, c.args[1], at)
 	case f.persist:
-		err = c.st.SetExpire(c.db, c.args[1], 0)
+		// As Redis, only a key that had an expiry changes (WATCH sees it).
+		var m storage.Meta
+		if m, _, err = c.st.Lookup(c.db, c.args[1]); err == nil && m.ExpireAt != 0 {
+			err = c.st.SetExpire(c.db, c.args[1], 0)
+		}
 	}
 	return err
 }

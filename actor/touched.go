@@ -13,13 +13,14 @@ import "github.com/cellar-db/cellar/storage"
 // other writers of a round: a woken waiter's retry, the serving loop (whose
 // lookups may expire keys), the expiry sweep.
 //
-// Today the step does one thing: it marks ready the keys that may now hold
-// something for blocked clients, so that they are served before the next
-// command runs (runBatch, round). This is also where what else must follow
-// every change goes, each reading the same record: WATCH invalidation
-// (a watched key touched by anyone else), keyspace notifications (the kinds
-// map onto Redis's events), client-side tracking invalidation, search
-// indexing. The redo log's records are made here too (effects.go).
+// The step marks ready the keys that may now hold something for blocked
+// clients, so that they are served before the next command runs (runBatch,
+// round); makes the redo log's records (effects.go); and marks dirty the
+// sessions watching a changed key (WATCH, multi.go: only while someone
+// watches, a field test otherwise). This is also where what else must
+// follow every change goes, each reading the same record: keyspace
+// notifications (the kinds map onto Redis's events), client-side tracking
+// invalidation, search indexing.
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
@@ -49,6 +50,9 @@ func (a *Actor) keysTouched() {
 		a.propagate(ts) // the redo log's records (effects.go)
 		for i := range ts {
 			a.wakeFor(&ts[i])
+		}
+		if a.watches.n > 0 {
+			a.touchWatched(ts) // WATCH (multi.go)
 		}
 	}
 	a.st.ResetTouched()

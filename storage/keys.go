@@ -477,3 +477,20 @@ func (s *Store) SwapDB(a, b int) error {
 	s.record(a, nil, Swapped, b)
 	return nil
 }
+
+// Peek reports whether key has a row in db and whether that row's expiry
+// has passed at Now (stale), without expiring it or recording anything:
+// WATCH looks at a key this way, as Redis's keyIsExpired does.
+func (s *Store) Peek(db int, key []byte) (present, stale bool, err error) {
+	st := s.q(qLookup)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if err != nil || !row {
+		st.reset()
+		return false, false, err
+	}
+	at := st.colInt(2)
+	st.reset()
+	return true, expired(at, s.Now), nil
+}
