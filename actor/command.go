@@ -97,6 +97,14 @@ type Command struct {
 	// waits for its snapshot): like a blocking command it travels alone in
 	// its batch and the loop reads nothing more until it has its reply.
 	Defers bool
+	// InSubscribed marks a command a RESP2 client may run while it is
+	// subscribed. The table sets it for the commands flagged both pubsub
+	// and noscript (the (P|S)(UN)SUBSCRIBE family); a family spec sets it
+	// for the others Redis allows (PING, QUIT, RESET).
+	InSubscribed bool
+	// events is what the command's writes are called in keyspace
+	// notifications (notify.go), nil for a command with no events of its own.
+	events *eventSpec
 
 	Arity              int
 	Flags              Flag
@@ -130,6 +138,7 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	pubsubCommands,
 }
 
 // CommandNames lists the full names of every implemented command and
@@ -253,6 +262,10 @@ func buildTable() *table {
 			}
 		}
 		c.resolveKeys()
+		c.events = notifyEvents[c.Name]
+		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
+			c.InSubscribed = true
+		}
 		m.categories = implicitCategories(c)
 	}
 	for _, fam := range families {

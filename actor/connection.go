@@ -36,6 +36,22 @@ type session struct {
 	// blocked is the waiter of the blocking command the session's
 	// suspended batch waits on; nil when not blocked.
 	blocked *waiter
+
+	// Pub/Sub (pubsub.go): subs is what the client is subscribed to (nil
+	// when nothing); subscribed is Redis's CLIENT_PUBSUB flag (RESP2
+	// clients may then run only the commands flagged InSubscribed).
+	subs       *subscriptions
+	subscribed bool
+	// seq is the sequence number of the client's last batch the actor ran:
+	// a push to it is written after that batch's replies.
+	seq uint64
+	// pushOut is the index in Actor.out of the completion gathering the
+	// client's pushes in round pushRound.
+	pushOut   int32
+	pushRound uint64
+	// softSince: the client's output has been above the pubsub soft
+	// limit since then (zero: it is not).
+	softSince time.Time
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -69,6 +85,7 @@ func (a *Actor) endSession(id uint64) bool {
 	if s.blocked != nil {
 		a.cancelWaiter(s.blocked)
 	}
+	a.unsubscribeAll(s)
 	delete(a.sessions, id)
 	if e := a.log.Debug(); e.Enabled() {
 		e.Uint64("client", id).Str("addr", s.addr).Msg("session ended")
@@ -89,10 +106,10 @@ func (a *Actor) kill(s *session) {
 }
 
 var connectionCommands = []*Command{
-	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing},
+	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing, InSubscribed: true},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
-	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit},
-	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset},
+	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, InSubscribed: true},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, InSubscribed: true},
 	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
 	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
@@ -113,6 +130,18 @@ var connectionCommands = []*Command{
 
 // PING [message]
 func cmdPing(c *Ctx) error {
+	if c.s.subscribed && c.w.Proto == 2 && len(c.args) <= 2 {
+		// A subscribed RESP2 client reads only arrays: Redis answers
+		// ["pong", message or ""].
+		c.w.Array(2)
+		c.w.BulkString("pong")
+		if len(c.args) == 2 {
+			c.w.Bulk(c.args[1])
+		} else {
+			c.w.BulkString("")
+		}
+		return nil
+	}
 	switch len(c.args) {
 	case 1:
 		c.w.Simple("PONG")
@@ -140,6 +169,7 @@ func cmdQuit(c *Ctx) error {
 // RESET
 func cmdReset(c *Ctx) error {
 	s := c.s
+	c.a.unsubscribeAll(s)
 	s.db, s.resp, s.name = 0, 2, ""
 	s.authed = c.a.cfg.RequirePass == ""
 	s.noTouch = false
@@ -342,9 +372,15 @@ func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 // clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
 // order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
-	flags := "N"
+	flags := ""
+	if s.subscribed {
+		flags += "P"
+	}
 	if s.blocked != nil {
-		flags = "b"
+		flags += "b"
+	}
+	if flags == "" {
+		flags = "N"
 	}
 	app := func(k, v string) {
 		b = append(b, k...)
@@ -362,8 +398,12 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("idle", num(int64(now.Sub(s.lastActive)/time.Second)))
 	app("flags", flags)
 	app("db", num(int64(s.db)))
-	for _, k := range []string{"sub", "psub", "ssub"} {
-		app(k, "0")
+	for k, name := range []string{"sub", "psub", "ssub"} {
+		n := 0
+		if s.subs != nil {
+			n = len(s.subs.names[k])
+		}
+		app(name, num(int64(n)))
 	}
 	app("multi", "-1")
 	// Redis's buffer fields from the client's memory accounting: qbuf is

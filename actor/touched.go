@@ -47,6 +47,9 @@ func (a *Actor) keysTouched() {
 	}
 	if a.roundErr == nil {
 		a.propagate(ts) // the redo log's records (effects.go)
+		if a.notify != 0 {
+			a.notifyTouched(ts) // keyspace notifications (notify.go)
+		}
 		for i := range ts {
 			a.wakeFor(&ts[i])
 		}
