@@ -456,7 +456,7 @@ func cmdPubsubHelp(c *Ctx) error {
 		"SHARDNUMSUB [<shardchannel> ...]",
 		"    Return the number of subscribers for the specified shard level channel(s)",
 		"HELP",
-		"    Print this help.",
+		"    Prints this help.",
 	})
 }
 

@@ -8,6 +8,7 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1; } || need+=(redis-tools)
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""
