@@ -262,8 +262,8 @@ var notifyEvents = map[string]*eventSpec{
 
 // notifyTouched publishes the events of the change record's entries.
 func (a *Actor) notifyTouched(ts []storage.Touch) {
-	if len(a.ps.tables[subChannel]) == 0 && len(a.ps.tables[subPattern]) == 0 {
-		return // nobody could hear it
+	if !a.heard() {
+		return
 	}
 	var cmd *Command
 	var args [][]byte
@@ -353,7 +353,7 @@ func (a *Actor) notifyElements(spec *eventSpec, args [][]byte, t *storage.Touch)
 
 // notifyEvent publishes one event, as Redis's notifyKeyspaceEvent.
 func (a *Actor) notifyEvent(class int, event string, db int, key []byte) {
-	if a.notify&class == 0 {
+	if a.notify&class == 0 || !a.heard() {
 		return
 	}
 	ch := a.notifyBuf[:0]
@@ -372,4 +372,10 @@ func (a *Actor) notifyEvent(class int, event string, db int, key []byte) {
 		a.publish(subChannel, ch, key, true)
 	}
 	a.notifyBuf = ch[:0]
+}
+
+// heard reports whether anybody could hear a notification: some channel or
+// pattern has a subscriber.
+func (a *Actor) heard() bool {
+	return len(a.ps.tables[subChannel]) > 0 || len(a.ps.tables[subPattern]) > 0
 }
