@@ -13,13 +13,15 @@ import "github.com/cellar-db/cellar/storage"
 // other writers of a round: a woken waiter's retry, the serving loop (whose
 // lookups may expire keys), the expiry sweep.
 //
-// Today the step does one thing: it marks ready the keys that may now hold
-// something for blocked clients, so that they are served before the next
-// command runs (runBatch, round). This is also where what else must follow
-// every change goes, each reading the same record: WATCH invalidation
-// (a watched key touched by anyone else), keyspace notifications (the kinds
-// map onto Redis's events), client-side tracking invalidation, search
-// indexing. The redo log's records are made here too (effects.go).
+// The step makes the redo log's records (effects.go), publishes keyspace
+// notifications when they are on (notify.go: the kinds, and the running
+// command, map onto Redis's events), and marks ready the keys that may now
+// hold something for blocked clients, so that they are served before the
+// next command runs (runBatch, round). This is also where what else must
+// follow every change goes, each reading the same record: WATCH
+// invalidation (a watched key touched by anyone else), client-side
+// tracking invalidation (its pushes go the way Pub/Sub's do, pubsub.go),
+// search indexing.
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
