@@ -458,16 +458,26 @@ func (a *Actor) sortedSessions() []*session {
 	return list
 }
 
-// validClientType checks a CLIENT LIST/KILL TYPE value. Cellar's clients are
-// all "normal".
-func validClientType(b []byte) (normal bool, err error) {
-	switch lower(b) {
-	case "normal":
-		return true, nil
-	case "master", "slave", "replica", "pubsub":
-		return false, nil
+// validClientType checks a CLIENT LIST/KILL TYPE value and returns it in
+// lower case ("slave" as "replica"). Cellar's clients are "normal", or
+// "pubsub" while subscribed (Redis's CLIENT_PUBSUB).
+func validClientType(b []byte) (string, error) {
+	switch t := lower(b); t {
+	case "normal", "master", "replica", "pubsub":
+		return t, nil
+	case "slave":
+		return "replica", nil
 	}
-	return false, errClientType(b)
+	return "", errClientType(b)
+}
+
+// clientType is the client's type for CLIENT LIST/KILL TYPE (and its
+// output limit class, pubsub.go).
+func (s *session) clientType() string {
+	if s.subscribed {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // CLIENT LIST [TYPE type] [ID id [id ...]]
@@ -476,12 +486,12 @@ func cmdClientList(c *Ctx) error {
 	var out []byte
 	switch {
 	case len(c.args) == 4 && c.argEq(2, "type"):
-		normal, err := validClientType(c.args[3])
+		typ, err := validClientType(c.args[3])
 		if err != nil {
 			return err
 		}
-		if normal {
-			for _, s := range c.a.sortedSessions() {
+		for _, s := range c.a.sortedSessions() {
+			if s.clientType() == typ {
 				out = c.a.clientLine(out, s, now)
 			}
 		}
@@ -510,7 +520,8 @@ func cmdClientList(c *Ctx) error {
 // [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no] ...
 func cmdClientKill(c *Ctx) error {
 	var addr, laddr string
-	var haveAddr, haveLaddr, typeNormal, haveType bool
+	var haveAddr, haveLaddr bool
+	var typ string
 	var id uint64
 	skipme := true
 	if len(c.args) == 3 {
@@ -526,11 +537,11 @@ func cmdClientKill(c *Ctx) error {
 				}
 				id = uint64(v)
 			case c.argEq(i, "type") && more:
-				normal, err := validClientType(c.args[i+1])
+				t, err := validClientType(c.args[i+1])
 				if err != nil {
 					return err
 				}
-				typeNormal, haveType = normal, true
+				typ = t
 			case c.argEq(i, "addr") && more:
 				addr, haveAddr = string(c.args[i+1]), true
 			case c.argEq(i, "laddr") && more:
@@ -558,7 +569,7 @@ func cmdClientKill(c *Ctx) error {
 	killed := 0
 	for _, s := range c.a.sortedSessions() {
 		if (haveAddr && s.addr != addr) || (haveLaddr && s.laddr != laddr) ||
-			(haveType && !typeNormal) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
+			(typ != "" && s.clientType() != typ) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
 			continue
 		}
 		if s == c.s {

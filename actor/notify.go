@@ -116,6 +116,7 @@ func (a *Actor) setNotify(flags int) {
 	if flags&(notifyKeyspace|notifyKeyevent) != 0 && flags&^(notifyKeyspace|notifyKeyevent) != 0 {
 		a.notify = flags
 	}
+	a.st.RecordNew = a.notify&notifyNew != 0
 }
 
 // eventSpec is what a command's writes are called.
@@ -277,12 +278,12 @@ func (a *Actor) notifyTouched(ts []storage.Touch) {
 	}
 	if spec != nil && spec.pushFirst {
 		for i := range ts {
-			if k := ts[i].Kind; k == storage.Added || k == storage.Written {
+			if k := ts[i].Kind; k == storage.Added || k == storage.Written || k == storage.Created {
 				a.notifyTouch(cmd, spec, args, &ts[i])
 			}
 		}
 		for i := range ts {
-			if k := ts[i].Kind; k != storage.Added && k != storage.Written {
+			if k := ts[i].Kind; k != storage.Added && k != storage.Written && k != storage.Created {
 				a.notifyTouch(cmd, spec, args, &ts[i])
 			}
 		}
@@ -299,6 +300,8 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	switch t.Kind {
 	case storage.Expired:
 		a.notifyEvent(notifyExpired, "expired", t.DB, t.Key)
+	case storage.Created:
+		a.notifyEvent(notifyNew, "new", t.DB, t.Key)
 	case storage.RenamedFrom:
 		a.notifyEvent(notifyGeneric, "rename_from", t.DB, t.Key)
 	case storage.RenamedTo:

@@ -203,6 +203,9 @@ func (s *Store) saveColl(c *Coll) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
+	if c.created && !c.replaced {
+		s.recordNew(c.DB, c.Key)
+	}
 	s.record(c.DB, c.Key, kind, 0)
 	c.saved, c.created, c.modified = c.Len, false, false
 	return nil

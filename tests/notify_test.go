@@ -53,7 +53,7 @@ var notifyScript = [][]string{
 // and returns, per script line, the (channel, message) pairs it published.
 func notifyEvents(t *testing.T, addr string) [][]string {
 	c, sub := dialRaw(t, addr), dialRaw(t, addr)
-	c.expect(status("OK"), "CONFIG", "SET", "notify-keyspace-events", "KEAm")
+	c.expect(status("OK"), "CONFIG", "SET", "notify-keyspace-events", "KEAmn")
 	sub.expect(push(2, 1, "psubscribe", "__key*__:*"), "PSUBSCRIBE", "__key*__:*")
 	sub.expect(push(2, 2, "subscribe", "marker"), "SUBSCRIBE", "marker")
 	var all [][]string
@@ -96,7 +96,7 @@ func TestKeyspaceNotificationsLikeRedis(t *testing.T) {
 	for _, ev := range []string{"__keyspace@0__:s set", "__keyevent@0__:expire s", "__keyevent@0__:lpush l",
 		"__keyevent@0__:rename_from a", "__keyspace@1__:a3 move_to", "__keyevent@0__:hincrbyfloat h",
 		"__keyevent@0__:srem x", "__keyevent@0__:zincr z", "__keyevent@0__:del h", "__keyevent@0__:zpopmin z",
-		"__keyevent@0__:keymiss nokey"} {
+		"__keyevent@0__:keymiss nokey", "__keyevent@0__:new l2"} {
 		if !strings.Contains(flat, ev+"\n") {
 			t.Errorf("no event %q in:\n%s", ev, flat)
 		}

@@ -431,4 +431,17 @@ func TestPubSubClientList(t *testing.T) {
 	if !regexp.MustCompile(` flags=P db=0 sub=2 psub=1 ssub=1 `).MatchString(info) {
 		t.Fatalf("CLIENT INFO: %q", info)
 	}
+	// A subscriber is of type pubsub, for CLIENT LIST and CLIENT KILL.
+	admin := s.raw()
+	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	if got := admin.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Count(got, "id=") != 1 || !strings.Contains(got, "id="+id+" ") {
+		t.Fatalf("CLIENT LIST TYPE pubsub: %q", got)
+	}
+	if got := admin.do("CLIENT", "LIST", "TYPE", "normal"); strings.Contains(got, "id="+id+" ") {
+		t.Fatalf("CLIENT LIST TYPE normal lists the subscriber: %q", got)
+	}
+	admin.expect(integer(0), "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+	admin.expect(integer(1), "CLIENT", "KILL", "TYPE", "pubsub")
+	r.expectClosed()
+	waitFor(t, 10*time.Second, "the tables to empty", func() bool { return admin.do("PUBSUB", "NUMPAT") == integer(0) })
 }
