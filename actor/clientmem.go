@@ -21,6 +21,9 @@ import (
 //	MemOutput   replies handed to the socket and not yet sent (the loop,
 //	            from gnet's outbound buffer, after every write and on its
 //	            ticker while any is pending)
+//	MemPubsub   the client's subscriptions in the Pub/Sub tables (the
+//	            actor, as it subscribes and unsubscribes; pubsub.go), as
+//	            Redis counts them in a client's memory
 //
 // MemBudget adds them up for all clients. When the total passes the budget
 // (maxmemory_clients), the client using the most is evicted — its
@@ -38,6 +41,7 @@ const (
 	MemBatches
 	MemReplies
 	MemOutput
+	MemPubsub
 	memParts
 )
 

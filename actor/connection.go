@@ -423,7 +423,7 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("obl", "0")
 	app("oll", "0")
 	app("omem", num(omem))
-	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem))
+	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemPubsub]))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")

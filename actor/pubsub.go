@@ -67,6 +67,7 @@ type pubsub struct {
 type subscribers struct {
 	list []*session
 	at   map[*session]int
+	name []byte // the channel or pattern (a pattern is matched as bytes)
 }
 
 // subscriptions is a client's side: what it is subscribed to.
@@ -110,16 +111,22 @@ func (a *Actor) subscribe(s *session, k subKind, name []byte) bool {
 	}
 	key := string(name)
 	mine[key] = struct{}{}
+	s.mem.Add(MemPubsub, subCost(key))
 	t := a.ps.table(k)
 	subs := t[key]
 	if subs == nil {
-		subs = &subscribers{at: map[*session]int{}}
+		subs = &subscribers{at: map[*session]int{}, name: []byte(key)}
 		t[key] = subs
 	}
 	subs.at[s] = len(subs.list)
 	subs.list = append(subs.list, s)
 	return true
 }
+
+// subCost is what one subscription holds, charged to its client's memory:
+// the name in the client's map and, for the first subscriber, in the
+// server's, and the entries of both (an estimate of Go's map overhead).
+func subCost(name string) int64 { return int64(2*len(name) + 160) }
 
 // unsubscribe removes s from name's subscribers, and name from the
 // server's table with its last subscriber; false if s was not one.
@@ -131,6 +138,7 @@ func (a *Actor) unsubscribe(s *session, k subKind, name string) bool {
 		return false
 	}
 	delete(s.subs.names[k], name)
+	s.mem.Add(MemPubsub, -subCost(name))
 	t := a.ps.tables[k]
 	subs := t[name]
 	i := subs.at[s]
@@ -301,7 +309,7 @@ func (a *Actor) publish(k subKind, channel, msg []byte, event bool) int {
 		return n
 	}
 	for pat, subs := range a.ps.tables[subPattern] {
-		if !globMatch([]byte(pat), channel) {
+		if !globMatch(subs.name, channel) {
 			continue
 		}
 		fr := frames{build: func(w *proto.Writer) {

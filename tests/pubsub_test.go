@@ -445,3 +445,51 @@ func TestPubSubClientList(t *testing.T) {
 	r.expectClosed()
 	waitFor(t, 10*time.Second, "the tables to empty", func() bool { return admin.do("PUBSUB", "NUMPAT") == integer(0) })
 }
+
+// Subscriptions are client memory: a client that subscribes to channel
+// after channel is evicted by maxmemory_clients, like one that holds too
+// much input or output, and its subscriptions leave the tables.
+func TestPubSubSubscriptionsCountAsClientMemory(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 4 << 20 })
+	needCellar(t, s)
+	admin := s.raw()
+	admin.expect(status("OK"), "CLIENT", "NO-EVICT", "on")
+	r := s.raw()
+	name := strings.Repeat("c", 48)
+	subscribed := 0
+	for batch := 0; batch < 200; batch++ {
+		args := []string{"SUBSCRIBE"}
+		for i := 0; i < 1000; i++ {
+			args = append(args, fmt.Sprintf("%s:%d:%d", name, batch, i))
+		}
+		if _, err := r.c.Write(encode(args...)); err != nil {
+			break
+		}
+		closed := false
+		for i := 0; i < 1000; i++ {
+			r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := r.reply(); err != nil {
+				closed = true
+				break
+			}
+			subscribed++
+		}
+		if closed {
+			break
+		}
+	}
+	t.Logf("evicted after %d subscriptions", subscribed)
+	if subscribed < 1000 {
+		t.Fatalf("evicted after %d subscriptions: not for what they hold", subscribed)
+	}
+	if subscribed >= 200*1000 {
+		t.Fatal("200000 subscriptions and never evicted")
+	}
+	if subscribed > (4<<20)/(2*52+160)+2000 {
+		t.Fatalf("evicted only after %d subscriptions, more than 4 MB of them", subscribed)
+	}
+	waitFor(t, 10*time.Second, "the eviction to be logged", func() bool {
+		return strings.Contains(s.logBuf.String(), "over maxmemory_clients")
+	})
+	waitFor(t, 10*time.Second, "the tables to empty", func() bool { return admin.do("PUBSUB", "CHANNELS") == "*0\r\n" })
+}
