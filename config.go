@@ -55,6 +55,10 @@ type Config struct {
 	// is disconnected with a log line; CLIENT NO-EVICT ON exempts one.
 	// 0 counts without a limit.
 	MaxMemoryClients int64 `koanf:"maxmemory_clients"`
+	// NotifyKeyspaceEvents is Redis's notify-keyspace-events: which
+	// keyspace notifications are published ("" for none; flags K E g $ l s
+	// h z x e t m n d A, as in Redis).
+	NotifyKeyspaceEvents string `koanf:"notify_keyspace_events"`
 
 	Storage  StorageConfig  `koanf:"storage"`
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
@@ -76,6 +80,14 @@ type OutputBufferConfig struct {
 	// disconnected. 0 disables both.
 	SoftLimit   int64         `koanf:"soft_limit"`
 	SoftSeconds time.Duration `koanf:"soft_seconds"`
+	// PubsubHardLimit, PubsubSoftLimit and PubsubSoftSeconds are the same
+	// limits for subscribed clients (Redis's pubsub class, by default
+	// 32mb 8mb 60): a subscriber past the hard limit, or above the soft
+	// limit for longer than PubsubSoftSeconds, is disconnected. 0 disables
+	// a limit.
+	PubsubHardLimit   int64         `koanf:"pubsub_hard_limit"`
+	PubsubSoftLimit   int64         `koanf:"pubsub_soft_limit"`
+	PubsubSoftSeconds time.Duration `koanf:"pubsub_soft_seconds"`
 }
 
 // StorageConfig sets how often SQLite is brought up to date with the redo
@@ -149,17 +161,18 @@ func DefaultConfig() Config {
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
-		OutputBuffer:           OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second},
-		MaxBacklog:             8 << 20,
-		MaxMemoryClients:       256 << 20,
-		TCPKeepAlive:           300 * time.Second,
-		ShutdownTimeout:        10 * time.Second,
-		Storage:                StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
-		SQLite:                 SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
-		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
-		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
-		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
-		Transactions:           TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
+		OutputBuffer: OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second,
+			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second},
+		MaxBacklog:       8 << 20,
+		MaxMemoryClients: 256 << 20,
+		TCPKeepAlive:     300 * time.Second,
+		ShutdownTimeout:  10 * time.Second,
+		Storage:          StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
+		SQLite:           SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
+		Offload:          OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
+		Expiry:           ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
+		Blocking:         BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
+		Transactions:     TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 	}
 }
 
@@ -354,6 +367,14 @@ func (c Config) Validate() error {
 		return bad("output_buffer.hard_limit", "must be at least 1048576, not %d", c.OutputBuffer.HardLimit)
 	case c.OutputBuffer.SoftLimit < 0 || c.OutputBuffer.SoftLimit > c.OutputBuffer.HardLimit:
 		return bad("output_buffer.soft_limit", "must be between 0 and output_buffer.hard_limit (%d), not %d", c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit)
+	case notifyErr(c.NotifyKeyspaceEvents) != nil:
+		return bad("notify_keyspace_events", "%v", notifyErr(c.NotifyKeyspaceEvents))
+	case c.OutputBuffer.PubsubHardLimit < 0:
+		return bad("output_buffer.pubsub_hard_limit", "must not be negative")
+	case c.OutputBuffer.PubsubSoftLimit < 0:
+		return bad("output_buffer.pubsub_soft_limit", "must not be negative")
+	case c.OutputBuffer.PubsubSoftSeconds < 0:
+		return bad("output_buffer.pubsub_soft_seconds", "must not be negative")
 	case c.OutputBuffer.SoftSeconds < 0:
 		return bad("output_buffer.soft_seconds", "must not be negative")
 	case c.MaxBacklog < 1<<20:
@@ -408,4 +429,10 @@ func (c Config) Validate() error {
 		return bad("loglevel", "%v", err)
 	}
 	return nil
+}
+
+// notifyErr checks a notify-keyspace-events flag string.
+func notifyErr(s string) error {
+	_, err := actor.ParseNotifyFlags(s)
+	return err
 }

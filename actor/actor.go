@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/cellar-db/cellar/storage/redo"
@@ -41,9 +42,14 @@ type Actor struct {
 	outHeld    int // entries of out with w set or drop
 
 	blk     blocking
-	snap    snapshots
+	ps      pubsub
 	watches watching // WATCH's index (multi.go)
 	pause   pausing  // CLIENT PAUSE (pause.go)
+	// notifyFlags is notify-keyspace-events; notify is the same when it
+	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
+	notifyFlags, notify int
+	notifyBuf           []byte
+	snap                snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write
@@ -90,6 +96,8 @@ type stats struct {
 	logWrites       uint64 // rounds written to the redo log
 	flushes         uint64 // commits of the open transaction (redolog.go)
 	lastFlushUsec   int64
+	// pubsubDisconnects: subscribers disconnected at their output limits.
+	pubsubDisconnects uint64
 }
 
 // New makes an actor over an open store. The caller starts Run.
@@ -111,6 +119,11 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		start:    time.Now(),
 		sessions: map[uint64]*session{},
 	}
+	flags, err := ParseNotifyFlags(cfg.NotifyKeyspaceEvents)
+	if err != nil {
+		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)
+	}
+	a.setNotify(flags)
 	a.blk.queues = map[waitKey]*waitQueue{}
 	a.blk.readySet = map[waitKey]bool{}
 	a.blk.timer = time.NewTimer(time.Hour)

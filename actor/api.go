@@ -63,6 +63,16 @@ type Config struct {
 	// as Redis does at client-output-buffer-limit's hard limit (0: no
 	// limit).
 	MaxReply int64
+	// PubsubHardLimit, PubsubSoftLimit and PubsubSoftTime are the output
+	// limits of subscribed clients (Redis's client-output-buffer-limit
+	// pubsub class): past the hard limit, or above the soft one for longer
+	// than the soft time, a subscriber is disconnected (0: no limit).
+	PubsubHardLimit int64
+	PubsubSoftLimit int64
+	PubsubSoftTime  time.Duration
+	// NotifyKeyspaceEvents is Redis's notify-keyspace-events flag string
+	// (notify.go).
+	NotifyKeyspaceEvents string
 	// Clients is the client memory budget shared with the loops (nil: an
 	// unlimited one of the actor's own).
 	Clients *MemBudget
@@ -212,6 +222,11 @@ type Completion struct {
 	// Charged is what the actor charged to the client's MemReplies for
 	// these replies; the loop releases it when it writes or drops them.
 	Charged int64
+	// Push marks a push: a message or notification that answers none of
+	// the connection's requests (pubsub.go). It is written once every
+	// reply up to and including batch Seq's has been, and does not advance
+	// the reply FIFO.
+	Push bool
 }
 
 // NetStats is what the loops count for INFO; safe from any goroutine.

@@ -26,6 +26,9 @@ import (
 //	            transaction; Redis's multi-mem)
 //	MemWatch    the keys the client WATCHes (the actor, at WATCH and when
 //	            the watches end)
+//	MemPubsub   the client's subscriptions in the Pub/Sub tables (the
+//	            actor, as it subscribes and unsubscribes; pubsub.go), as
+//	            Redis counts them in a client's memory
 //
 // MemBudget adds them up for all clients. When the total passes the budget
 // (maxmemory_clients), the client using the most is evicted — its
@@ -45,6 +48,7 @@ const (
 	MemOutput
 	MemMulti
 	MemWatch
+	MemPubsub
 	memParts
 )
 

@@ -101,6 +101,14 @@ type Command struct {
 	// being queued (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET), as Redis
 	// exempts them; what MULTI refuses is the metadata's no_multi flag.
 	Immediate bool
+	// InSubscribed marks a command a RESP2 client may run while it is
+	// subscribed. The table sets it for the commands flagged both pubsub
+	// and noscript (the (P|S)(UN)SUBSCRIBE family); a family spec sets it
+	// for the others Redis allows (PING, QUIT, RESET).
+	InSubscribed bool
+	// events is what the command's writes are called in keyspace
+	// notifications (notify.go), nil for a command with no events of its own.
+	events *eventSpec
 
 	Arity              int
 	Flags              Flag
@@ -135,6 +143,7 @@ var families = [][]*Command{
 	setCommands,
 	zsetCommands,
 	transactionCommands,
+	pubsubCommands,
 }
 
 // CommandNames lists the full names of every implemented command and
@@ -258,6 +267,10 @@ func buildTable() *table {
 			}
 		}
 		c.resolveKeys()
+		c.events = notifyEvents[c.Name]
+		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
+			c.InSubscribed = true
+		}
 		m.categories = implicitCategories(c)
 	}
 	for _, fam := range families {

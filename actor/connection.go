@@ -47,6 +47,21 @@ type session struct {
 	// held is how many of the session's batches wait for a CLIENT PAUSE
 	// to end (pause.go).
 	held int
+	// Pub/Sub (pubsub.go): subs is what the client is subscribed to (nil
+	// when nothing); subscribed is Redis's CLIENT_PUBSUB flag (RESP2
+	// clients may then run only the commands flagged InSubscribed).
+	subs       *subscriptions
+	subscribed bool
+	// seq is the sequence number of the client's last batch the actor ran:
+	// a push to it is written after that batch's replies.
+	seq uint64
+	// pushOut is the index in Actor.out of the completion gathering the
+	// client's pushes in round pushRound.
+	pushOut   int32
+	pushRound uint64
+	// softSince: the client's output has been above the pubsub soft
+	// limit since then (zero: it is not).
+	softSince time.Time
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -102,10 +117,10 @@ func (a *Actor) kill(s *session) {
 }
 
 var connectionCommands = []*Command{
-	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing},
+	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing, InSubscribed: true},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
-	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true},
-	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true},
+	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true, InSubscribed: true},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true},
 	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
 	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
@@ -129,6 +144,18 @@ var connectionCommands = []*Command{
 
 // PING [message]
 func cmdPing(c *Ctx) error {
+	if c.s.subscribed && c.w.Proto == 2 && len(c.args) <= 2 {
+		// A subscribed RESP2 client reads only arrays: Redis answers
+		// ["pong", message or ""].
+		c.w.Array(2)
+		c.w.BulkString("pong")
+		if len(c.args) == 2 {
+			c.w.Bulk(c.args[1])
+		} else {
+			c.w.BulkString("")
+		}
+		return nil
+	}
 	switch len(c.args) {
 	case 1:
 		c.w.Simple("PONG")
@@ -173,6 +200,7 @@ func cmdReset(c *Ctx) error {
 // too, so that both paths stay one.
 func (a *Actor) resetState(s *session) {
 	a.resetTx(s)
+	a.unsubscribeAll(s)
 	s.reply = replyOn
 }
 
@@ -400,8 +428,12 @@ func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 // clientLine is one line of CLIENT LIST / CLIENT INFO, in Redis 7's field
 // order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
+	// In Redis's order (CLIENT LIST's flags).
 	var fl [4]byte
 	flags := fl[:0]
+	if s.subscribed {
+		flags = append(flags, 'P')
+	}
 	if s.tx != nil {
 		flags = append(flags, 'x')
 	}
@@ -430,8 +462,12 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("idle", num(int64(now.Sub(s.lastActive)/time.Second)))
 	app("flags", string(flags))
 	app("db", num(int64(s.db)))
-	for _, k := range []string{"sub", "psub", "ssub"} {
-		app(k, "0")
+	for k, name := range []string{"sub", "psub", "ssub"} {
+		n := 0
+		if s.subs != nil {
+			n = len(s.subs.names[k])
+		}
+		app(name, num(int64(n)))
 	}
 	multi, multiMem := int64(-1), int64(0)
 	if s.tx != nil {
@@ -455,7 +491,7 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("obl", "0")
 	app("oll", "0")
 	app("omem", num(omem))
-	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]+parts[MemWatch]))
+	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]+parts[MemWatch]+parts[MemPubsub]))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")
@@ -490,16 +526,26 @@ func (a *Actor) sortedSessions() []*session {
 	return list
 }
 
-// validClientType checks a CLIENT LIST/KILL TYPE value. Cellar's clients are
-// all "normal".
-func validClientType(b []byte) (normal bool, err error) {
-	switch lower(b) {
-	case "normal":
-		return true, nil
-	case "master", "slave", "replica", "pubsub":
-		return false, nil
+// validClientType checks a CLIENT LIST/KILL TYPE value and returns it in
+// lower case ("slave" as "replica"). Cellar's clients are "normal", or
+// "pubsub" while subscribed (Redis's CLIENT_PUBSUB).
+func validClientType(b []byte) (string, error) {
+	switch t := lower(b); t {
+	case "normal", "master", "replica", "pubsub":
+		return t, nil
+	case "slave":
+		return "replica", nil
 	}
-	return false, errClientType(b)
+	return "", errClientType(b)
+}
+
+// clientType is the client's type for CLIENT LIST/KILL TYPE (and its
+// output limit class, pubsub.go).
+func (s *session) clientType() string {
+	if s.subscribed {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // CLIENT LIST [TYPE type] [ID id [id ...]]
@@ -508,12 +554,12 @@ func cmdClientList(c *Ctx) error {
 	var out []byte
 	switch {
 	case len(c.args) == 4 && c.argEq(2, "type"):
-		normal, err := validClientType(c.args[3])
+		typ, err := validClientType(c.args[3])
 		if err != nil {
 			return err
 		}
-		if normal {
-			for _, s := range c.a.sortedSessions() {
+		for _, s := range c.a.sortedSessions() {
+			if s.clientType() == typ {
 				out = c.a.clientLine(out, s, now)
 			}
 		}
@@ -542,7 +588,8 @@ func cmdClientList(c *Ctx) error {
 // [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no] ...
 func cmdClientKill(c *Ctx) error {
 	var addr, laddr string
-	var haveAddr, haveLaddr, typeNormal, haveType bool
+	var haveAddr, haveLaddr bool
+	var typ string
 	var id uint64
 	skipme := true
 	if len(c.args) == 3 {
@@ -558,11 +605,11 @@ func cmdClientKill(c *Ctx) error {
 				}
 				id = uint64(v)
 			case c.argEq(i, "type") && more:
-				normal, err := validClientType(c.args[i+1])
+				t, err := validClientType(c.args[i+1])
 				if err != nil {
 					return err
 				}
-				typeNormal, haveType = normal, true
+				typ = t
 			case c.argEq(i, "addr") && more:
 				addr, haveAddr = string(c.args[i+1]), true
 			case c.argEq(i, "laddr") && more:
@@ -590,7 +637,7 @@ func cmdClientKill(c *Ctx) error {
 	killed := 0
 	for _, s := range c.a.sortedSessions() {
 		if (haveAddr && s.addr != addr) || (haveLaddr && s.laddr != laddr) ||
-			(haveType && !typeNormal) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
+			(typ != "" && s.clientType() != typ) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
 			continue
 		}
 		if s == c.s {

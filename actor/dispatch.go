@@ -19,8 +19,11 @@ type frame struct {
 	// replyStart is where the command's reply starts in ctx.w (SPOP's
 	// record is made from it: effects.go).
 	replyStart int
-	elems      elemBuf // sorted-set range replies (zsets.go)
-	val        []byte  // string values copied into replies (strings.go)
+	// pushAt is where a push to the command's own client goes in its
+	// reply buffer (pubsub.go, Actor.push): ahead of the reply.
+	pushAt int
+	elems  elemBuf // sorted-set range replies (zsets.go)
+	val    []byte  // string values copied into replies (strings.go)
 }
 
 // enter starts a level of execution and returns its frame; leave ends it.
@@ -30,6 +33,7 @@ func (a *Actor) enter() *frame {
 		a.frames = append(a.frames, &frame{})
 	}
 	f := a.frames[a.depth]
+	f.replyStart, f.pushAt = 0, 0
 	a.depth++
 	return f
 }
@@ -85,6 +89,10 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		a.reject(s, cmd, string(ErrNoAuth), w)
 		return false
 	}
+	if s.subscribed && s.resp == 2 && !cmd.InSubscribed {
+		a.reject(s, cmd, errSubscribedMode(cmd.Name).Error(), w)
+		return false
+	}
 	if a.depth == 0 {
 		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
 	}
@@ -114,7 +122,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	c := &f.ctx
 	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock, woken: woken}
 	start := len(w.Buf)
-	f.replyStart = start
+	f.replyStart, f.pushAt = start, start
 	guard := a.careful && cmd.Is(FlagWrite)
 	if guard {
 		if err := a.st.Savepoint(); err != nil {

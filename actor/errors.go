@@ -139,8 +139,18 @@ func errTooManyWatched(limit int) error {
 	return ReplyError(fmt.Sprintf("ERR too many watched keys: a client may watch at most %d (transactions.max_watched_keys)", limit))
 }
 
-func errSubcommandArgs(sub []byte) error {
-	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(sub, 128) + "'. Try CLIENT HELP.")
+func errSubcommandArgs(sub []byte) error { return errSubcommandSyntax("client", sub) }
+
+// errSubcommandSyntax is a container's error for a subcommand given the
+// wrong number of arguments (Redis's addReplySubcommandSyntaxError).
+func errSubcommandSyntax(container string, sub []byte) error {
+	return ReplyError("ERR unknown subcommand or wrong number of arguments for '" + cString(sub, 128) + "'. Try " + strings.ToUpper(container) + " HELP.")
+}
+
+// errSubscribedMode is the refusal of a command a RESP2 client may not run
+// while it is subscribed; name is the command's full name ("client|list").
+func errSubscribedMode(name string) error {
+	return ReplyError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }
 
 // errConfigSetUnknown is CONFIG SET's error for a parameter it does not

@@ -180,8 +180,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("hot_cache_misses", misses)
 		kv("keyspace_hits", a.stats.keyspaceHits)
 		kv("keyspace_misses", a.stats.keyspaceMisses)
-		kv("pubsub_channels", 0)
-		kv("pubsub_patterns", 0)
+		kv("pubsub_channels", len(a.ps.tables[subChannel]))
+		kv("pubsub_patterns", len(a.ps.tables[subPattern]))
+		kv("pubsubshard_channels", len(a.ps.tables[subShard]))
+		kv("pubsub_clients_disconnected", a.stats.pubsubDisconnects)
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		kv("role", "master")

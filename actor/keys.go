@@ -437,7 +437,7 @@ func cmdScan(c *Ctx) error {
 			// Redis reads each key to learn its type: a keyspace hit.
 			// (It also meets keys past their expiry, each a miss; Cellar's
 			// Scan never returns those.)
-			c.countLookup(true, nil)
+			c.countLookup(nil, true, nil)
 			if !eqFold(o.typ, e.Type.String()) {
 				continue
 			}

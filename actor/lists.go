@@ -117,7 +117,7 @@ func cmdLLen(c *Ctx) error {
 // list is never empty, so it exists when the length is not 0).
 func (c *Ctx) readListLen(key []byte) (int64, error) {
 	n, err := c.st.ListLen(c.db, key)
-	c.countLookup(n > 0, err)
+	c.countLookup(key, n > 0, err)
 	return n, err
 }
 
@@ -128,7 +128,7 @@ func cmdLRange(c *Ctx) error {
 		return err
 	}
 	found, err := c.st.ListRange(c.db, c.args[1], start, stop, func(n int64) { c.w.Array(int(n)) }, c.w.Bulk)
-	c.countLookup(found, err)
+	c.countLookup(c.args[1], found, err)
 	return err
 }
 
@@ -153,7 +153,7 @@ func cmdLIndex(c *Ctx) error {
 		}
 	}
 	found, err := c.st.ListRange(c.db, c.args[1], idx, idx, nullIfNone, c.w.Bulk)
-	c.countLookup(found, err)
+	c.countLookup(c.args[1], found, err)
 	return err
 }
 
@@ -267,7 +267,7 @@ func cmdLPos(c *Ctx) error {
 	}
 	var found []int64
 	exists, err := c.st.ListPos(c.db, c.args[1], c.args[2], rank, limit, maxlen, func(i int64) { found = append(found, i) })
-	c.countLookup(exists, err)
+	c.countLookup(c.args[1], exists, err)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,16 @@ import (
 // countLookup counts one read lookup that found the key or not, or failed
 // with err. A key of another type was found; any other failure counts
 // nothing.
-func (c *Ctx) countLookup(found bool, err error) {
+// A miss is also Redis's "keymiss" keyspace notification (class m).
+func (c *Ctx) countLookup(key []byte, found bool, err error) {
 	switch {
 	case errors.Is(err, storage.ErrWrongType) || (err == nil && found):
 		c.a.stats.keyspaceHits++
 	case err == nil:
 		c.a.stats.keyspaceMisses++
+		if c.a.notify&notifyKeyMiss != 0 {
+			c.a.notifyEvent(notifyKeyMiss, "keymiss", c.db, key)
+		}
 	}
 }
 
@@ -39,7 +43,7 @@ func (c *Ctx) countLookup(found bool, err error) {
 // source).
 func (c *Ctx) readKey(key []byte) (storage.Meta, bool, error) {
 	m, ok, err := c.st.Lookup(c.db, key)
-	c.countLookup(ok, err)
+	c.countLookup(key, ok, err)
 	return m, ok, err
 }
 
@@ -47,7 +51,7 @@ func (c *Ctx) readKey(key []byte) (storage.Meta, bool, error) {
 // the key is missing.
 func (c *Ctx) readColl(key []byte, types ...storage.Type) (*storage.Coll, error) {
 	coll, err := c.st.OpenAnyColl(c.db, key, types...)
-	c.countLookup(coll != nil, err)
+	c.countLookup(key, coll != nil, err)
 	return coll, err
 }
 
@@ -57,6 +61,6 @@ func (c *Ctx) getString(key []byte) ([]byte, bool, error) { return c.getStringIn
 // getStringInto is getString appending the value to dst.
 func (c *Ctx) getStringInto(key, dst []byte) ([]byte, bool, error) {
 	v, ok, err := c.st.GetString(c.db, key, dst)
-	c.countLookup(ok, err)
+	c.countLookup(key, ok, err)
 	return v, ok, err
 }

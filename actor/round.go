@@ -21,6 +21,10 @@ type routed struct {
 	c    Completion
 	w    *waiter
 	drop bool
+	// own: c.Reply is this entry's own buffer (pushes gathered into it),
+	// not a frame shared with other completions; event: a push of
+	// keyspace notifications, retracted if the round fails (pubsub.go).
+	own, event bool
 }
 
 // cmdRec remembers where a command's reply sits in its batch's buffer, so
@@ -88,6 +92,9 @@ func (a *Actor) finishRound() {
 		a.failRound(err)
 	}
 	a.roundErr = nil
+	if failed {
+		a.retractEvents()
+	}
 	a.settleHeld(failed)
 	a.recs = a.recs[:0]
 	if len(a.out) == 0 {
@@ -210,6 +217,7 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		return
 	}
 	s.lastActive = now
+	s.seq = b.Seq
 	oi := int32(len(a.out))
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
 	w := proto.Writer{Buf: make([]byte, 0, 64), Proto: s.resp}
@@ -233,7 +241,11 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		out, ok := s.mem.chargeReply(int64(len(w.Buf) - charged))
 		charged = len(w.Buf)
 		a.out[oi].c.Charged = int64(charged)
-		if !ok || (a.cfg.MaxReply > 0 && out > a.cfg.MaxReply) {
+		limit := a.cfg.MaxReply
+		if s.subscribed {
+			limit = a.cfg.PubsubHardLimit // Redis's pubsub output class
+		}
+		if !ok || (limit > 0 && out > limit) {
 			a.overflow(s, oi, out, !ok)
 			return
 		}

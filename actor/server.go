@@ -519,6 +519,13 @@ func (a *Actor) params() []Param {
 			a.cfg.Clients.SetLimit(n)
 			return nil
 		}},
+		{Name: "notify-keyspace-events", Get: func() string { return notifyFlagsString(a.notifyFlags) }, Set: func(v string) error {
+			flags, err := ParseNotifyFlags(v)
+			if err == nil {
+				a.setNotify(flags)
+			}
+			return err
+		}},
 		intParam("blocking-max-waiters-per-key", &a.cfg.MaxWaitersPerKey),
 		intParam("blocking-max-total-waiters", &a.cfg.MaxTotalWaiters),
 		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),

@@ -347,7 +347,7 @@ func cmdAppend(c *Ctx) error {
 // STRLEN key
 func cmdStrLen(c *Ctx) error {
 	n, found, err := c.st.StringLen(c.db, c.args[1])
-	c.countLookup(found, err)
+	c.countLookup(c.args[1], found, err)
 	if err != nil {
 		return err
 	}

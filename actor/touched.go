@@ -13,14 +13,15 @@ import "github.com/cellar-db/cellar/storage"
 // other writers of a round: a woken waiter's retry, the serving loop (whose
 // lookups may expire keys), the expiry sweep.
 //
-// The step marks ready the keys that may now hold something for blocked
-// clients, so that they are served before the next command runs (runBatch,
-// round); makes the redo log's records (effects.go); and marks dirty the
-// sessions watching a changed key (WATCH, multi.go: only while someone
-// watches, a field test otherwise). This is also where what else must
-// follow every change goes, each reading the same record: keyspace
-// notifications (the kinds map onto Redis's events), client-side tracking
-// invalidation, search indexing.
+// The step makes the redo log's records (effects.go), publishes keyspace
+// notifications when they are on (notify.go: the kinds, and the running
+// command, map onto Redis's events), marks dirty the sessions watching a
+// changed key (WATCH, multi.go: only while someone watches, a field test
+// otherwise), and marks ready the keys that may now hold something for
+// blocked clients, so that they are served before the next command runs
+// (runBatch, round). This is also where what else must follow every change
+// goes, each reading the same record: client-side tracking invalidation
+// (its pushes go the way Pub/Sub's do, pubsub.go), search indexing.
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
@@ -48,6 +49,9 @@ func (a *Actor) keysTouched() {
 	}
 	if a.roundErr == nil {
 		a.propagate(ts) // the redo log's records (effects.go)
+		if a.notify != 0 {
+			a.notifyTouched(ts) // keyspace notifications (notify.go)
+		}
 		for i := range ts {
 			a.wakeFor(&ts[i])
 		}

@@ -210,7 +210,8 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.rounds < 3 || len(f.highClients) != 2 || f.outName != "latest" || len(f.tests) != len(allTests) || f.memKeys != 1_000_000 {
+	if f.rounds < 3 || len(f.highClients) != 2 || f.outName != "latest" || len(f.tests) != len(allTests) || f.memKeys != 1_000_000 ||
+		len(f.fanout.subscribers) != 3 || f.fanout.deliveries != 1_000_000 {
 		t.Fatalf("full: %+v", f)
 	}
 	if _, err := parseConfig([]string{"-tests", "NOPE"}); err == nil {
@@ -219,8 +220,8 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 // TestSmoke runs the harness's pipeline against a real redis-server: a
-// redis-benchmark run, an unsupported command, the queue scenario, the
-// memory loader, and the report writers. Tiny sizes, no timing asserted.
+// redis-benchmark run, an unsupported command, the queue and fan-out
+// scenarios, the memory loader, and the report writers. Tiny sizes, no timing asserted.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -280,6 +281,11 @@ func TestSmoke(t *testing.T) {
 	}
 	if got := queueRun(ctx, s.addr(), 2, 2, 50, 500, 20*time.Second); got.Status != statusOK {
 		t.Fatalf("paced queue: %+v", got)
+	}
+	for _, subs := range []int{1, 20} {
+		if got := fanoutRun(ctx, s.addr(), subs, 2000, 4, 20*time.Second); got.Status != statusOK || got.Value <= 0 || got.P99Ms <= 0 {
+			t.Fatalf("fanout to %d: %+v", subs, got)
+		}
 	}
 	if _, err := loadKeys(ctx, s.addr(), 2500, 16, 3); err == nil {
 		t.Fatal("loadKeys must refuse a database that already holds other keys")

@@ -151,6 +151,14 @@ func evaluateGoals(cfg config, ts []*table) []goal {
 		gs = append(gs, goal{Group: "queue", Goal: "items/s ≥ 0.8× Redis, p99 ≤ 2×", Status: goalNotMeasured, Detail: "scenario not run"})
 	}
 
+	if f := findTable(ts, "fanout"); f != nil {
+		for _, n := range cfg.fanout.subscribers {
+			gs = append(gs, ratioGoal("fanout", f, fanoutRow(n), cr, false, false, 0.8))
+		}
+	} else {
+		gs = append(gs, goal{Group: "fanout", Goal: "delivered msgs/s ≥ 0.8× Redis", Status: goalNotMeasured, Detail: "scenario not run"})
+	}
+
 	if d := findTable(ts, "durability"); d != nil {
 		for _, n := range cfg.durTests {
 			gs = append(gs, ratioGoal("durability", d, n, [2]string{"cellar-always", "redis-aof-always"}, false, false, 1.0))

@@ -42,6 +42,7 @@ type config struct {
 	durTests    []string
 	durRequests int
 	queue       queueCfg
+	fanout      fanoutCfg
 	memKeys     int
 	flood       floodCfg
 	sustained   sustainedCfg
@@ -79,7 +80,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "memory", "flood", "sustained"}
+var allScenarios = []string{"comparison", "durability", "queue", "fanout", "memory", "flood", "sustained"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -105,6 +106,9 @@ func parseConfig(args []string) (config, error) {
 	qItems := fs.Int("queue-items", 0, "items in the saturated queue run (default 50000; quick 10000)")
 	qRate := fs.Float64("queue-rate", 2000, "items/s of the paced queue run")
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
+	fanSubs := fs.String("fanout-subs", "1,100,1000", "subscriber counts of the fan-out scenario")
+	fanN := fs.Int("fanout-n", 0, "messages delivered per fan-out run (default 1000000; quick 200000)")
+	fanWindow := fs.Int("fanout-window", 16, "PUBLISH commands the fan-out publisher keeps in flight")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
 	susN := fs.Int("sustained-n", 0, "SETs of the sustained scenario (default 10000000; quick 1000000)")
@@ -156,6 +160,7 @@ func parseConfig(args []string) (config, error) {
 			rate:       *qRate,
 			pacedItems: pick(*qPaced, 10000, 4000),
 		},
+		fanout:     fanoutCfg{deliveries: pick(*fanN, 1_000_000, 200_000), window: max(*fanWindow, 1)},
 		redka:      *redka,
 		cellarBin:  *cellarBin,
 		stallAfter: *stall,
@@ -173,6 +178,9 @@ func parseConfig(args []string) (config, error) {
 	}
 	if *high != "" {
 		highDefault = *high
+	}
+	if cfg.fanout.subscribers, err = intList(*fanSubs); err != nil || len(cfg.fanout.subscribers) == 0 {
+		return cfg, fmt.Errorf("-fanout-subs %q: want a comma-separated list of numbers", *fanSubs)
 	}
 	if cfg.highClients, err = intList(highDefault); err != nil {
 		return cfg, fmt.Errorf("-high %q: %v", *high, err)
@@ -381,6 +389,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["queue"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.queue(ctx))
+	}
+	if cfg.scenarios["fanout"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.fanout(ctx))
 	}
 	if cfg.scenarios["memory"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.memory(ctx))

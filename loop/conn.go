@@ -268,7 +268,9 @@ func (c *conn) protocolError(err error) {
 }
 
 // deliver puts a completion through the reply FIFO: it is written when every
-// batch before it has been, and waits otherwise.
+// batch before it has been, and waits otherwise. A push (a Pub/Sub message)
+// answers no batch: it is written once batch Seq's replies are, after
+// them, and waits behind them otherwise.
 func (c *conn) deliver(cmp actor.Completion) {
 	if c.state == stateClosed {
 		return
@@ -277,22 +279,40 @@ func (c *conn) deliver(cmp actor.Completion) {
 		c.closeNow(errKilled)
 		return
 	}
+	if cmp.Push {
+		if cmp.Seq < c.expect {
+			c.write(cmp)
+			return
+		}
+		// After everything up to its batch, and after the pushes that
+		// came before it.
+		c.wait(cmp, sort.Search(len(c.early), func(i int) bool { return c.early[i].Seq > cmp.Seq }))
+		return
+	}
 	if cmp.Seq != c.expect {
-		i := sort.Search(len(c.early), func(i int) bool { return c.early[i].Seq >= cmp.Seq })
-		c.early = append(c.early, actor.Completion{})
-		copy(c.early[i+1:], c.early[i:])
-		c.early[i] = cmp
+		c.wait(cmp, sort.Search(len(c.early), func(i int) bool { return c.early[i].Seq >= cmp.Seq }))
 		return
 	}
 	c.write(cmp)
-	for len(c.early) > 0 && c.early[0].Seq == c.expect && c.state != stateClosed {
+	for len(c.early) > 0 && c.state != stateClosed {
 		next := c.early[0]
+		if next.Seq != c.expect && !(next.Push && next.Seq < c.expect) {
+			break
+		}
 		c.early = c.early[1:]
 		c.write(next)
 	}
 	if c.state == stateOpen {
 		c.readable()
 	}
+}
+
+// wait files a completion that arrived before its turn at position i of
+// the FIFO.
+func (c *conn) wait(cmp actor.Completion, i int) {
+	c.early = append(c.early, actor.Completion{})
+	copy(c.early[i+1:], c.early[i:])
+	c.early[i] = cmp
 }
 
 // account charges the input the connection holds, a bulk still arriving
@@ -314,12 +334,14 @@ func (c *conn) account(wait bool) {
 
 // write sends one batch's replies and advances the FIFO.
 func (c *conn) write(cmp actor.Completion) {
-	c.expect++
-	if c.final == nil || cmp.Seq != c.final.Seq {
-		c.inflight--
-	}
-	if c.barrier != 0 && cmp.Seq >= c.barrier {
-		c.barrier = 0
+	if !cmp.Push {
+		c.expect++
+		if c.final == nil || cmp.Seq != c.final.Seq {
+			c.inflight--
+		}
+		if c.barrier != 0 && cmp.Seq >= c.barrier {
+			c.barrier = 0
+		}
 	}
 	c.mem.Add(actor.MemReplies, -cmp.Charged)
 	if len(cmp.Reply) > 0 {

@@ -15,7 +15,9 @@
 //     (batchBuilder, in conn.go, is the one crossing).
 //  2. In-order replies: each batch gets the next sequence number; a
 //     completion that arrives early waits in the FIFO until those before
-//     it are written.
+//     it are written. A push (Completion.Push: a Pub/Sub message) waits
+//     until the batch whose number it carries is written, then follows it
+//     without advancing the FIFO.
 //  3. Counting notification: Deliver appends to the mailbox and rings gnet's
 //     doorbell only when no drain is scheduled; a drain empties the mailbox
 //     completely before it stops, so no completion is ever stranded and one

@@ -225,6 +225,9 @@ func (s *Store) saveColl(c *Coll) error {
 			return err
 		}
 	}
+	if c.created && !c.replaced {
+		s.recordNew(c.DB, c.Key)
+	}
 	s.record(c.DB, c.Key, kind, 0)
 	c.saved, c.created, c.modified = c.Len, false, false
 	return nil

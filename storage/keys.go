@@ -177,6 +177,7 @@ func (s *Store) Rename(db int, src, dst []byte) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
+	s.recordNew(db, dst) // RENAME makes dst anew, as Redis does
 	s.record(db, src, RenamedFrom, 0)
 	s.record(db, dst, RenamedTo, 0)
 	return nil
@@ -197,6 +198,7 @@ func (s *Store) Move(db int, key []byte, dstDB int) error {
 	}
 	s.keyDeltas[db]--
 	s.keyDeltas[dstDB]++
+	s.recordNew(dstDB, key)
 	s.record(db, key, MovedFrom, dstDB)
 	s.record(dstDB, key, MovedTo, db)
 	return nil
@@ -259,6 +261,7 @@ func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool)
 	if err := s.copyElements(m.Type, m.ID, id); err != nil {
 		return false, err
 	}
+	s.recordNew(dstDB, dst)
 	s.record(dstDB, dst, CopiedTo, srcDB)
 	return true, nil
 }

@@ -174,6 +174,7 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 			return 0, err
 		}
 		s.Created(db)
+		s.recordNew(db, key)
 		l = listRef{id: id, head: 0, tail: -1}
 	}
 	for _, v := range vals {

@@ -74,6 +74,11 @@ type Options struct {
 // Store is the keyspace in one SQLite database. See the package doc for who
 // may call what.
 type Store struct {
+	// RecordNew makes writes record Created in the change record when
+	// they create a key (keyspace notifications' "new" event; the owner
+	// sets it while someone wants those, so that nobody else pays).
+	RecordNew bool
+
 	path  string
 	c     *conn
 	stmts []*stmt // prepared lazily, indexed by query.idx

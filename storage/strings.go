@@ -148,6 +148,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			if st.colInt(0) == s.nextID {
 				s.nextID++
 				s.keyDeltas[db]++
+				s.recordNew(db, key)
 			}
 			st.reset()
 			s.dirty = true

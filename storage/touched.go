@@ -56,11 +56,15 @@ const (
 	Flushed
 	// Swapped: DB and Other exchanged their contents (SWAPDB). Key is nil.
 	Swapped
+	// Created: the key did not exist and now does (recorded before the
+	// change that created it, and only while RecordNew is set: keyspace
+	// notifications' "new" event is its one reader).
+	Created
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped"}
+	"flushed", "swapped", "created"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {
@@ -100,6 +104,13 @@ func (s *Store) record(db int, key []byte, kind Change, other int) {
 		k = s.touchKeys[start:len(s.touchKeys):len(s.touchKeys)]
 	}
 	s.touches = append(s.touches, Touch{DB: db, Key: k, Kind: kind, Other: other})
+}
+
+// recordNew records that key was created in db, when RecordNew asks for it.
+func (s *Store) recordNew(db int, key []byte) {
+	if s.RecordNew {
+		s.record(db, key, Created, 0)
+	}
 }
 
 // Touched is the change record: every change made since the last
