@@ -498,12 +498,22 @@ func (a *Actor) serveKey(k waitKey) (again bool) {
 // holds; nil when k is missing or nobody waits for its type. A stored list
 // or sorted set is never empty (the write that empties one deletes its
 // key), so that k exists is that it has something to take.
+//
+// A key that is no stream (any more) but has no lane of its own type to
+// serve serves its stream lane: a reader through a consumer group blocked
+// on it must hear that its stream is gone (its retry fails), while an XREAD
+// reader's retry finds nothing and it keeps waiting.
 func (a *Actor) readyLane(k waitKey, q *waitQueue) (*lane, error) {
 	m, ok, err := a.st.Lookup(k.db, []byte(k.key))
-	if err != nil || !ok {
+	if err != nil {
 		return nil, err
 	}
-	return q.lane(m.Type), nil
+	if ok {
+		if l := q.lane(m.Type); l != nil || m.Type == storage.TypeStream {
+			return l, nil
+		}
+	}
+	return q.lane(storage.TypeStream), nil
 }
 
 // fail records a storage error that dooms the round.

@@ -130,6 +130,7 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	streamCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

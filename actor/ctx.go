@@ -30,6 +30,9 @@ type Ctx struct {
 	// woken marks a parked waiter's retry (blocking.go), which runs outside
 	// any command of its client: see passOver.
 	woken bool
+	// rec, when set, is what the redo log records for the command instead
+	// of args (XADD's generated ID: effects.go).
+	rec [][]byte
 }
 
 // passOver reports whether a retry skips a key for err: one that now holds

@@ -56,11 +56,14 @@ const (
 	Flushed
 	// Swapped: DB and Other exchanged their contents (SWAPDB). Key is nil.
 	Swapped
+	// GroupDestroyed: a consumer group of the stream Key was destroyed
+	// (XGROUP DESTROY); clients blocked reading through it must hear so.
+	GroupDestroyed
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped"}
+	"flushed", "swapped", "group-destroyed"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {
