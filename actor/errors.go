@@ -112,6 +112,7 @@ const (
 	ErrStreamExhausted          ReplyError = "ERR The stream has exhausted the last possible ID, unable to add more items"
 	ErrTimeoutNotInteger        ReplyError = "ERR timeout is not an integer or out of range"
 	ErrTimeoutOutOfRange        ReplyError = "ERR timeout is out of range"
+	ErrUnbalancedStreams        ReplyError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified." // XREADGROUP's too
 	ErrXReadGroupOption         ReplyError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
 	ErrXReadNoAck               ReplyError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
 	ErrXReadGroupMissing        ReplyError = "ERR Missing GROUP option for XREADGROUP"
@@ -134,12 +135,6 @@ const (
 	ErrXSetIDTooSmall           ReplyError = "ERR The ID specified in XSETID is smaller than the target stream top item"
 	ErrXSetIDEntriesAdded       ReplyError = "ERR The entries_added specified in XSETID is smaller than the target stream length"
 )
-
-// errUnbalancedStreams is XREAD's and XREADGROUP's error for a STREAMS
-// list without an ID per key.
-func errUnbalancedStreams(name string) error {
-	return ReplyError("ERR Unbalanced " + name + " list of streams: for each stream key an ID or '$' must be specified.")
-}
 
 // errNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
 func errNoGroup(key, group []byte) error {

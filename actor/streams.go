@@ -3,7 +3,6 @@ package actor
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
@@ -570,7 +569,7 @@ func (c *Ctx) parseRead(group bool) (readArgs, error) {
 		case c.argEq(i, "streams") && more > 0:
 			streams = i + 1
 			if (len(c.args)-streams)%2 != 0 {
-				return r, errUnbalancedStreams(strings.ToUpper(c.cmd.Name))
+				return r, ErrUnbalancedStreams
 			}
 			i = len(c.args)
 		case c.argEq(i, "group") && more >= 2:

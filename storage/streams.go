@@ -491,14 +491,16 @@ func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
 		return 0, nil
 	}
 	if t.Approx {
-		n -= n % NodeEntries
-	}
-	if t.Limit > 0 {
-		lim := t.Limit
-		if t.Approx {
-			lim -= lim % NodeEntries
+		// Whole nodes only: NodeEntries each from the first entry, the
+		// last one partial, which goes only with everything before it.
+		if n < st.Len {
+			n -= n % NodeEntries
 		}
-		n = min(n, lim)
+		if t.Limit > 0 && n > t.Limit {
+			n = t.Limit - t.Limit%NodeEntries
+		}
+	} else if t.Limit > 0 {
+		n = min(n, t.Limit)
 	}
 	if n <= 0 {
 		return 0, nil
