@@ -703,7 +703,9 @@ func (g *workload) xkey() string {
 func (g *workload) stream() []string {
 	r := g.r
 	x := g.xkey()
-	switch n := r.IntN(20); {
+	switch n := r.IntN(22); {
+	case n < 19 && r.IntN(3) == 0:
+		return []string{"xgroup", "create", x, "g", "$", "mkstream"}
 	case n < 5:
 		return []string{"xadd", x, "*", "f", g.val()}
 	case n < 6:
@@ -725,7 +727,10 @@ func (g *workload) stream() []string {
 	case n < 17:
 		return []string{"xgroup", "setid", x, "g", "0"}
 	case n < 18:
-		return []string{"xgroup", "destroy", x, "g"}
+		if r.IntN(3) == 0 {
+			return []string{"xgroup", "destroy", x, "g"}
+		}
+		return []string{"xadd", x, "*", "f", g.val()}
 	case n < 19:
 		return []string{"xsetid", x, "99999999999999-0"}
 	default:
@@ -749,8 +754,8 @@ func (g *workload) blocking() []string {
 	if r.IntN(4) == 0 {
 		z1 = g.key(r.IntN(5))
 	}
-	switch r.IntN(8) {
-	case 6:
+	switch r.IntN(9) {
+	case 6, 8:
 		return []string{"xreadgroup", "group", "g", g.val(), "block", "0", "streams", g.xkey(), ">"}
 	case 7:
 		return []string{"xread", "block", "20", "streams", g.xkey(), "$"}
