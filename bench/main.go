@@ -42,6 +42,7 @@ type config struct {
 	durTests    []string
 	durRequests int
 	queue       queueCfg
+	group       groupCfg
 	memKeys     int
 	flood       floodCfg
 	scenarios   map[string]bool
@@ -78,7 +79,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "memory", "flood"}
+var allScenarios = []string{"comparison", "durability", "queue", "streams", "memory", "flood"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -104,6 +105,7 @@ func parseConfig(args []string) (config, error) {
 	qItems := fs.Int("queue-items", 0, "items in the saturated queue run (default 50000; quick 10000)")
 	qRate := fs.Float64("queue-rate", 2000, "items/s of the paced queue run")
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
+	groupN := fs.Int("group-entries", 0, "entries of the consumer-group scenario (default 40000; quick 8000)")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
 	floodN := fs.Int("flood-n", 0, "SETs each flood connection writes without reading (default 200; quick 50)")
@@ -152,6 +154,7 @@ func parseConfig(args []string) (config, error) {
 			rate:       *qRate,
 			pacedItems: pick(*qPaced, 10000, 4000),
 		},
+		group:      groupCfg{producers: 4, consumers: 4, entries: pick(*groupN, 40000, 8000)},
 		redka:      *redka,
 		cellarBin:  *cellarBin,
 		stallAfter: *stall,
@@ -377,6 +380,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["queue"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.queue(ctx))
+	}
+	if cfg.scenarios["streams"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.streams(ctx))
 	}
 	if cfg.scenarios["memory"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.memory(ctx))

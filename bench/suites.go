@@ -42,6 +42,19 @@ var allTests = []testDef{
 		Name: "ZRANGEBYSCORE", Cmd: []string{"ZRANGEBYSCORE", "bench:zset", "0", "100"}, Scale: 0.5, Read: true,
 		seed: func(ctx context.Context, addr string, _ int) error { return seedSortedSet(ctx, addr, 1000) },
 	},
+	{Name: "XADD", Cmd: []string{"XADD", "bench:xadd", "*", "field", "value"}, Scale: 1, Write: true},
+	{
+		Name: "XRANGE_10", Cmd: []string{"XRANGE", "bench:xrange", "-", "+", "COUNT", "10"}, Scale: 0.5, Read: true,
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedStream(ctx, addr, "bench:xrange", 1000, 64)
+		},
+	},
+	{
+		Name: "XRANGE_100", Cmd: []string{"XRANGE", "bench:xrange", "-", "+", "COUNT", "100"}, Scale: 0.25, Read: true,
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedStream(ctx, addr, "bench:xrange", 1000, 64)
+		},
+	},
 	{
 		Name: "BRPOP", Cmd: []string{"BRPOP", "bench:brpop", "1"}, Scale: 0.5, Write: true,
 		seed: func(ctx context.Context, addr string, n int) error { return seedList(ctx, addr, "bench:brpop", n, 64) },
@@ -50,7 +63,7 @@ var allTests = []testDef{
 
 var quickTests = []string{
 	"PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP", "RPOP",
-	"SADD", "HSET", "ZADD", "LRANGE_100", "MSET", "ZRANGEBYSCORE",
+	"SADD", "HSET", "ZADD", "LRANGE_100", "MSET", "ZRANGEBYSCORE", "XADD", "XRANGE_10",
 }
 
 func findTest(name string) (testDef, bool) {
