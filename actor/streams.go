@@ -2,6 +2,7 @@ package actor
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/cellar-db/cellar/proto"
@@ -200,32 +201,27 @@ func (c *Ctx) writeEntry(e *storage.StreamEntry) {
 }
 
 // writeRange replies the entries from lo to hi (an array), at most count
-// (0: all), and returns their IDs when ids is set.
+// (0: all), and appends their IDs to ids when it is set. Entries are
+// written as they are read; the array's header, whose length is known only
+// at the end, is put in front of them then.
 func (c *Ctx) writeRange(st *storage.Stream, lo, hi streamID, rev bool, count int64, ids *[]streamID) error {
-	var n int
-	var es []storage.StreamEntry
+	start := len(c.w.Buf)
+	n := 0
 	err := c.st.StreamRange(st, lo, hi, rev, count, func(e *storage.StreamEntry) bool {
-		// The reply's length comes first: entries are copied until the
-		// range ends (a range is bounded by count, or by the output limit
-		// that stops the client).
-		cp := storage.StreamEntry{ID: e.ID, Fields: make([][]byte, len(e.Fields))}
-		for i, f := range e.Fields {
-			cp.Fields[i] = append([]byte(nil), f...)
+		c.writeEntry(e)
+		if ids != nil {
+			*ids = append(*ids, e.ID)
 		}
-		es = append(es, cp)
 		n++
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	c.w.Array(n)
-	for i := range es {
-		c.writeEntry(&es[i])
-		if ids != nil {
-			*ids = append(*ids, es[i].ID)
-		}
-	}
+	var tmp [24]byte
+	h := proto.Writer{Buf: tmp[:0], Proto: c.w.Proto}
+	h.Array(n)
+	c.w.Buf = slices.Insert(c.w.Buf, start, h.Buf...)
 	return nil
 }
 

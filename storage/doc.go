@@ -20,6 +20,9 @@
 //   - A hash, set or sorted set keeps its element count in its keys row
 //     (value), changed only through Coll and EndCommand, and never exists
 //     empty: EndCommand deletes a collection whose count reached 0.
+//   - A stream (streams.go) keeps its entry count in its keys row too, its
+//     metadata in a streams row, and may exist empty (as in Redis); its
+//     entries, groups, consumers and PEL go with its key.
 //   - Every write records what it changed (touched.go): a caller never
 //     reports a change by hand.
 //   - A key's version never repeats for its name (versions.go).

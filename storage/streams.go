@@ -86,6 +86,10 @@ type Stream struct {
 	Last         StreamID
 	MaxDeleted   StreamID
 	EntriesAdded int64
+	// versioned: this command already bumped the key's version and
+	// recorded a change, so a further change to groups, consumers or
+	// PELs (which leaves the count alone) needs neither again.
+	versioned bool
 }
 
 // StreamEntry is one entry: its ID and field/value pairs, alternating.
@@ -153,7 +157,7 @@ var (
 
 	qConsumerGet   = newQuery("SELECT seen FROM stream_consumers WHERE id = ?1 AND grp = ?2 AND name = ?3")
 	qConsumerNew   = newQuery("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING")
-	qConsumerSeen  = newQuery("UPDATE stream_consumers SET seen = ?4 WHERE id = ?1 AND grp = ?2 AND name = ?3")
+	qConsumerSeen  = newQuery("INSERT INTO stream_consumers (id, grp, name, seen) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id, grp, name) DO UPDATE SET seen = excluded.seen")
 	qConsumerDel   = newQuery("DELETE FROM stream_consumers WHERE id = ?1 AND grp = ?2 AND name = ?3")
 	qConsumerAll   = newQuery("SELECT name, seen, (SELECT count(*) FROM stream_pel p WHERE p.id = c.id AND p.grp = c.grp AND p.consumer = c.name) FROM stream_consumers c WHERE id = ?1 AND grp = ?2 ORDER BY name")
 	qConsumerCount = newQuery("SELECT count(*) FROM stream_consumers WHERE id = ?1 AND grp = ?2")
@@ -271,8 +275,14 @@ func (s *Store) saveStream(st *Stream, kind Change) error {
 	return s.touchStream(st, kind)
 }
 
-// touchStream stores the count, bumps the version and records kind.
+// touchStream stores the count, bumps the version and records kind; once
+// per command for changes that leave the count alone (Modified).
 func (s *Store) touchStream(st *Stream, kind Change) error {
+	if kind == Modified && st.versioned {
+		s.dirty = true
+		return nil
+	}
+	st.versioned = true
 	q := s.q(qCollSave)
 	q.int(1, int64(st.DB))
 	q.blob(2, st.Key)
@@ -684,10 +694,6 @@ func (s *Store) CreateConsumer(st *Stream, g *StreamGroup, name []byte, now int6
 // SeeConsumer creates the consumer if needed and sets its seen time to now
 // (what Redis does whenever a consumer acts).
 func (s *Store) SeeConsumer(st *Stream, g *StreamGroup, name []byte, now int64) error {
-	created, err := s.CreateConsumer(st, g, name, now)
-	if err != nil || created {
-		return err
-	}
 	q := s.q(qConsumerSeen)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
