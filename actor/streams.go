@@ -1708,19 +1708,19 @@ func cmdXInfoStream(c *Ctx) error {
 		c.entriesRead(g)
 		c.pair("lag")
 		c.writeLag(st, first, g)
-		ps, err := c.st.PendingRange(st, g, nil, streamID{}, storage.MaxStreamID, math.MaxInt64, -1)
+		total, err := c.st.PendingCount(st, g)
+		if err != nil {
+			return err
+		}
+		ps, err := c.st.PendingRange(st, g, nil, streamID{}, storage.MaxStreamID, math.MaxInt64, count)
 		if err != nil {
 			return err
 		}
 		c.pair("pel-count")
-		c.w.Int(int64(len(ps)))
+		c.w.Int(total)
 		c.pair("pending")
-		shown := ps
-		if count > 0 && int64(len(shown)) > count {
-			shown = shown[:count]
-		}
-		c.w.Array(len(shown))
-		for _, p := range shown {
+		c.w.Array(len(ps))
+		for _, p := range ps {
 			c.w.Array(4)
 			c.writeID(p.ID)
 			c.w.Bulk(p.Consumer)
