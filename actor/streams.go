@@ -650,7 +650,9 @@ func xreadTry(after []streamID, count int64) retry {
 				continue
 			case err != nil:
 				return false, err
-			case st == nil || st.Len == 0:
+			case st == nil || st.Len == 0 || st.Last.Cmp(after[i]) <= 0:
+				// Nothing after the ID: no entry is above the last ID
+				// ever made.
 				continue
 			}
 			last, _, err := c.st.StreamEnd(st, true)
@@ -696,6 +698,7 @@ func cmdXReadGroup(c *Ctx) error {
 		return err
 	}
 	after := make([]streamID, len(r.keys))
+	pre := make([]opened, len(r.keys))
 	history := false
 	for i, key := range r.keys {
 		st, err := c.readStream(key)
@@ -711,6 +714,7 @@ func cmdXReadGroup(c *Ctx) error {
 		if g == nil {
 			return errNoGroupRead(key, r.group)
 		}
+		pre[i] = opened{st, g}
 		switch r.ids[i] {
 		case "$":
 			return ErrXReadGroupDollar
@@ -723,7 +727,7 @@ func cmdXReadGroup(c *Ctx) error {
 			history = true
 		}
 	}
-	try := xreadGroupTry(after, r.count, cloneBytes(r.group), cloneBytes(r.consumer), r.noAck)
+	try := xreadGroupTry(after, r.count, cloneBytes(r.group), cloneBytes(r.consumer), r.noAck, &pre)
 	if r.block < 0 || c.noBlock || history {
 		return c.tryOnce(r.keys, try, (*proto.Writer).NullArray)
 	}
@@ -736,14 +740,24 @@ func cmdXReadGroup(c *Ctx) error {
 
 func cloneBytes(b []byte) []byte { return append([]byte{}, b...) }
 
+// opened is a stream and group a handler opened.
+type opened struct {
+	st *storage.Stream
+	g  *storage.StreamGroup
+}
+
 // xreadGroupTry is XREADGROUP's work. For an ID of ">" (MaxStreamID in
 // after) it delivers the entries after the group's last delivered ID, at
 // most count per stream, moving the group on and adding each entry to the
 // PEL under the consumer (unless noAck); for any other ID it replies the
 // consumer's own pending entries after it. A waiter's retry whose stream
-// or group has gone answers with Redis's error.
-func xreadGroupTry(after []streamID, count int64, group, consumer []byte, noAck bool) retry {
+// or group has gone answers with Redis's error. The first run may use the
+// streams and groups its handler opened (*pre, then forgotten: they belong
+// to the command); a retry opens its own.
+func xreadGroupTry(after []streamID, count int64, group, consumer []byte, noAck bool, pre *[]opened) retry {
 	return func(c *Ctx, keys [][]byte) (bool, error) {
+		ready := *pre
+		*pre = nil
 		type served struct {
 			st      *storage.Stream
 			g       *storage.StreamGroup
@@ -752,30 +766,36 @@ func xreadGroupTry(after []streamID, count int64, group, consumer []byte, noAck 
 		}
 		var ss []served
 		for i, key := range keys {
-			st, err := c.st.OpenStream(c.db, key)
-			if c.woken && (st == nil && err == nil || c.passOver(err)) {
-				return true, ErrStreamGone
-			}
-			if err != nil {
-				return false, err
-			}
+			var st *storage.Stream
 			var g *storage.StreamGroup
-			if st != nil {
-				if g, err = c.st.Group(st, group); err != nil {
+			if ready != nil {
+				st, g = ready[i].st, ready[i].g
+			} else {
+				var err error
+				st, err = c.st.OpenStream(c.db, key)
+				if c.woken && (st == nil && err == nil || c.passOver(err)) {
+					return true, ErrStreamGone
+				}
+				if err != nil {
 					return false, err
 				}
-			}
-			if g == nil {
-				if c.woken {
-					return true, ErrGroupGone
+				if st != nil {
+					if g, err = c.st.Group(st, group); err != nil {
+						return false, err
+					}
 				}
-				return false, errNoGroupRead(key, group)
+				if g == nil {
+					if c.woken {
+						return true, ErrGroupGone
+					}
+					return false, errNoGroupRead(key, group)
+				}
 			}
 			if after[i] != storage.MaxStreamID {
 				ss = append(ss, served{st, g, i, true})
 				continue
 			}
-			if st.Len == 0 {
+			if st.Len == 0 || st.Last.Cmp(g.Last) <= 0 {
 				continue
 			}
 			last, _, err := c.st.StreamEnd(st, true)
@@ -823,9 +843,14 @@ func (c *Ctx) deliverNew(st *storage.Stream, g *storage.StreamGroup, consumer []
 	if len(ids) == 0 {
 		return nil
 	}
-	first, _, err := c.st.StreamEnd(st, false)
-	if err != nil {
-		return err
+	// The first entry's ID matters only to the read counter's rules for
+	// a stream with deletions or a counter not known: read it then.
+	var first streamID
+	if !st.MaxDeleted.IsZero() || g.EntriesRead == -1 {
+		var err error
+		if first, _, err = c.st.StreamEnd(st, false); err != nil {
+			return err
+		}
 	}
 	for _, id := range ids {
 		if id.Cmp(g.Last) > 0 {
