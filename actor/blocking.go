@@ -26,7 +26,7 @@ import (
 // This file knows the waiters' bookkeeping, not their commands: queues,
 // deadlines, fairness, limits, cancellation and the loop that serves ready
 // keys by retrying waiters. What a command takes and what it answers lives
-// with the command (lists.go, zsets.go), in the one function that both its
+// with the command (lists.go, zsets.go, streams.go), in the one function that both its
 // handler and its waiter run.
 //
 // A waiter completes at most once, by whichever comes first: a retry that
