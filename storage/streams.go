@@ -126,7 +126,7 @@ type StreamPending struct {
 var ErrStreamIDTooSmall = errors.New("storage: stream ID equal or smaller than the last one")
 
 var (
-	qStreamMeta   = newQuery("SELECT last_ms, last_seq, del_ms, del_seq, entries_added FROM streams WHERE id = ?1")
+	qStreamOpen   = newQuery("SELECT k.type, k.id, coalesce(k.expire_at, 0), coalesce(k.value, 0), s.last_ms, s.last_seq, s.del_ms, s.del_seq, s.entries_added FROM keys k LEFT JOIN streams s ON s.id = k.id AND k.type = 6 WHERE k.db = ?1 AND k.key = ?2")
 	qStreamNew    = newQuery("INSERT INTO streams (id, last_ms, last_seq, del_ms, del_seq, entries_added) VALUES (?1, ?2, ?2, ?2, ?2, 0)")
 	qStreamSave   = newQuery("UPDATE streams SET last_ms = ?2, last_seq = ?3, del_ms = ?4, del_seq = ?5, entries_added = ?6 WHERE id = ?1")
 	qStreamInsert = newQuery("INSERT INTO stream_entries (id, ms, seq, fields) VALUES (?1, ?2, ?3, ?4)")
@@ -203,27 +203,35 @@ var (
 )
 
 // OpenStream finds the live stream key: nil when missing, ErrWrongType
-// when the key holds another type.
+// when the key holds another type. One statement reads the key's row and
+// the stream's metadata.
 func (s *Store) OpenStream(db int, key []byte) (*Stream, error) {
-	c, err := s.OpenColl(db, key, TypeStream)
-	if err != nil || c == nil {
+	q := s.q(qStreamOpen)
+	q.int(1, int64(db))
+	q.blob(2, key)
+	row, err := q.step()
+	if err != nil || !row {
+		q.reset()
 		return nil, err
 	}
-	st := &Stream{DB: db, Key: key, ID: c.ID, Len: c.Len}
-	q := s.q(qStreamMeta)
-	q.int(1, c.ID)
-	row, err := q.step()
-	if row {
-		st.Last = StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}
-		st.MaxDeleted = StreamID{uncol(q.colInt(2)), uncol(q.colInt(3))}
-		st.EntriesAdded = q.colInt(4)
+	t, id, exp := Type(q.colInt(0)), q.colInt(1), q.colInt(2)
+	st := &Stream{DB: db, Key: key, ID: id, Len: q.colInt(3)}
+	hasMeta := !q.colNull(4)
+	if hasMeta {
+		st.Last = StreamID{uncol(q.colInt(4)), uncol(q.colInt(5))}
+		st.MaxDeleted = StreamID{uncol(q.colInt(6)), uncol(q.colInt(7))}
+		st.EntriesAdded = q.colInt(8)
 	}
 	q.reset()
-	if err == nil && !row {
-		err = errors.New("storage: stream without its metadata row")
-	}
-	if err != nil {
+	if expired(exp, s.Now) {
+		_, err := s.Delete(db, key)
 		return nil, err
+	}
+	if t != TypeStream {
+		return nil, ErrWrongType
+	}
+	if !hasMeta {
+		return nil, errors.New("storage: stream without its metadata row")
 	}
 	return st, nil
 }
