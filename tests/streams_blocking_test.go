@@ -207,3 +207,45 @@ func TestXReadGroupBlockConcurrency(t *testing.T) {
 		},
 	})
 }
+
+// With durability "always", woken readers get their entries after an
+// fsync that covers the XADD and the group's deliveries.
+func TestXReadGroupBlockDurabilityAlways(t *testing.T) {
+	bt := newBlockingTest(t, durabilityAlways)
+	needCellar(t, bt.s)
+	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
+	got := bt.fsyncCovers([]string{"XREADGROUP GROUP g a BLOCK 0 STREAMS q >", "XREAD BLOCK 0 STREAMS q $"}, "XADD q 1-0 f v", bulk("1-0"))
+	for i, g := range got {
+		if want := streamRead("q", entry("1-0", "f", "v")); g != want {
+			t.Fatalf("waiter %d got %q, want %q", i, g, want)
+		}
+	}
+}
+
+// A stream that expires while a client waits with XREAD is gone for it
+// (the XREAD times out), and a new stream of that name serves a new
+// waiter from its first entry.
+func TestXReadBlockTTL(t *testing.T) {
+	bt := newBlockingTest(t, lazyExpiry)
+	bt.expect(check{"XADD k 1-0 f phantom", bulk("1-0")})
+	at := time.Now().Add(50 * time.Millisecond).UnixMilli()
+	bt.r.expect(integer(1), "PEXPIREAT", "k", fmt.Sprint(at))
+	waitFor(t, 5*time.Second, "the key's expiry to pass", func() bool { return time.Now().UnixMilli() > at+2 })
+	bt.expect(check{"XREAD BLOCK 50 STREAMS k 0", nullArray})
+	bt.wake(wakeCase{block: "XREAD BLOCK 0 STREAMS k 0", cmd: "XADD k 2-0 f fresh", reply: bulk("2-0"), woken: streamRead("k", entry("2-0", "f", "fresh")),
+		then: []check{{"TTL k", integer(-1)}, {"XLEN k", integer(1)}}})
+}
+
+// Blocking state is not persisted: after a restart the client re-issues
+// its XREADGROUP, and the group, which is persisted, goes on where it was.
+func TestXReadGroupBlockRestart(t *testing.T) {
+	bt := newBlockingTest(t)
+	needCellar(t, bt.s)
+	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
+	bt.block(1, "XREADGROUP GROUP g c BLOCK 0 STREAMS q >")
+	bt.s.restart()
+	r := bt.s.raw()
+	r.expect(bulk("1-0"), "XADD", "q", "1-0", "f", "v")
+	r.expect(array(integer(0), "$-1\r\n", "$-1\r\n", nullArray), "XPENDING", "q", "g")
+	r.expect(streamRead("q", entry("1-0", "f", "v")), "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "q", ">")
+}

@@ -337,6 +337,9 @@ func TestStreamRepliesRESP3(t *testing.T) {
 		"XREADGROUP GROUP g c STREAMS a 0", "XPENDING a g", "XACK a g 1-0 2-0", "XPENDING a g",
 		"XINFO STREAM a", "XINFO GROUPS a", "XINFO STREAM b", "XADD n NOMKSTREAM * f v", "XAUTOCLAIM a g c 0 0 JUSTID",
 		"XINFO HELP", "XGROUP HELP",
+		"XCLAIM a g c2 0 2-0 JUSTID", "XCLAIM a g c2 0 2-0 FORCE", "XRANGE a - +", "XREVRANGE a + - COUNT 1", "XLEN a",
+		"XGROUP CREATECONSUMER a g c3", "XGROUP DELCONSUMER a g c2", "XTRIM a MAXLEN 0", "XSETID a 9-0", "XINFO STREAM a",
+		"XREAD STREAMS a 0", "XREADGROUP GROUP g c STREAMS a >",
 	} {
 		args := strings.Fields(cmd)
 		if got, want := cel.do(args...), red.do(args...); got != want {
