@@ -26,8 +26,8 @@ import (
 // This file knows the waiters' bookkeeping, not their commands: queues,
 // deadlines, fairness, limits, cancellation and the loop that serves ready
 // keys by retrying waiters. What a command takes and what it answers lives
-// with the command (lists.go, zsets.go, streams.go), in the one function that both its
-// handler and its waiter run.
+// with the command (lists.go, zsets.go, streams.go), in the one function
+// that both its handler and its waiter run.
 //
 // A waiter completes at most once, by whichever comes first: a retry that
 // finds what it waits for, its deadline, CLIENT UNBLOCK, or its connection
