@@ -645,6 +645,11 @@ func xreadTry(after []streamID, count int64) retry {
 		var ss []served
 		for i, key := range keys {
 			st, err := c.st.OpenStream(c.db, key)
+			if !c.woken {
+				// Redis looks every key up a second time to serve it, and
+				// counts that lookup too (INFO keyspace_hits/misses).
+				c.countLookup(st != nil, err)
+			}
 			switch {
 			case c.passOver(err):
 				continue
@@ -770,6 +775,7 @@ func xreadGroupTry(after []streamID, count int64, group, consumer []byte, noAck 
 			var g *storage.StreamGroup
 			if ready != nil {
 				st, g = ready[i].st, ready[i].g
+				c.countLookup(true, nil) // Redis's second lookup, as in xreadTry
 			} else {
 				var err error
 				st, err = c.st.OpenStream(c.db, key)
