@@ -60,11 +60,14 @@ const (
 	// change that created it, and only while RecordNew is set: keyspace
 	// notifications' "new" event is its one reader).
 	Created
+	// GroupDestroyed: a consumer group of the stream Key was destroyed
+	// (XGROUP DESTROY); clients blocked reading through it must hear so.
+	GroupDestroyed
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped", "created"}
+	"flushed", "swapped", "created", "group-destroyed"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {
