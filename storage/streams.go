@@ -252,6 +252,7 @@ func (s *Store) CreateStream(db int, key []byte) (*Stream, error) {
 	if err := q.exec(); err != nil {
 		return nil, err
 	}
+	s.recordNew(db, key)
 	s.record(db, key, Written, 0)
 	return &Stream{DB: db, Key: key, ID: c.ID}, nil
 }
@@ -696,12 +697,16 @@ func (s *Store) CreateConsumer(st *Stream, g *StreamGroup, name []byte, now int6
 	if s.c.changes() == 0 {
 		return false, nil
 	}
-	return true, s.touchStream(st, Modified)
+	return true, s.touchStream(st, ConsumerCreated)
 }
 
 // SeeConsumer creates the consumer if needed and sets its seen time to now
 // (what Redis does whenever a consumer acts).
 func (s *Store) SeeConsumer(st *Stream, g *StreamGroup, name []byte, now int64) error {
+	// A new consumer is its own change (keyspace notifications name it).
+	if created, err := s.CreateConsumer(st, g, name, now); err != nil || created {
+		return err
+	}
 	q := s.q(qConsumerSeen)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
