@@ -69,6 +69,21 @@ func TestRQBurstWorker(t *testing.T) {
 }
 
 func TestIORedisTransactions(t *testing.T) {
+	node := needIORedis(t)
+	s := startServer(t)
+	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "transactions.js"))
+}
+
+func TestIORedisPubSub(t *testing.T) {
+	node := needIORedis(t)
+	s := startServer(t)
+	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "pubsub.js"))
+}
+
+// needIORedis returns node's path, failing the test when node or ioredis
+// is missing (scripts/deps.sh installs both; make test runs it).
+func needIORedis(t *testing.T) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed (Debian package nodejs): run scripts/deps.sh (make test does)")
@@ -76,6 +91,5 @@ func TestIORedisTransactions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("clients", "node", "node_modules", "ioredis")); err != nil {
 		t.Fatalf("ioredis is not installed in tests/clients/node: run scripts/deps.sh (make test does): %v", err)
 	}
-	s := startServer(t)
-	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "transactions.js"))
+	return node
 }
