@@ -103,6 +103,13 @@ type Config struct {
 	// other ready keys get their turn (serving goes on until no ready key
 	// has both elements and waiters, so it never strands an element).
 	WakeupBatchSize int
+
+	// Scripting (scripting.go): MaxScripts bounds the compiled script
+	// cache (the oldest goes first); BusyReplyThreshold is how long a
+	// script runs before other clients are answered -BUSY (Redis's
+	// busy-reply-threshold, alias lua-time-limit).
+	MaxScripts         int
+	BusyReplyThreshold time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +139,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 16 << 20
+	}
+	if c.MaxScripts <= 0 {
+		c.MaxScripts = 10000
+	}
+	if c.BusyReplyThreshold <= 0 {
+		c.BusyReplyThreshold = 5 * time.Second
 	}
 	return c
 }

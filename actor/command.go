@@ -130,6 +130,8 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	scriptingCommands,
+	functionCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -30,6 +30,9 @@ type Ctx struct {
 	// woken marks a parked waiter's retry (blocking.go), which runs outside
 	// any command of its client: see passOver.
 	woken bool
+	// keyspace: a command that runs commands (EVAL) touched the keyspace
+	// through them, so its reply is retracted if the round fails.
+	keyspace bool
 }
 
 // passOver reports whether a retry skips a key for err: one that now holds

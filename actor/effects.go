@@ -36,6 +36,15 @@ import (
 // argument: a record has exactly one encoding, and decodeEffect refuses
 // anything else (it never panics, whatever the bytes).
 //
+// A group record holds the records of one command that ran commands (a
+// script: scripting.go), so that a crash keeps all of them or none:
+//
+//	version  1 byte, effectVersion
+//	flags    1 byte, effectGroup alone
+//	count    uvarint, at least 2
+//	records  count times: uvarint length, then a record as above (never
+//	         a group itself)
+//
 // Propagation rules, applied in the keys touched step (touched.go) over
 // the change record of each command, nested ones included (a command run
 // by Ctx.call propagates itself), and of every other writer of a round:
@@ -80,6 +89,7 @@ import (
 const (
 	effectVersion = 1
 	effectWoken   = 1 << 0 // flags: a woken waiter's retry
+	effectGroup   = 1 << 1 // flags: a group of records, all or none
 )
 
 // effects is the actor's record of what the current round propagates.
@@ -93,6 +103,9 @@ type effects struct {
 	recs [][]byte
 
 	del [2][]byte // a DEL record's arguments, reused
+
+	scratch []byte   // effectsGroup's copy of the records it folds
+	group   [][]byte // replay's records of a group
 
 	// Replay's scratch: decoded arguments, the replies nobody reads, and
 	// the session records run in.
@@ -153,6 +166,71 @@ func (a *Actor) effectsBack(mark int) {
 		end = e.ends[mark-1]
 	}
 	e.buf, e.ends = e.buf[:end], e.ends[:mark]
+}
+
+// effectsGroup folds the records gathered since mark into one group
+// record (a script's nested commands: one unit of durability). Zero or one
+// record stays as it is.
+func (a *Actor) effectsGroup(mark int) {
+	e := &a.eff
+	n := len(e.ends) - mark
+	if n <= 1 {
+		return
+	}
+	start := 0
+	if mark > 0 {
+		start = e.ends[mark-1]
+	}
+	e.scratch = append(e.scratch[:0], e.buf[start:]...)
+	g := append(e.buf[:start], effectVersion, effectGroup)
+	g = binary.AppendUvarint(g, uint64(n))
+	prev := start
+	for _, end := range e.ends[mark:] {
+		rec := e.scratch[prev-start : end-start]
+		g = binary.AppendUvarint(g, uint64(len(rec)))
+		g = append(g, rec...)
+		prev = end
+	}
+	e.buf = g
+	e.ends = append(e.ends[:mark], len(g))
+	if cap(e.scratch) > maxEffectsBuf {
+		e.scratch = nil
+	}
+}
+
+// splitGroup returns the records of a group record p, appending them to
+// recs; ok is false when p is not a group. A malformed group is an error.
+func splitGroup(p []byte, recs [][]byte) (_ [][]byte, ok bool, err error) {
+	if len(p) < 2 || p[0] != effectVersion || p[1] != effectGroup {
+		return recs, false, nil
+	}
+	p = p[2:]
+	count, p, err := uvarint(p, "group count")
+	if err != nil {
+		return recs, true, err
+	}
+	if count < 2 || count > uint64(len(p)) {
+		return recs, true, badEffect("group of %d with %d bytes left", count, len(p))
+	}
+	for range count {
+		var l uint64
+		if l, p, err = uvarint(p, "group record length"); err != nil {
+			return recs, true, err
+		}
+		if l > uint64(len(p)) {
+			return recs, true, badEffect("group record of %d bytes with %d left", l, len(p))
+		}
+		rec := p[:l:l]
+		if len(rec) >= 2 && rec[1]&effectGroup != 0 {
+			return recs, true, badEffect("a group inside a group")
+		}
+		recs = append(recs, rec)
+		p = p[l:]
+	}
+	if len(p) != 0 {
+		return recs, true, badEffect("%d bytes after the group's last record", len(p))
+	}
+	return recs, true, nil
 }
 
 // maxEffectsBuf is the largest record buffer kept between rounds.
@@ -401,6 +479,27 @@ func cloneArgs(args [][]byte) [][]byte {
 // transaction, is an error.
 func (a *Actor) replayEffect(payload []byte) error {
 	e := &a.eff
+	recs, isGroup, err := splitGroup(payload, e.group[:0])
+	if isGroup {
+		if err != nil {
+			return err
+		}
+		// Checked whole before any of it runs: a malformed member must
+		// not leave the group half applied.
+		for _, r := range recs {
+			if _, err := decodeEffect(r, e.args); err != nil {
+				return err
+			}
+		}
+		e.group = recs
+		for _, r := range recs {
+			if err := a.replayEffect(r); err != nil {
+				return err
+			}
+		}
+		clear(e.group)
+		return nil
+	}
 	rec, err := decodeEffect(payload, e.args)
 	if rec.args != nil {
 		e.args = rec.args

@@ -117,6 +117,13 @@ INSERT INTO counters VALUES ('version', (SELECT coalesce(max(version), 0) FROM k
 -- that logged records stores the position after them, in the same
 -- transaction, and start-up replays the log from here.
 INSERT INTO counters VALUES ('redo_position', 0);`},
+	{7, "function libraries", `
+-- FUNCTION LOAD's libraries (functions.go): the name and the code as
+-- loaded; start-up loads them again. They belong to no database.
+CREATE TABLE function_libraries (
+	name TEXT PRIMARY KEY,
+	code BLOB NOT NULL
+) WITHOUT ROWID;`},
 }
 
 // schemaVersion is the version this build writes.

@@ -56,11 +56,14 @@ const (
 	Flushed
 	// Swapped: DB and Other exchanged their contents (SWAPDB). Key is nil.
 	Swapped
+	// Functions: the function libraries changed (functions.go). Key is
+	// the library's name, or nil for all of them.
+	Functions
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped"}
+	"flushed", "swapped", "functions"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {
