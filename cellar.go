@@ -106,6 +106,9 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxTotalWaiters:  cfg.Blocking.MaxTotalWaiters,
 		MaxKeysPerWait:   cfg.Blocking.MaxKeysPerWait,
 		WakeupBatchSize:  cfg.Blocking.WakeupBatchSize,
+
+		MaxScripts:         cfg.Lua.MaxScripts,
+		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err == nil {
 		var n int

@@ -61,6 +61,20 @@ type Config struct {
 	Offload  OffloadConfig  `koanf:"offload"`
 	Expiry   ExpiryConfig   `koanf:"expiry"`
 	Blocking BlockingConfig `koanf:"blocking"`
+	Lua      LuaConfig      `koanf:"lua"`
+}
+
+// LuaConfig tunes scripting (EVAL, FCALL).
+type LuaConfig struct {
+	// BusyReplyThreshold is how long a script may run before other
+	// clients are answered -BUSY and SCRIPT KILL / FUNCTION KILL can stop
+	// it (Redis's busy-reply-threshold, alias lua-time-limit; CONFIG SET
+	// changes it at run time).
+	BusyReplyThreshold time.Duration `koanf:"busy_reply_threshold"`
+	// MaxScripts bounds the cache of compiled scripts (SCRIPT LOAD and
+	// EVAL); when it is full the oldest goes, and EVALSHA of it answers
+	// NOSCRIPT.
+	MaxScripts int `koanf:"max_scripts"`
 }
 
 // OutputBufferConfig bounds what a client that does not read its replies
@@ -149,6 +163,7 @@ func DefaultConfig() Config {
 		Offload:                OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:                 ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:               BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
+		Lua:                    LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 	}
 }
 
@@ -385,6 +400,10 @@ func (c Config) Validate() error {
 		return bad("blocking.max_keys_per_wait", "must be at least 1, not %d", c.Blocking.MaxKeysPerWait)
 	case c.Blocking.WakeupBatchSize < 1:
 		return bad("blocking.wakeup_batch_size", "must be at least 1, not %d", c.Blocking.WakeupBatchSize)
+	case c.Lua.BusyReplyThreshold < time.Millisecond:
+		return bad("lua.busy_reply_threshold", "must be at least 1ms, not %s", c.Lua.BusyReplyThreshold)
+	case c.Lua.MaxScripts < 1:
+		return bad("lua.max_scripts", "must be at least 1, not %d", c.Lua.MaxScripts)
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)

@@ -286,7 +286,12 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	mark := a.effectsMark()
 	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold()))
 	err := L.CallByParam(lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
-	killed := a.scripts.watch.end()
+	killed, aborted := a.scripts.watch.end()
+	if aborted && a.roundErr == nil {
+		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
+		// with its round (invariant 6 keeps every reply of it back).
+		a.roundErr = errScriptAborted
+	}
 	L.RemoveContext()
 	a.scripts.run = nil
 	r.ctx = nil
@@ -342,7 +347,9 @@ func scriptErrorText(err error, name string) string {
 }
 
 // busyThreshold is busy-reply-threshold now.
-func (a *Actor) busyThreshold() time.Duration { return time.Duration(a.busyMs.Load()) * time.Millisecond }
+func (a *Actor) busyThreshold() time.Duration {
+	return time.Duration(a.busyMs.Load()) * time.Millisecond
+}
 
 // SCRIPT LOAD script
 func cmdScriptLoad(c *Ctx) error {
@@ -424,6 +431,9 @@ type ScriptWatch struct {
 	mu     sync.Mutex
 	sw     *killSwitch // the running script's switch
 	killed bool
+	// aborted: killed by SHUTDOWN NOSAVE, whatever it wrote; the round
+	// that ran it is then thrown away (nothing of it is committed).
+	aborted bool
 }
 
 // Busy reports whether a script has run past the threshold, and whether it
@@ -481,6 +491,7 @@ func (w *ScriptWatch) Abort() bool {
 		w.killed = true
 		close(w.sw.done)
 	}
+	w.aborted = true
 	return true
 }
 
@@ -489,7 +500,7 @@ func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
 	w.mu.Lock()
 	if w.sw == nil || w.killed {
 		w.sw = &killSwitch{done: make(chan struct{})}
-		w.killed = false
+		w.killed, w.aborted = false, false
 	}
 	sw := w.sw
 	w.mu.Unlock()
@@ -499,13 +510,14 @@ func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
 	return sw
 }
 
-// end marks the script finished and reports whether it was killed.
-func (w *ScriptWatch) end() (killed bool) {
+// end marks the script finished and reports whether it was killed, and
+// whether by SHUTDOWN NOSAVE.
+func (w *ScriptWatch) end() (killed, aborted bool) {
 	w.busyAt.Store(0)
 	w.mu.Lock()
-	killed = w.killed
+	killed, aborted = w.killed, w.aborted
 	w.mu.Unlock()
-	return killed
+	return killed, aborted
 }
 
 // killSwitch is the context a script runs under: gopher-lua checks Done at
@@ -513,7 +525,10 @@ func (w *ScriptWatch) end() (killed bool) {
 // is kept from one script to the next until one is killed.
 type killSwitch struct{ done chan struct{} }
 
-var errKilled = errors.New("script killed")
+var (
+	errKilled        = errors.New("script killed")
+	errScriptAborted = errors.New("actor: a script was stopped by SHUTDOWN NOSAVE; its round is not kept")
+)
 
 func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (k *killSwitch) Done() <-chan struct{}       { return k.done }
