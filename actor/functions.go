@@ -204,7 +204,7 @@ func (a *Actor) dropLibrary(l *library) {
 
 // loadErrorText is the message of an error a library's top level raised.
 func loadErrorText(err error) string {
-	t := scriptErrorText(err, "")
+	t := scriptErrorText(err, "", "")
 	if i := strings.Index(t, " script: "); i >= 0 {
 		t = t[:i]
 	}

@@ -300,14 +300,14 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	a.effectsGroup(mark)
 	if err != nil {
 		L.SetTop(0)
+		msg := ""
 		switch {
 		case killed && eval:
-			c.w.Error(string(ErrScriptKilled))
+			msg = string(ErrScriptKilled)
 		case killed:
-			c.w.Error(string(ErrFunctionKilled))
-		default:
-			c.w.Error(scriptErrorText(err, name))
+			msg = string(ErrFunctionKilled)
 		}
+		c.w.Error(scriptErrorText(err, name, msg))
 		return
 	}
 	ret := L.Get(-1)
@@ -316,8 +316,9 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 }
 
 // scriptErrorText is the reply to a script that raised an error: its
-// message, then where (Redis 7.0: "<err> script: <name>, on <source>:<line>.").
-func scriptErrorText(err error, name string) string {
+// message (msg instead, if given), then where (Redis 7.0: "<err> script:
+// <name>, on <source>:<line>.").
+func scriptErrorText(err error, name, msg string) string {
 	var ae *lua.ApiError
 	if !errors.As(err, &ae) {
 		return "ERR " + err.Error()
@@ -326,9 +327,11 @@ func scriptErrorText(err error, name string) string {
 	if !ok {
 		return "ERR " + luaToString(ae.Object)
 	}
-	msg := luaToString(t.RawGetString("err"))
-	if _, ok := t.RawGetString("err").(lua.LString); !ok {
-		msg = "ERR " + msg
+	if msg == "" {
+		msg = luaToString(t.RawGetString("err"))
+		if _, ok := t.RawGetString("err").(lua.LString); !ok {
+			msg = "ERR " + msg
+		}
 	}
 	src, hasSrc := t.RawGetString("source").(lua.LString)
 	line := t.RawGetString("line")
