@@ -55,7 +55,9 @@ var allTests = []testDef{
 	},
 	{
 		Name: "FCALL", Cmd: []string{"FCALL", "ratelimit", "1", "bench:rl:__rand_int__", "60"}, Scale: 0.5,
-		seed: func(ctx context.Context, addr string, _ int) error { return seedFunction(ctx, addr, rateLimiterLibrary) },
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedFunction(ctx, addr, rateLimiterLibrary)
+		},
 	},
 }
 
