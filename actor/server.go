@@ -476,8 +476,11 @@ type Param struct {
 func (a *Actor) busyParam(name string) Param {
 	return Param{Name: name, Get: func() string { return strconv.FormatInt(a.busyMs.Load(), 10) }, Set: func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
+		switch {
+		case err != nil:
 			return fmt.Errorf("argument couldn't be parsed into an integer")
+		case n < 0:
+			return fmt.Errorf("argument must be between 0 and 9223372036854775807 inclusive")
 		}
 		a.busyMs.Store(n)
 		return nil

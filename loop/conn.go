@@ -206,6 +206,12 @@ func (c *conn) busy(args [][]byte) []byte {
 	if len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill") {
 		return w.Kill(cmd.Name == "script")
 	}
+	if len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats") {
+		if _, eval := w.Busy(); eval {
+			return w.BusyReply() // as Redis: FUNCTION STATS says nothing of EVAL scripts
+		}
+		return nil
+	}
 	if cmd.Name == "shutdown" {
 		for _, a := range args[1:] {
 			if eqFold(a, "nosave") {

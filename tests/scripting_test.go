@@ -202,7 +202,8 @@ func TestScriptBusy(t *testing.T) {
 	wait.For(t, 10*time.Second, "the script to pass the threshold", busy)
 	other.expect(busyEval, "PING")
 	other.expect(busyEval, "GET", "k")
-	other.expect(busyEval, "FUNCTION", "KILL") // as Redis: the running script is EVAL's
+	other.expect(busyEval, "FUNCTION", "KILL")  // as Redis: the running script is EVAL's
+	other.expect(busyEval, "FUNCTION", "STATS") // which FUNCTION STATS does not report
 	other.expect(status("OK"), "SCRIPT", "KILL")
 	if got := runner.read(); !strings.HasPrefix(got, "-ERR Script killed by user with SCRIPT KILL... script: 694a5fe1ddb97a4c6a1bf299d9537c7d3d0f84e7, on @user_script:1.") {
 		t.Fatalf("the killed script's caller got %q", got)
