@@ -276,7 +276,6 @@ const (
 	ErrBusyEval         ReplyError = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	ErrBusyFunction     ReplyError = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 	ErrScriptKilled     ReplyError = "ERR Script killed by user with SCRIPT KILL..."
-	ErrFunctionKilled   ReplyError = "ERR Script killed by user with FUNCTION KILL..."
 	ErrROWithWriteFlag  ReplyError = "ERR Can not execute a script with write flag using *_ro command."
 )
 

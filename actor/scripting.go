@@ -301,11 +301,8 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	if err != nil {
 		L.SetTop(0)
 		msg := ""
-		switch {
-		case killed && eval:
-			msg = string(ErrScriptKilled)
-		case killed:
-			msg = string(ErrFunctionKilled)
+		if killed {
+			msg = string(ErrScriptKilled) // for functions too, as Redis 7.0
 		}
 		c.w.Error(scriptErrorText(err, name, msg))
 		return

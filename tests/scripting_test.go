@@ -211,6 +211,18 @@ func TestScriptBusy(t *testing.T) {
 	other.expect(status("PONG"), "PING")
 	other.expect(errr("NOTBUSY No scripts in execution right now."), "SCRIPT", "KILL")
 
+	// A function is killed with FUNCTION KILL (SCRIPT KILL names it).
+	const busyFunction = "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+	other.expect(bulk("spin"), "FUNCTION", "LOAD", "#!lua name=spin\nredis.register_function('spin', function() while true do end end)")
+	runner.send(encode("FCALL", "spin", "0"))
+	wait.For(t, 10*time.Second, "the function to pass the threshold", busy)
+	other.expect(busyFunction, "PING")
+	other.expect(busyFunction, "SCRIPT", "KILL")
+	other.expect(status("OK"), "FUNCTION", "KILL")
+	if got := runner.read(); got != errr("ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.") {
+		t.Fatalf("the killed function's caller got %q", got)
+	}
+
 	// A script that wrote cannot be killed; SHUTDOWN NOSAVE's abort (here
 	// without the shutdown) stops it and throws its writes away.
 	runner.send(encode("EVAL", "redis.call('set','w','1') local i = 0 while true do i = i + 1 end", "0"))
