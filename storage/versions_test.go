@@ -121,7 +121,7 @@ func TestVersionMigration(t *testing.T) {
 	inTx(t, s, func() { must(t, s.SetString(0, []byte("k"), []byte("v"), 0, false)) })
 	// Make the file look like one of schema version 4 whose key had been
 	// written many times.
-	must(t, s.c.exec(`DROP TABLE counters; DELETE FROM cellar_schema WHERE version >= 5;
+	must(t, s.c.exec(`DROP TABLE counters; DROP TABLE function_libraries; DELETE FROM cellar_schema WHERE version >= 5;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})
