@@ -62,16 +62,19 @@ func (a *Actor) fnEnv() *luaEnv {
 	f := &a.scripts.fn
 	if f.env == nil {
 		f.env = a.newLuaEnv(true)
-		f.runAPI = f.env.redis
-		f.runAPI.RawSetString("register_function", lua.LNil)
+		full := f.env.redis
+		full.RawSetString("register_function", lua.LNil)
 		L := f.env.L
-		f.loadAPI = L.NewTable()
-		reg := L.NewFunction(a.luaRegisterFunction)
-		f.loadAPI.RawSetString("register_function", reg)
+		load := L.NewTable()
+		load.RawSetString("register_function", L.NewFunction(a.luaRegisterFunction))
 		for _, k := range []string{"log", "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING", "REDIS_VERSION", "REDIS_VERSION_NUM"} {
-			f.loadAPI.RawSetString(k, f.runAPI.RawGetString(k))
+			load.RawSetString(k, full.RawGetString(k))
 		}
-		L.SetMetatable(f.loadAPI, L.GetMetatable(f.env.globals))
+		// A missing field of the load-time API fails as a missing
+		// global does.
+		L.SetMetatable(load, L.GetMetatable(f.env.globals))
+		f.runAPI = f.env.globals.RawGetString("redis").(*lua.LTable) // read-only view
+		f.loadAPI = f.env.protect(load)
 		f.libs = map[string]*library{}
 		f.fns = map[string]*function{}
 	}

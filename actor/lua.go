@@ -27,6 +27,10 @@ import (
 // globals).
 type luaEnv struct {
 	L *lua.LState
+	// readonly maps each read-only table scripts see (a proxy: empty,
+	// reads fall through, writes fail) to the table it stands for: the
+	// globals and every library table, as Redis makes them read-only.
+	readonly map[*lua.LTable]*lua.LTable
 	// globals is the real global table; env is the table scripts see as
 	// their globals: empty, its reads fall through to globals (and fail
 	// for a name that is not there), its writes fail.
@@ -65,39 +69,127 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
-	for _, name := range []string{"dofile", "loadfile", "print", "getfenv", "setfenv", "_printregs", "module", "require", "newproxy", "package", "channel"} {
+	for _, name := range []string{"dofile", "loadfile", "print", "getfenv", "setfenv", "_printregs", "module", "require", "newproxy", "package", "channel", "_GOPHER_LUA_VERSION"} {
 		g.RawSetString(name, lua.LNil)
 	}
 	g.RawSetString("error", L.NewFunction(luaError))
+	// Lua 5.1's gcinfo: the heap in KB. gopher-lua's heap is Go's, shared
+	// with the server; scripts get 0.
+	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
 	math := g.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(a.luaRandom))
 	math.RawSetString("randomseed", L.NewFunction(a.luaRandomSeed))
 	openLuaLibs(L)
 
-	e := &luaEnv{L: L, globals: g}
+	e := &luaEnv{L: L, globals: g, readonly: map[*lua.LTable]*lua.LTable{}}
 	e.redis = L.NewTable()
 	a.registerRedisAPI(e, functions)
 	g.RawSetString("redis", e.redis)
 
-	// Reads of a missing global fail; writes fail (Redis makes the
-	// globals table read-only).
+	// Reads of a missing global fail; the globals and the libraries are
+	// read-only (Redis makes the globals table and every library table
+	// read-only).
 	strict := L.NewTable()
 	strict.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.ToString(2))
 		return 0
 	}))
 	L.SetMetatable(g, strict)
-	e.env = L.NewTable()
+	for _, name := range []string{"string", "table", "math", "coroutine", "bit", "cjson", "cmsgpack", "struct", "redis"} {
+		if t, ok := g.RawGetString(name).(*lua.LTable); ok {
+			g.RawSetString(name, e.protect(t))
+		}
+	}
+	e.env = e.protect(g)
+	g.RawSetString("_G", e.env)
+	e.guardBase()
+	e.errHandler = L.NewFunction(luaErrorHandler)
+	g.RawSetString("__redis__err__handler", e.errHandler) // as Redis names it
+	return e
+}
+
+// protect returns a read-only view of t: an empty table whose reads fall
+// through to t and whose writes fail with Redis's text; its metatable is
+// hidden (getmetatable returns an empty table, as Redis's does).
+func (e *luaEnv) protect(t *lua.LTable) *lua.LTable {
+	L := e.L
+	p := L.NewTable()
 	mt := L.NewTable()
-	mt.RawSetString("__index", g)
+	mt.RawSetString("__index", t)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Attempt to modify a readonly table")
 		return 0
 	}))
-	L.SetMetatable(e.env, mt)
-	g.RawSetString("_G", e.env)
-	e.errHandler = L.NewFunction(luaErrorHandler)
-	return e
+	mt.RawSetString("__metatable", L.NewTable())
+	L.SetMetatable(p, mt)
+	e.readonly[p] = t
+	return p
+}
+
+// guardBase makes the base functions that bypass metatables respect the
+// read-only tables: rawset and setmetatable refuse them, and next, pairs,
+// ipairs and rawget see what they stand for.
+func (e *luaEnv) guardBase() {
+	L, g := e.L, e.globals
+	refuse := func(name string) {
+		orig := g.RawGetString(name).(*lua.LFunction).GFunction
+		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			if t, ok := L.Get(1).(*lua.LTable); ok && e.readonly[t] != nil {
+				luaRaise(L, "Attempt to modify a readonly table")
+			}
+			return orig(L)
+		}))
+	}
+	refuse("rawset")
+	refuse("setmetatable")
+	see := func(name string) {
+		orig := g.RawGetString(name).(*lua.LFunction).GFunction
+		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			if t, ok := L.Get(1).(*lua.LTable); ok {
+				if real := e.readonly[t]; real != nil {
+					L.Replace(1, real)
+				}
+			}
+			return orig(L)
+		}))
+	}
+	see("next")
+	see("rawget")
+	// pairs and ipairs, on what a read-only table stands for (gopher-lua's
+	// own keep their iterator in an upvalue, so they are rebuilt here).
+	next := g.RawGetString("next")
+	real := func(L *lua.LState) *lua.LTable {
+		t := L.CheckTable(1)
+		if r := e.readonly[t]; r != nil {
+			return r
+		}
+		return t
+	}
+	g.RawSetString("pairs", L.NewFunction(func(L *lua.LState) int {
+		t := real(L)
+		L.Push(next)
+		L.Push(t)
+		L.Push(lua.LNil)
+		return 3
+	}))
+	iter := L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		i := L.CheckInt(2) + 1
+		v := t.RawGetInt(i)
+		if v == lua.LNil {
+			return 0
+		}
+		L.Push(lua.LNumber(i))
+		L.Push(v)
+		return 2
+	})
+	g.RawSetString("ipairs", L.NewFunction(func(L *lua.LState) int {
+		t := real(L)
+		L.Push(iter)
+		L.Push(t)
+		L.Push(lua.LNumber(0))
+		return 3
+	}))
 }
 
 // compile compiles body as a function of the sandbox, named chunk in
@@ -250,6 +342,7 @@ func (a *Actor) registerRedisAPI(e *luaEnv, functions bool) {
 	set("replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 })
 	set("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
 	set("debug", func(L *lua.LState) int { return 0 })
+	set("acl_check_cmd", luaACLCheckCmd)
 	if functions {
 		set("register_function", a.luaRegisterFunction)
 	}
@@ -297,6 +390,25 @@ func luaStatusReply(L *lua.LState) int {
 	t := L.NewTable()
 	t.RawSetString("ok", s)
 	L.Push(t)
+	return 1
+}
+
+// luaACLCheckCmd is redis.acl_check_cmd(command, args...): Cellar's one
+// user may run every command, so it answers whether the command exists.
+func luaACLCheckCmd(L *lua.LState) int {
+	if L.GetTop() < 1 {
+		luaRaise(L, "Please specify at least one argument for this redis lib call")
+	}
+	name, ok := L.Get(1).(lua.LString)
+	cmd := Lookup([]byte(name))
+	if ok && cmd != nil && cmd.subs != nil && L.GetTop() >= 2 {
+		sub, _ := L.Get(2).(lua.LString)
+		cmd = cmd.sub([]byte(sub))
+	}
+	if !ok || cmd == nil {
+		luaRaise(L, "Invalid command passed to redis.acl_check_cmd()")
+	}
+	L.Push(lua.LTrue)
 	return 1
 }
 

@@ -267,8 +267,8 @@ func (a *Actor) evalScript(c *Ctx, s *script, nk int) error {
 	for i, v := range rest {
 		argv.RawSetInt(i+1, lua.LString(v))
 	}
-	env.env.RawSetString("KEYS", keys)
-	env.env.RawSetString("ARGV", argv)
+	env.globals.RawSetString("KEYS", keys)
+	env.globals.RawSetString("ARGV", argv)
 	readOnly := ro || s.flags&flagNoWrites != 0
 	a.runLua(c, env, s.fn, readOnly, true, s.sha)
 	return nil
