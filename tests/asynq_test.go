@@ -13,7 +13,6 @@ import (
 	"github.com/cellar-db/cellar/internal/wait"
 )
 
-
 // TestAsynq runs asynq (github.com/hibiken/asynq), whose broker is Lua
 // scripts over lists, sorted sets and hashes, against Cellar: its own
 // client enqueues and its own server processes plain, scheduled, unique
