@@ -96,6 +96,16 @@ func (a *Actor) loadStoredFunctions() error {
 	return nil
 }
 
+// reloadFunctions makes the libraries in memory what the database holds
+// again, after a rollback took back what FUNCTION LOAD, DELETE, FLUSH or
+// RESTORE wrote (the Lua side is not transactional). Failure paths only.
+func (a *Actor) reloadFunctions() {
+	a.flushFunctions()
+	if err := a.loadStoredFunctions(); err != nil {
+		a.log.Error().Err(err).Msg("reloading the function libraries after a rollback")
+	}
+}
+
 // parseLibraryHeader reads "#!lua name=<name>" from code's first line.
 func parseLibraryHeader(code []byte) (name string, rest []byte, err error) {
 	if len(code) < 2 || code[0] != '#' || code[1] != '!' {
