@@ -200,6 +200,9 @@ func (e *luaEnv) compile(body []byte, chunk string) (*lua.LFunction, error) {
 		return nil, err
 	}
 	fn.Env = e.env
+	// Lua 5.1 gives a main chunk no "arg" table; gopher-lua would build
+	// one (a table and a map) at every call.
+	fn.Proto.IsVarArg &^= lua.VarArgNeedsArg
 	return fn, nil
 }
 
