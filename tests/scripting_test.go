@@ -369,3 +369,40 @@ return 1`)
 		t.Fatal("no restart replayed the redo log: the kills did not test it")
 	}
 }
+
+// TestScriptShutdownNoSave: SHUTDOWN NOSAVE while a script that wrote is
+// busy stops the script, throws its writes away and stops the server;
+// what was acknowledged before stays.
+func TestScriptShutdownNoSave(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--dir", dir}
+	p := runCellarEnv(t, []string{"CELLAR_LUA__BUSY_REPLY_THRESHOLD=50ms"}, true, args...)
+	before := dialRaw(t, p.addr)
+	before.expect(status("OK"), "SET", "kept", "1")
+	runner := dialRaw(t, p.addr)
+	runner.send(encode("EVAL", "redis.call('set', 'lost', '1') while true do end", "0"))
+	other := dialRaw(t, p.addr)
+	const busyEval = "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+	// The first PING may reach the actor before the threshold and wait
+	// for the script; a fresh connection per try keeps each try short.
+	wait.For(t, 20*time.Second, "-BUSY", func() bool {
+		c, err := dialAddr(p.addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		c.Write(encode("PING"))
+		buf := make([]byte, 128)
+		n, _ := c.Read(buf)
+		return string(buf[:n]) == busyEval
+	})
+	other.send(encode("SHUTDOWN", "NOSAVE"))
+	if code := p.exitCode(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.stderr.String())
+	}
+	p = runCellar(t, true, args...)
+	c := dialRaw(t, p.addr)
+	c.expect(bulk("1"), "GET", "kept")
+	c.expect("$-1\r\n", "GET", "lost")
+}
