@@ -406,3 +406,23 @@ func TestScriptShutdownNoSave(t *testing.T) {
 	c.expect(bulk("1"), "GET", "kept")
 	c.expect("$-1\r\n", "GET", "lost")
 }
+
+// TestScriptInfo: INFO memory counts cached scripts, functions and
+// libraries.
+func TestScriptInfo(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	c := s.client()
+	c.ScriptLoad(ctx, "return 1")
+	c.ScriptLoad(ctx, "return 2")
+	c.FunctionLoad(ctx, "#!lua name=l\nredis.register_function('a', function() return 1 end)\nredis.register_function('b', function() return 2 end)")
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"number_of_cached_scripts:2\r\n", "number_of_functions:2\r\n", "number_of_libraries:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO memory lacks %q:\n%s", want, info)
+		}
+	}
+}
