@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"sort"
 	"strings"
 
@@ -568,6 +569,26 @@ func cmdFunctionRestore(c *Ctx) error {
 		}
 		names[name] = true
 	}
+	// The libraries are loaded one by one (one may still fail to compile
+	// or collide with another's function): under a savepoint, so that a
+	// failure undoes the rows written, and the memory is reloaded.
+	if err := c.st.Savepoint(); err != nil {
+		return err
+	}
+	err = a.restoreLibraries(c, codes, policy)
+	if err == nil {
+		return c.st.Release()
+	}
+	if !c.st.Undo() {
+		a.roundErr = errRestoreUndo
+	}
+	a.reloadFunctions()
+	return err
+}
+
+var errRestoreUndo = errors.New("actor: a failed FUNCTION RESTORE could not be undone")
+
+func (a *Actor) restoreLibraries(c *Ctx, codes [][]byte, policy string) error {
 	if policy == "flush" {
 		if err := c.st.FlushFunctionLibraries(); err != nil {
 			return err

@@ -426,3 +426,33 @@ func TestScriptInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionRestoreWhole: a FUNCTION RESTORE whose second library
+// collides with a function already loaded restores nothing, on Cellar as
+// on Redis; each server restores its own DUMP (Redis compresses its
+// payload, Cellar does not), and the error and the libraries after are
+// compared.
+func TestFunctionRestoreWhole(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	run := func(addr string) (string, string) {
+		r := dialRaw(t, addr)
+		r.do("FUNCTION", "FLUSH")
+		r.do("FUNCTION", "LOAD", "#!lua name=r1\nredis.register_function('r1f', function() return 1 end)")
+		r.do("FUNCTION", "LOAD", "#!lua name=r2\nredis.register_function('r2f', function() return 2 end)")
+		dump := r.do("FUNCTION", "DUMP")
+		payload := dump[strings.Index(dump, "\r\n")+2 : len(dump)-2]
+		r.do("FUNCTION", "FLUSH")
+		r.do("FUNCTION", "LOAD", "#!lua name=r0\nredis.register_function('r2f', function() return 0 end)")
+		restored := r.do("FUNCTION", "RESTORE", payload)
+		return restored, r.do("FUNCTION", "LIST")
+	}
+	gotErr, gotList := run(s.addr)
+	wantErr, wantList := run(startRedis(t))
+	if gotErr != wantErr || gotList != wantList {
+		t.Fatalf("cellar: %q %q\nredis:  %q %q", gotErr, gotList, wantErr, wantList)
+	}
+	if !strings.HasPrefix(gotErr, "-") {
+		t.Fatalf("the colliding restore succeeded: %q", gotErr)
+	}
+}
