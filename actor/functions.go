@@ -171,7 +171,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	}
 	fn, err := env.compile(body, "user_function")
 	if err != nil {
-		return "", errFnCompile(compileMessage(err))
+		return "", errFnCompile(compileMessage(err, body))
 	}
 	lib := &library{name: name, code: append([]byte(nil), code...)}
 	f.loading = lib

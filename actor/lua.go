@@ -3,7 +3,6 @@ package actor
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -73,6 +72,7 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 		g.RawSetString(name, lua.LNil)
 	}
 	g.RawSetString("error", L.NewFunction(luaError))
+	g.RawSetString("tostring", L.NewFunction(luaToStringFn))
 	// Lua 5.1's gcinfo: the heap in KB. gopher-lua's heap is Go's, shared
 	// with the server; scripts get 0.
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
@@ -280,21 +280,35 @@ func luaToString(v lua.LValue) string {
 	return v.String()
 }
 
-// luaNumberString formats n as Lua 5.1 does (LUAI_NUMFMT, "%.14g"): what
-// redis.call sends for a number argument.
+// luaNumberString formats n as Lua 5.1 does (LUAI_NUMFMT, "%.14g", with
+// glibc's spelling of NaN and the infinities): tostring, error messages.
 func luaNumberString(n float64) string {
-	if n == math.Trunc(n) && math.Abs(n) < 1e15 {
-		return strconv.FormatInt(int64(n), 10)
-	}
 	switch {
+	case math.IsNaN(n) && math.Signbit(n):
+		return "-nan"
+	case math.IsNaN(n):
+		return "nan"
 	case math.IsInf(n, 1):
 		return "inf"
 	case math.IsInf(n, -1):
 		return "-inf"
-	case math.IsNaN(n):
-		return "nan"
 	}
-	return fmt.Sprintf("%.14g", n)
+	return strconv.FormatFloat(n, 'g', 14, 64)
+}
+
+// luaToStringFn is the sandbox's tostring: Lua 5.1's number format (the
+// interpreter's own is Go's shortest form).
+func luaToStringFn(L *lua.LState) int {
+	if L.GetTop() == 0 {
+		argError(L, 1, "tostring", "value expected")
+	}
+	v := L.Get(1)
+	if n, ok := v.(lua.LNumber); ok {
+		L.Push(lua.LString(luaNumberString(float64(n))))
+		return 1
+	}
+	L.Push(lua.LString(L.ToStringMeta(v).String()))
+	return 1
 }
 
 // errorTable makes the error table Redis's luaPushErrorBuff makes of msg:

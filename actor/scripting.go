@@ -1,9 +1,12 @@
 package actor
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -133,7 +136,7 @@ func (a *Actor) loadScript(body []byte) (*script, error) {
 	}
 	fn, err := env.compile(code, "user_script")
 	if err != nil {
-		return nil, errScriptCompile(compileMessage(err))
+		return nil, errScriptCompile(compileMessage(err, code))
 	}
 	s.fn, s.body = fn, append([]byte(nil), body...)
 	for len(a.scripts.cache) >= a.cfg.MaxScripts && len(a.scripts.order) > 0 {
@@ -146,14 +149,30 @@ func (a *Actor) loadScript(body []byte) (*script, error) {
 	return s, nil
 }
 
-// compileMessage is gopher-lua's compile error without its wrapping.
-func compileMessage(err error) string {
+// compileMessage is gopher-lua's compile error in the shape of Lua's
+// ("user_script:1: <message> near '<token>'"); the message itself is
+// gopher-lua's.
+func compileMessage(err error, body []byte) string {
+	msg := err.Error()
 	var ae *lua.ApiError
 	if errors.As(err, &ae) {
-		return luaToString(ae.Object)
+		msg = luaToString(ae.Object)
 	}
-	return err.Error()
+	msg = strings.TrimSpace(msg)
+	if m := parseErrAt.FindStringSubmatch(msg); m != nil {
+		return m[1] + ":" + m[2] + ": " + m[4] + " near '" + m[3] + "'"
+	}
+	if m := parseErrEOF.FindStringSubmatch(msg); m != nil {
+		lines := strconv.Itoa(bytes.Count(body, []byte{'\n'}) + 1)
+		return m[1] + ":" + lines + ": " + m[2] + " near '<eof>'"
+	}
+	return msg
 }
+
+var (
+	parseErrAt  = regexp.MustCompile(`^(\S+) line:(\d+)\(column:\d+\) near '(.*)':\s+(.*)$`)
+	parseErrEOF = regexp.MustCompile(`^(\S+) at EOF:\s+(.*)$`)
+)
 
 // parseShebang reads "#!<engine> [flags=a,b]" from the first line of body;
 // rest is body with that line blanked (its newline kept, so line numbers
