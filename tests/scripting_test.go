@@ -456,3 +456,22 @@ func TestFunctionRestoreWhole(t *testing.T) {
 		t.Fatalf("the colliding restore succeeded: %q", gotErr)
 	}
 }
+
+// TestFunctionLoadCrash: FUNCTION LOAD and DELETE acknowledged just
+// before a kill -9 are there after the restart (replayed from the redo
+// log: the library's row is written by the replayed command).
+func TestFunctionLoadCrash(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--dir", dir}
+	p := runCellar(t, true, args...)
+	r := dialRaw(t, p.addr)
+	r.expect(bulk("keep"), "FUNCTION", "LOAD", "#!lua name=keep\nredis.register_function('kept', function() return 'kept' end)")
+	r.expect(bulk("gone"), "FUNCTION", "LOAD", "#!lua name=gone\nredis.register_function('dropped', function() return 1 end)")
+	r.expect(status("OK"), "FUNCTION", "DELETE", "gone")
+	r.expect(bulk("kept"), "FCALL", "kept", "0")
+	p.kill9()
+	p = runCellar(t, true, args...)
+	r = dialRaw(t, p.addr)
+	r.expect(bulk("kept"), "FCALL", "kept", "0")
+	r.expect(errr("ERR Function not found"), "FCALL", "dropped", "0")
+}
