@@ -80,6 +80,14 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	math.RawSetString("random", L.NewFunction(a.luaRandom))
 	math.RawSetString("randomseed", L.NewFunction(a.luaRandomSeed))
 	openLuaLibs(L)
+	// Lua 5.1's string table has no __index of its own: strings get a
+	// metatable of their own pointing at it.
+	str := g.RawGetString("string").(*lua.LTable)
+	str.RawSetString("__index", lua.LNil)
+	smt := L.NewTable()
+	smt.RawSetString("__index", str)
+	L.SetMetatable(lua.LString(""), smt)
+	addTable51(L, g.RawGetString("table").(*lua.LTable))
 
 	e := &luaEnv{L: L, globals: g, readonly: map[*lua.LTable]*lua.LTable{}}
 	e.redis = L.NewTable()
@@ -189,6 +197,53 @@ func (e *luaEnv) guardBase() {
 		L.Push(t)
 		L.Push(lua.LNumber(0))
 		return 3
+	}))
+}
+
+// addTable51 adds what Lua 5.1's table library has and gopher-lua's
+// lacks: foreach, foreachi and setn.
+func addTable51(L *lua.LState, t *lua.LTable) {
+	t.RawSetString("foreach", L.NewFunction(func(L *lua.LState) int {
+		tb := L.CheckTable(1)
+		f := L.CheckFunction(2)
+		var ret lua.LValue = lua.LNil
+		k, v := tb.Next(lua.LNil)
+		for k != lua.LNil {
+			L.Push(f)
+			L.Push(k)
+			L.Push(v)
+			L.Call(2, 1)
+			ret = L.Get(-1)
+			L.Pop(1)
+			if ret != lua.LNil {
+				L.Push(ret)
+				return 1
+			}
+			k, v = tb.Next(k)
+		}
+		return 0
+	}))
+	t.RawSetString("foreachi", L.NewFunction(func(L *lua.LState) int {
+		tb := L.CheckTable(1)
+		f := L.CheckFunction(2)
+		n := tb.Len()
+		for i := 1; i <= n; i++ {
+			L.Push(f)
+			L.Push(lua.LNumber(i))
+			L.Push(tb.RawGetInt(i))
+			L.Call(2, 1)
+			ret := L.Get(-1)
+			L.Pop(1)
+			if ret != lua.LNil {
+				L.Push(ret)
+				return 1
+			}
+		}
+		return 0
+	}))
+	t.RawSetString("setn", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("'setn' is obsolete")
+		return 0
 	}))
 }
 

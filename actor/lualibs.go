@@ -134,7 +134,7 @@ func newBitLib(L *lua.LState) *lua.LTable {
 // ---- cjson (lua-cjson 2.1.0 as Redis builds it) ----
 
 type cjsonConfig struct {
-	null, arrayMT           lua.LValue
+	null                    lua.LValue
 	precision               int
 	maxEncodeDepth          int
 	maxDecodeDepth          int
@@ -142,7 +142,6 @@ type cjsonConfig struct {
 	sparseRatio, sparseSafe int
 	encodeInvalid           bool
 	decodeInvalid           bool
-	decodeArrayWithArrayMT  bool
 }
 
 func newCJSONLib(L *lua.LState) *lua.LTable {
@@ -196,13 +195,12 @@ func newCJSONLib(L *lua.LState) *lua.LTable {
 			L.Push(v)
 			return 1
 		},
-		"encode_keep_buffer":         boolOpt(&keep),
-		"encode_max_depth":           intOpt(&cfg.maxEncodeDepth, 1, math.MaxInt32),
-		"decode_max_depth":           intOpt(&cfg.maxDecodeDepth, 1, math.MaxInt32),
-		"encode_number_precision":    intOpt(&cfg.precision, 1, 14),
-		"encode_invalid_numbers":     boolOpt(&cfg.encodeInvalid),
-		"decode_invalid_numbers":     boolOpt(&cfg.decodeInvalid),
-		"decode_array_with_array_mt": boolOpt(&cfg.decodeArrayWithArrayMT),
+		"encode_keep_buffer":      boolOpt(&keep),
+		"encode_max_depth":        intOpt(&cfg.maxEncodeDepth, 1, math.MaxInt32),
+		"decode_max_depth":        intOpt(&cfg.maxDecodeDepth, 1, math.MaxInt32),
+		"encode_number_precision": intOpt(&cfg.precision, 1, 14),
+		"encode_invalid_numbers":  boolOpt(&cfg.encodeInvalid),
+		"decode_invalid_numbers":  boolOpt(&cfg.decodeInvalid),
 		"encode_sparse_array": func(L *lua.LState) int {
 			if L.GetTop() >= 1 {
 				cfg.sparseConvert = lua.LVAsBool(L.Get(1))
@@ -220,6 +218,10 @@ func newCJSONLib(L *lua.LState) *lua.LTable {
 		},
 	})
 	t.RawSetString("null", null)
+	t.RawSetString("new", L.NewFunction(func(L *lua.LState) int {
+		L.Push(newCJSONLib(L)) // a module of its own settings
+		return 1
+	}))
 	t.RawSetString("_NAME", lua.LString("cjson"))
 	t.RawSetString("_VERSION", lua.LString("2.1.0"))
 	return t
@@ -646,6 +648,8 @@ func newMsgpackLib(L *lua.LState) *lua.LTable {
 	})
 	t.RawSetString("_NAME", lua.LString("cmsgpack"))
 	t.RawSetString("_VERSION", lua.LString("lua-cmsgpack 0.4.0"))
+	t.RawSetString("_COPYRIGHT", lua.LString("Copyright (C) 2012, Salvatore Sanfilippo"))
+	t.RawSetString("_DESCRIPTION", lua.LString("MessagePack C implementation for Lua"))
 	return t
 }
 
