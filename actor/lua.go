@@ -73,6 +73,8 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	}
 	g.RawSetString("error", L.NewFunction(luaError))
 	g.RawSetString("tostring", L.NewFunction(luaToStringFn))
+	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
+	g.RawSetString("pcall", L.NewFunction(luaPcall))
 	// Lua 5.1's gcinfo: the heap in KB. gopher-lua's heap is Go's, shared
 	// with the server; scripts get 0.
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
@@ -84,6 +86,7 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	// metatable of their own pointing at it.
 	str := g.RawGetString("string").(*lua.LTable)
 	str.RawSetString("__index", lua.LNil)
+	str.RawSetString("format", L.NewFunction(luaFormat))
 	smt := L.NewTable()
 	smt.RawSetString("__index", str)
 	L.SetMetatable(lua.LString(""), smt)
@@ -317,6 +320,15 @@ func luaError(L *lua.LState) int {
 	level := L.OptInt(2, 1)
 	if n, ok := v.(lua.LNumber); ok {
 		v = lua.LString(luaNumberString(float64(n)))
+	}
+	if level > 0 {
+		// Lua adds a position only when the function at that level is
+		// Lua code (pcall(error, 'x') gets none).
+		if dbg, ok := L.GetStack(level); ok {
+			if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.CurrentLine <= 0 {
+				level = 0
+			}
+		}
 	}
 	L.Error(v, level)
 	return 0

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -1183,5 +1185,240 @@ func structSize(L *lua.LState) int {
 		total += structAlign(total, size, opt, &h) + size
 	}
 	L.Push(lua.LNumber(total))
+	return 1
+}
+
+// ---- Lua 5.1 base and string functions gopher-lua does differently ----
+
+// luaPcall is Redis's pcall (luaRedisPcall): an error table caught is
+// returned as its err string, so that scripts see redis.call's errors as
+// strings.
+func luaPcall(L *lua.LState) int {
+	if L.GetTop() == 0 {
+		// Redis's pcall calls its own result placeholder then.
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a boolean value"))
+		return 2
+	}
+	v := L.Get(1)
+	if v.Type() != lua.LTFunction && L.GetMetaField(v, "__call").Type() != lua.LTFunction {
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + v.Type().String() + " value"))
+		return 2
+	}
+	if err := L.PCall(L.GetTop()-1, lua.MultRet, nil); err != nil {
+		var e lua.LValue = lua.LString(err.Error())
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			e = ae.Object
+		}
+		if t, ok := e.(*lua.LTable); ok {
+			if s, ok := t.RawGetString("err").(lua.LString); ok {
+				e = s
+			}
+		}
+		L.Push(lua.LFalse)
+		L.Push(e)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// luaToNumber is Lua 5.1's tonumber: C's strtod in base 10 (exponents,
+// hexadecimal, surrounding white space), strtoul in another base.
+func luaToNumber(L *lua.LState) int {
+	v := L.CheckAny(1)
+	if L.Get(2) == lua.LNil || (L.Get(2).Type() == lua.LTNumber && L.CheckInt(2) == 10) {
+		switch v := v.(type) {
+		case lua.LNumber:
+			L.Push(v)
+			return 1
+		case lua.LString:
+			if f, ok := luaStr2Number(string(v)); ok {
+				L.Push(lua.LNumber(f))
+				return 1
+			}
+		}
+		L.Push(lua.LNil)
+		return 1
+	}
+	base := L.CheckInt(2)
+	if base < 2 || base > 36 {
+		argError(L, 2, "tonumber", "base out of range")
+	}
+	s := strings.TrimLeft(L.CheckString(1), " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	var n uint64
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		var d int
+		switch {
+		case '0' <= c && c <= '9':
+			d = int(c - '0')
+		case 'a' <= c && c <= 'z':
+			d = int(c-'a') + 10
+		case 'A' <= c && c <= 'Z':
+			d = int(c-'A') + 10
+		default:
+			d = 99
+		}
+		if d >= base {
+			break
+		}
+		n = n*uint64(base) + uint64(d)
+	}
+	if i == 0 || strings.TrimLeft(s[i:], " \t\n\v\f\r") != "" {
+		L.Push(lua.LNil)
+		return 1
+	}
+	if neg {
+		n = -n
+	}
+	L.Push(lua.LNumber(n))
+	return 1
+}
+
+// luaStr2Number converts s as Lua 5.1's luaO_str2d: strtod, then
+// strtoul in base 16 for "0x", trailing white space allowed.
+func luaStr2Number(s string) (float64, bool) {
+	f, n, _ := strtod([]byte(s))
+	if n == 0 {
+		return 0, false
+	}
+	if strings.TrimRight(s[n:], " \t\n\v\f\r") != "" {
+		return 0, false
+	}
+	return f, true
+}
+
+// luaFormat is Lua 5.1's string.format, whose conversions are C's
+// printf's: numbers in %s are %.14g, %d truncates, %x of a negative
+// number is its two's complement, %g defaults to 6 digits.
+func luaFormat(L *lua.LState) int {
+	const fname = "format"
+	fmtStr := L.CheckString(1)
+	arg := 1
+	var b strings.Builder
+	for i := 0; i < len(fmtStr); i++ {
+		c := fmtStr[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i < len(fmtStr) && fmtStr[i] == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		start := i
+		for i < len(fmtStr) && strings.IndexByte("-+ #0", fmtStr[i]) >= 0 {
+			i++
+		}
+		if i-start > 5 {
+			L.RaiseError("invalid format (repeated flags)")
+		}
+		for n := 0; i < len(fmtStr) && fmtStr[i] >= '0' && fmtStr[i] <= '9'; n++ {
+			if n == 2 {
+				L.RaiseError("invalid format (width or precision too long)")
+			}
+			i++
+		}
+		if i < len(fmtStr) && fmtStr[i] == '.' {
+			i++
+			for n := 0; i < len(fmtStr) && fmtStr[i] >= '0' && fmtStr[i] <= '9'; n++ {
+				if n == 2 {
+					L.RaiseError("invalid format (width or precision too long)")
+				}
+				i++
+			}
+		}
+		if i >= len(fmtStr) {
+			L.RaiseError("invalid option '%%' to 'format'")
+		}
+		spec := fmtStr[start:i]
+		conv := fmtStr[i]
+		arg++
+		if arg > L.GetTop() && strings.IndexByte("diuoxXceEfgGqs", conv) >= 0 {
+			argError(L, arg, fname, "no value")
+		}
+		num := func() float64 {
+			switch v := L.Get(arg).(type) {
+			case lua.LNumber:
+				return float64(v)
+			case lua.LString:
+				if f, ok := luaStr2Number(string(v)); ok {
+					return f
+				}
+			}
+			got := "no value"
+			if arg <= L.GetTop() {
+				got = L.Get(arg).Type().String()
+			}
+			argError(L, arg, fname, "number expected, got "+got)
+			return 0
+		}
+		switch conv {
+		case 'd', 'i':
+			b.WriteString(fmt.Sprintf("%"+spec+"d", int64(num())))
+		case 'u':
+			b.WriteString(fmt.Sprintf("%"+spec+"d", uint64(int64(num()))))
+		case 'o', 'x', 'X':
+			b.WriteString(fmt.Sprintf("%"+spec+string(conv), uint64(int64(num()))))
+		case 'c':
+			b.WriteByte(byte(int64(num())))
+		case 'e', 'E', 'f', 'g', 'G':
+			f := num()
+			sp := spec
+			if !strings.Contains(sp, ".") && (conv == 'g' || conv == 'G') {
+				sp += ".6"
+			}
+			switch {
+			case math.IsInf(f, 0) || math.IsNaN(f):
+				b.WriteString(fmt.Sprintf("%"+strings.Split(spec, ".")[0]+"s", luaNumberString(f)))
+			default:
+				b.WriteString(fmt.Sprintf("%"+sp+string(conv), f))
+			}
+		case 'q':
+			s := L.CheckString(arg)
+			b.WriteByte('"')
+			for j := 0; j < len(s); j++ {
+				switch ch := s[j]; ch {
+				case '"', '\\', '\n':
+					b.WriteByte('\\')
+					b.WriteByte(ch)
+				case '\r':
+					b.WriteString("\\r")
+				case 0:
+					b.WriteString("\\000")
+				default:
+					b.WriteByte(ch)
+				}
+			}
+			b.WriteByte('"')
+		case 's':
+			var s string
+			switch v := L.Get(arg).(type) {
+			case lua.LString:
+				s = string(v)
+			case lua.LNumber:
+				s = luaNumberString(float64(v))
+			default:
+				got := "no value"
+				if arg <= L.GetTop() {
+					got = v.Type().String()
+				}
+				argError(L, arg, fname, "string expected, got "+got)
+			}
+			b.WriteString(fmt.Sprintf("%"+spec+"s", s))
+		default:
+			L.RaiseError("invalid option '%%%c' to 'format'", conv)
+		}
+	}
+	L.Push(lua.LString(b.String()))
 	return 1
 }
