@@ -176,7 +176,12 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	lib := &library{name: name, code: append([]byte(nil), code...)}
 	f.loading = lib
 	env.globals.RawSetString("redis", f.loadAPI)
-	err = env.L.CallByParam(lua.P{Fn: fn, NRet: 0, Protect: true, Handler: env.errHandler})
+	err, broken := protectedCall(env.L, lua.P{Fn: fn, NRet: 0, Protect: true, Handler: env.errHandler})
+	if broken {
+		a.log.Error().Err(err).Str("library", name).Msg("the Lua interpreter failed; its state is rebuilt")
+		a.reloadFunctions()
+		return "", errFnRegister("ERR " + err.Error())
+	}
 	env.globals.RawSetString("redis", f.runAPI)
 	f.loading = nil
 	env.L.SetTop(0)

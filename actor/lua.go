@@ -38,6 +38,14 @@ type luaEnv struct {
 	errHandler   *lua.LFunction
 }
 
+// The interpreter's limits: nested calls, value-stack slots, and values one
+// call may return (LUAI_MAXCALLS, a bound on the stack, LUAI_MAXCSTACK).
+const (
+	luaMaxCalls   = 20000
+	luaMaxStack   = 1 << 20
+	luaMaxResults = 8000
+)
+
 // Redis's log levels (redis.LOG_*).
 const (
 	luaLogDebug = iota
@@ -52,7 +60,18 @@ const (
 // redis table. chunk names the code in messages ("user_script",
 // "user_function").
 func (a *Actor) newLuaEnv(functions bool) *luaEnv {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 256, RegistrySize: 1024 * 4})
+	// Lua 5.1's limits, as Redis has them: 20000 nested calls
+	// (LUAI_MAXCALLS) and a value stack that grows as deep recursion needs
+	// it; both grow on demand, and past them a script fails with "stack
+	// overflow" rather than the server.
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       luaMaxCalls,
+		MinimizeStackMemory: true,
+		RegistrySize:        16 << 10,
+		RegistryMaxSize:     luaMaxStack,
+		RegistryGrowStep:    16 << 10,
+	})
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -74,6 +93,7 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	g.RawSetString("error", L.NewFunction(luaError))
 	g.RawSetString("tostring", L.NewFunction(luaToStringFn))
 	g.RawSetString("tonumber", L.NewFunction(luaToNumber))
+	g.RawSetString("unpack", L.NewFunction(luaUnpack))
 	g.RawSetString("pcall", L.NewFunction(luaPcall))
 	// Lua 5.1's gcinfo: the heap in KB. gopher-lua's heap is Go's, shared
 	// with the server; scripts get 0.

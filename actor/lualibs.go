@@ -1190,6 +1190,25 @@ func structSize(L *lua.LState) int {
 
 // ---- Lua 5.1 base and string functions gopher-lua does differently ----
 
+// luaUnpack is Lua 5.1's unpack, with its limit on how many values one
+// call returns.
+func luaUnpack(L *lua.LState) int {
+	t := L.CheckTable(1)
+	start := L.OptInt(2, 1)
+	end := L.OptInt(3, t.Len())
+	if start > end {
+		return 0
+	}
+	n := end - start + 1
+	if n <= 0 || n+L.GetTop() > luaMaxResults {
+		L.RaiseError("too many results to unpack")
+	}
+	for i := start; i <= end; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return n
+}
+
 // luaPcall is Redis's pcall (luaRedisPcall): an error table caught is
 // returned as its err string, so that scripts see redis.call's errors as
 // strings.

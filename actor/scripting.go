@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -304,7 +305,7 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	db := c.s.db
 	mark := a.effectsMark()
 	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold()))
-	err := L.CallByParam(lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
+	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
 	if aborted && a.roundErr == nil {
 		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
@@ -317,6 +318,18 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	clear(r.args)
 	c.s.db = db
 	a.effectsGroup(mark)
+	if broken {
+		// The interpreter failed inside (a Go panic): its state cannot be
+		// trusted; start afresh, as SCRIPT FLUSH or a reload would.
+		a.log.Error().Err(err).Str("script", name).Msg("the Lua interpreter failed; its state is rebuilt")
+		if eval {
+			a.resetEval()
+		} else {
+			a.reloadFunctions()
+		}
+		c.w.Error("ERR Error running script: " + err.Error())
+		return
+	}
 	if err != nil {
 		L.SetTop(0)
 		msg := ""
@@ -329,6 +342,28 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	ret := L.Get(-1)
 	L.SetTop(0)
 	luaReply(c.w, ret, r.resp, 0)
+}
+
+// protectedCall is L.CallByParam, with any Go panic that escapes the
+// interpreter (gopher-lua can panic past its own recovery when its stack
+// is exhausted) turned into an error: broken says the state is unusable.
+func protectedCall(L *lua.LState, p lua.P, args ...lua.LValue) (err error, broken bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, broken = fmt.Errorf("%v", r), true
+		}
+	}()
+	return L.CallByParam(p, args...), false
+}
+
+// resetEval drops the EVAL Lua state and the script cache.
+func (a *Actor) resetEval() {
+	if a.scripts.eval != nil {
+		a.scripts.eval.close()
+		a.scripts.eval = nil
+	}
+	a.scripts.cache = nil
+	a.scripts.order = nil
 }
 
 // scriptErrorText is the reply to a script that raised an error: its
@@ -400,12 +435,7 @@ func cmdScriptFlush(c *Ctx) error {
 		return ErrScriptFlushArg
 	}
 	// As Redis does, a fresh Lua state: whatever scripts left in it goes.
-	if c.a.scripts.eval != nil {
-		c.a.scripts.eval.close()
-		c.a.scripts.eval = nil
-	}
-	c.a.scripts.cache = nil
-	c.a.scripts.order = nil
+	c.a.resetEval()
 	c.w.OK()
 	return nil
 }

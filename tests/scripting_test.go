@@ -475,3 +475,16 @@ func TestFunctionLoadCrash(t *testing.T) {
 	r.expect(bulk("kept"), "FCALL", "kept", "0")
 	r.expect(errr("ERR Function not found"), "FCALL", "dropped", "0")
 }
+
+// TestScriptStackOverflow: a script that recurses past Lua's limit fails
+// alone; the server and the next script go on.
+func TestScriptStackOverflow(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	got := r.do("EVAL", "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(100000)", "0")
+	if !strings.HasPrefix(got, "-ERR ") || !strings.Contains(got, "overflow") {
+		t.Fatalf("deep recursion: %q", got)
+	}
+	r.expect(integer(1), "EVAL", "return 1", "0")
+	r.expect(status("PONG"), "PING")
+}
