@@ -107,6 +107,7 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	str := g.RawGetString("string").(*lua.LTable)
 	str.RawSetString("__index", lua.LNil)
 	str.RawSetString("format", L.NewFunction(luaFormat))
+	str.RawSetString("char", L.NewFunction(luaStringChar))
 	smt := L.NewTable()
 	smt.RawSetString("__index", str)
 	L.SetMetatable(lua.LString(""), smt)
@@ -186,6 +187,20 @@ func (e *luaEnv) guardBase() {
 	}
 	see("next")
 	see("rawget")
+	// Code compiled by the script (loadstring, load) runs in the same
+	// read-only globals as the script, never in the real table.
+	for _, name := range []string{"loadstring", "load"} {
+		orig := g.RawGetString(name).(*lua.LFunction).GFunction
+		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			n := orig(L)
+			if n > 0 {
+				if fn, ok := L.Get(-n).(*lua.LFunction); ok {
+					fn.Env = e.env
+				}
+			}
+			return n
+		}))
+	}
 	// pairs and ipairs, on what a read-only table stands for (gopher-lua's
 	// own keep their iterator in an upvalue, so they are rebuilt here).
 	next := g.RawGetString("next")

@@ -1190,6 +1190,21 @@ func structSize(L *lua.LState) int {
 
 // ---- Lua 5.1 base and string functions gopher-lua does differently ----
 
+// luaStringChar is Lua 5.1's string.char: every value a byte.
+func luaStringChar(L *lua.LState) int {
+	n := L.GetTop()
+	b := make([]byte, n)
+	for i := 1; i <= n; i++ {
+		v := L.CheckInt(i)
+		if v < 0 || v > 255 {
+			argError(L, i, "char", "invalid value")
+		}
+		b[i-1] = byte(v)
+	}
+	L.Push(lua.LString(b))
+	return 1
+}
+
 // luaUnpack is Lua 5.1's unpack, with its limit on how many values one
 // call returns.
 func luaUnpack(L *lua.LState) int {
