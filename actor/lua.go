@@ -111,6 +111,7 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	smt := L.NewTable()
 	smt.RawSetString("__index", str)
 	L.SetMetatable(lua.LString(""), smt)
+	stringMT := smt
 	addTable51(L, g.RawGetString("table").(*lua.LTable))
 
 	e := &luaEnv{L: L, globals: g, readonly: map[*lua.LTable]*lua.LTable{}}
@@ -135,6 +136,18 @@ func (a *Actor) newLuaEnv(functions bool) *luaEnv {
 	e.env = e.protect(g)
 	g.RawSetString("_G", e.env)
 	e.guardBase()
+	// getmetatable of a string gives a read-only view of the strings'
+	// metatable (in Redis it is read-only too).
+	smtView := e.protect(stringMT)
+	getmt := g.RawGetString("getmetatable").(*lua.LFunction).GFunction
+	g.RawSetString("getmetatable", L.NewFunction(func(L *lua.LState) int {
+		n := getmt(L)
+		if n == 1 && L.Get(-1) == lua.LValue(stringMT) {
+			L.Pop(1)
+			L.Push(smtView)
+		}
+		return n
+	}))
 	e.errHandler = L.NewFunction(luaErrorHandler)
 	g.RawSetString("__redis__err__handler", e.errHandler) // as Redis names it
 	return e
@@ -166,8 +179,21 @@ func (e *luaEnv) guardBase() {
 	refuse := func(name string) {
 		orig := g.RawGetString(name).(*lua.LFunction).GFunction
 		g.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
-			if t, ok := L.Get(1).(*lua.LTable); ok && e.readonly[t] != nil {
+			t, ok := L.Get(1).(*lua.LTable)
+			if !ok {
+				got := "no value"
+				if L.GetTop() >= 1 {
+					got = L.Get(1).Type().String()
+				}
+				argError(L, 1, name, "table expected, got "+got)
+			}
+			if e.readonly[t] != nil {
 				luaRaise(L, "Attempt to modify a readonly table")
+			}
+			if name == "rawset" {
+				orig(L)
+				L.Push(t) // Lua's rawset returns the table
+				return 1
 			}
 			return orig(L)
 		}))
