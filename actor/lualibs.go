@@ -1145,7 +1145,7 @@ func structUnpack(L *lua.LState) int {
 				L.Pop(1)
 				n--
 				size = int(prev)
-				if size > len(data)-pos {
+				if size < 0 || size > len(data)-pos {
 					argError(L, 2, fname, "data string too short")
 				}
 			}

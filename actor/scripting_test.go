@@ -1,8 +1,11 @@
 package actor
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // groupRecords renders a round's records, a group's members indented
@@ -91,4 +94,48 @@ func TestSplitGroupRejects(t *testing.T) {
 			t.Errorf("%s: ok %v err %v", name, ok, err)
 		}
 	}
+}
+
+// The bundled libraries' decoders take any bytes a script passes them:
+// random input makes a script error at worst, never a Go panic that
+// escapes the interpreter.
+func TestLuaLibsRandomInput(t *testing.T) {
+	h := newHarness(t, Config{})
+	r := rand.New(rand.NewPCG(1, 2))
+	h.a.Call(func() {
+		env := h.a.newLuaEnv(false)
+		defer env.close()
+		L := env.L
+		calls := []string{
+			"return cmsgpack.unpack(ARGV[1])",
+			"return cmsgpack.unpack_limit(ARGV[1], 3, 1)",
+			"return cjson.decode(ARGV[1])",
+			"return struct.unpack(ARGV[1], ARGV[1])",
+			"return struct.unpack('bc0', ARGV[1])",
+			"return struct.pack(ARGV[1], 1, 2, 3)",
+			"return string.format(ARGV[1], 1, 'a', 2.5)",
+		}
+		for i := 0; i < 3000; i++ {
+			b := make([]byte, r.IntN(24))
+			for j := range b {
+				if r.IntN(2) == 0 {
+					b[j] = byte(r.IntN(256))
+				} else {
+					b[j] = "[]{}\\\"0123456789.eE-+,:nulltrfs%dxbBhHiIlLcs<>!"[r.IntN(46)]
+				}
+			}
+			src := calls[i%len(calls)]
+			fn, err := env.compile([]byte(src), "user_script")
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv := L.NewTable()
+			argv.RawSetInt(1, lua.LString(b))
+			env.globals.RawSetString("ARGV", argv)
+			if err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}); broken {
+				t.Fatalf("%s with %q: the interpreter broke: %v", src, b, err)
+			}
+			L.SetTop(0)
+		}
+	})
 }
