@@ -101,7 +101,9 @@ func (c *conn) parse() (wait bool) {
 		// proto_max_bulk_len bound it).
 		return false
 	}
-	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog {
+	// While a script is busy the loop answers for the actor (conn.busy),
+	// so a backlog the actor cannot work off is no reason to wait.
+	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog && !c.lp.srv.scriptBusy() {
 		if !c.stalled {
 			c.stalled = true
 			c.lp.stalled = append(c.lp.stalled, c.id)
@@ -558,7 +560,7 @@ func (lp *eventLoop) drain(context.Context) error {
 // on, once it is under its limit. It runs after each mailbox drain and from
 // the ticker (a loop may have nothing in flight to drain).
 func (lp *eventLoop) resumeStalled() {
-	if len(lp.stalled) == 0 || lp.srv.act.Backlog() > lp.srv.cfg.MaxBacklog {
+	if len(lp.stalled) == 0 || (lp.srv.act.Backlog() > lp.srv.cfg.MaxBacklog && !lp.srv.scriptBusy()) {
 		return
 	}
 	stalled := lp.stalled

@@ -203,6 +203,13 @@ func (s *Server) Stop(ctx context.Context) error {
 	return err
 }
 
+// scriptBusy reports whether the actor runs a script past
+// busy-reply-threshold.
+func (s *Server) scriptBusy() bool {
+	busy, _ := s.scripts.Busy()
+	return busy
+}
+
 // tickEvery is how often the loops look at waiting connections: resume
 // those stalled on the actor's backlog or paused on output that drained,
 // close those past the soft limit time, measure unsent output again.

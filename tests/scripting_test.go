@@ -488,3 +488,25 @@ func TestScriptStackOverflow(t *testing.T) {
 	r.expect(integer(1), "EVAL", "return 1", "0")
 	r.expect(status("PONG"), "PING")
 }
+
+// TestScriptBusyUnderBacklog: the script's own request keeps the actor's
+// backlog above max_backlog while it runs; other clients are still
+// answered -BUSY (the loops answer for the actor), not left waiting.
+func TestScriptBusyUnderBacklog(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) {
+		c.Lua.BusyReplyThreshold = 50 * time.Millisecond
+		c.MaxBacklog = 1 << 20
+	})
+	needCellar(t, s)
+	runner := s.raw()
+	runner.send(encode("EVAL", "while true do end", "0", strings.Repeat("x", 2<<20)))
+	busy := func() bool { b, _ := s.srv.Scripts().Busy(); return b }
+	wait.For(t, 10*time.Second, "the script to pass the threshold", busy)
+	other := s.raw()
+	other.expect("-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", "PING")
+	other.expect(status("OK"), "SCRIPT", "KILL")
+	if got := runner.read(); !strings.HasPrefix(got, "-ERR Script killed by user with SCRIPT KILL...") {
+		t.Fatalf("the killed script's caller got %q", got)
+	}
+	other.expect(status("PONG"), "PING")
+}
