@@ -111,8 +111,10 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxKeysPerWait:   cfg.Blocking.MaxKeysPerWait,
 		WakeupBatchSize:  cfg.Blocking.WakeupBatchSize,
 
-		MaxQueuedBytes: cfg.Transactions.MaxQueuedBytes,
-		MaxWatchedKeys: cfg.Transactions.MaxWatchedKeys,
+		MaxQueuedBytes:     cfg.Transactions.MaxQueuedBytes,
+		MaxWatchedKeys:     cfg.Transactions.MaxWatchedKeys,
+		MaxScripts:         cfg.Lua.MaxScripts,
+		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err == nil {
 		var n int
@@ -172,6 +174,10 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 
 // Addr is the address Cellar listens on.
 func (s *Server) Addr() net.Addr { return s.net.Addr() }
+
+// Scripts is the running script's watch: whether one makes the server
+// busy, and the switches that stop it (safe from any goroutine).
+func (s *Server) Scripts() *actor.ScriptWatch { return s.act.Scripts() }
 
 // Done is closed once the server has shut down.
 func (s *Server) Done() <-chan struct{} { return s.done }

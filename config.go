@@ -67,6 +67,20 @@ type Config struct {
 	Blocking BlockingConfig `koanf:"blocking"`
 	// Transactions bounds what MULTI and WATCH let one client hold.
 	Transactions TransactionsConfig `koanf:"transactions"`
+	Lua          LuaConfig          `koanf:"lua"`
+}
+
+// LuaConfig tunes scripting (EVAL, FCALL).
+type LuaConfig struct {
+	// BusyReplyThreshold is how long a script may run before other
+	// clients are answered -BUSY and SCRIPT KILL / FUNCTION KILL can stop
+	// it (Redis's busy-reply-threshold, alias lua-time-limit; CONFIG SET
+	// changes it at run time).
+	BusyReplyThreshold time.Duration `koanf:"busy_reply_threshold"`
+	// MaxScripts bounds the cache of compiled scripts (SCRIPT LOAD and
+	// EVAL); when it is full the oldest goes, and EVALSHA of it answers
+	// NOSCRIPT.
+	MaxScripts int `koanf:"max_scripts"`
 }
 
 // OutputBufferConfig bounds what a client that does not read its replies
@@ -173,6 +187,7 @@ func DefaultConfig() Config {
 		Expiry:           ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:         BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 		Transactions:     TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
+		Lua:              LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 	}
 }
 
@@ -421,6 +436,10 @@ func (c Config) Validate() error {
 		return bad("transactions.max_queued_bytes", "must be at least 1, not %d", c.Transactions.MaxQueuedBytes)
 	case c.Transactions.MaxWatchedKeys < 1:
 		return bad("transactions.max_watched_keys", "must be at least 1, not %d", c.Transactions.MaxWatchedKeys)
+	case c.Lua.BusyReplyThreshold < time.Millisecond:
+		return bad("lua.busy_reply_threshold", "must be at least 1ms, not %s", c.Lua.BusyReplyThreshold)
+	case c.Lua.MaxScripts < 1:
+		return bad("lua.max_scripts", "must be at least 1, not %d", c.Lua.MaxScripts)
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)

@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellar-db/cellar/storage/redo"
@@ -79,6 +80,11 @@ type Actor struct {
 	sweepMore   bool
 	lastSync    time.Time
 
+	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
+	// busy-reply-threshold in milliseconds (CONFIG SET changes it).
+	scripts scripting
+	busyMs  atomic.Int64
+
 	stats stats
 }
 
@@ -136,6 +142,11 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.durable = newSyncer(syncFn, pool, log)
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
+	a.scripts.rand = lrand48Init
+	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
+	if err := a.loadStoredFunctions(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

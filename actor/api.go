@@ -119,6 +119,12 @@ type Config struct {
 	// command is refused with an error (and a queued one fails EXEC).
 	MaxQueuedBytes int64
 	MaxWatchedKeys int
+	// Scripting (scripting.go): MaxScripts bounds the compiled script
+	// cache (the oldest goes first); BusyReplyThreshold is how long a
+	// script runs before other clients are answered -BUSY (Redis's
+	// busy-reply-threshold, alias lua-time-limit).
+	MaxScripts         int
+	BusyReplyThreshold time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -154,6 +160,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWatchedKeys <= 0 {
 		c.MaxWatchedKeys = 10000
+	}
+	if c.MaxScripts <= 0 {
+		c.MaxScripts = 10000
+	}
+	if c.BusyReplyThreshold <= 0 {
+		c.BusyReplyThreshold = 5 * time.Second
 	}
 	return c
 }

@@ -145,6 +145,8 @@ var families = [][]*Command{
 	transactionCommands,
 	pubsubCommands,
 	streamCommands,
+	scriptingCommands,
+	functionCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

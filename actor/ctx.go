@@ -30,8 +30,8 @@ type Ctx struct {
 	// woken marks a parked waiter's retry (blocking.go), which runs outside
 	// any command of its client: see passOver.
 	woken bool
-	// keyspace: a command that runs commands (EXEC) ran one that touched
-	// the keyspace, so a failed round must retract its reply.
+	// keyspace: a command that runs commands (EXEC, EVAL) ran one that
+	// touched the keyspace, so a failed round must retract its reply.
 	keyspace bool
 	// rec, when set, is what the redo log records for the command instead
 	// of args (XADD's generated ID: effects.go).

@@ -146,7 +146,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 				a.roundErr = rerr
 			}
 		}
-		return keyspace
+		return keyspace || c.keyspace
 	}
 	w.Buf = w.Buf[:start] // drop anything half written
 	reply, fatal := replyFor(err)
@@ -161,5 +161,5 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	case fatal:
 		a.roundErr = err
 	}
-	return keyspace
+	return keyspace || c.keyspace
 }

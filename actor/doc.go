@@ -15,6 +15,9 @@
 //     goroutine-safe state.
 //   - Lookup and IsBlocking read the immutable command table and are safe
 //     from any goroutine.
+//   - Scripts returns the ScriptWatch, which the loops read for every
+//     command (one atomic load) to answer -BUSY and kill a script running
+//     past busy-reply-threshold (scripting.go); it is goroutine-safe.
 //
 // Invariants (numbered as in docs/architecture.md, "Invariants"):
 //  1. Single ownership: sessions and the keyspace are touched only here.

@@ -36,18 +36,18 @@ import (
 // argument: a record has exactly one encoding, and decodeEffect refuses
 // anything else (it never panics, whatever the bytes).
 //
-// A transaction record holds the records of one EXEC, so that the log
-// has them whole or not at all (a torn write cuts a record, never part of
-// one):
+// A group record holds the records of one command that ran commands (EXEC,
+// multi.go; a script, scripting.go), so that the log has them whole or not
+// at all (a torn write cuts a record, never part of one):
 //
 //	version  1 byte, effectVersion
-//	flags    1 byte, exactly effectTx
+//	flags    1 byte, effectGroup alone
 //	count    uvarint, at least 2
-//	records  count times: uvarint length, then that many bytes, each an
-//	         ordinary record as above (never a transaction record)
+//	records  count times: uvarint length, then an ordinary record as
+//	         above (never a group: a script inside EXEC is flattened)
 //
-// decodeTx refuses anything else; replay runs the inner records in order
-// (replayEffect).
+// splitGroup refuses anything else; replay checks every member before it
+// runs any, then runs them in order (replayEffect).
 //
 // Propagation rules, applied in the keys touched step (touched.go) over
 // the change record of each command, nested ones included (a command run
@@ -93,7 +93,7 @@ import (
 const (
 	effectVersion = 1
 	effectWoken   = 1 << 0 // flags: a woken waiter's retry
-	effectTx      = 1 << 1 // flags: a transaction record (EXEC's records)
+	effectGroup   = 1 << 1 // flags: a group of records (EXEC, a script), all or none
 )
 
 // effects is the actor's record of what the current round propagates.
@@ -107,6 +107,9 @@ type effects struct {
 	recs [][]byte
 
 	del [2][]byte // a DEL record's arguments, reused
+
+	scratch []byte   // group's copy of the records it folds
+	members [][]byte // replay's records of a group
 
 	// Replay's scratch: decoded arguments, the replies nobody reads, and
 	// the session records run in.
@@ -169,30 +172,78 @@ func (a *Actor) effectsBack(mark int) {
 	e.buf, e.ends = e.buf[:end], e.ends[:mark]
 }
 
-// group joins the records gathered since mark into one transaction record
-// (EXEC's, multi.go), so that the redo log holds all of them or none. One
-// record or none stays as it is: it is already whole.
+// group folds the records gathered since mark into one group record (the
+// commands EXEC or a script ran: one unit of durability). A member that is
+// itself a group (a script run by EXEC) gives its members instead. Zero or
+// one record stays as it is: it is already whole.
 func (e *effects) group(mark int) {
 	n := len(e.ends) - mark
-	if n < 2 {
+	if n <= 1 {
 		return
 	}
 	start := 0
 	if mark > 0 {
 		start = e.ends[mark-1]
 	}
-	inner := append([]byte(nil), e.buf[start:]...)
-	buf := append(e.buf[:start], effectVersion, effectTx)
-	buf = binary.AppendUvarint(buf, uint64(n))
-	from := start
+	e.scratch = append(e.scratch[:0], e.buf[start:]...)
+	var members [][]byte
+	prev := start
 	for _, end := range e.ends[mark:] {
-		r := inner[from-start : end-start]
-		buf = binary.AppendUvarint(buf, uint64(len(r)))
-		buf = append(buf, r...)
-		from = end
+		rec := e.scratch[prev-start : end-start]
+		if inner, ok, err := splitGroup(rec, nil); ok && err == nil {
+			members = append(members, inner...)
+		} else {
+			members = append(members, rec)
+		}
+		prev = end
 	}
-	e.buf = buf
-	e.ends = append(e.ends[:mark], len(buf))
+	g := append(e.buf[:start], effectVersion, effectGroup)
+	g = binary.AppendUvarint(g, uint64(len(members)))
+	for _, rec := range members {
+		g = binary.AppendUvarint(g, uint64(len(rec)))
+		g = append(g, rec...)
+	}
+	e.buf = g
+	e.ends = append(e.ends[:mark], len(g))
+	if cap(e.scratch) > maxEffectsBuf {
+		e.scratch = nil
+	}
+}
+
+// splitGroup returns the records of a group record p, appending them to
+// recs; ok is false when p is not a group. A malformed group is an error.
+func splitGroup(p []byte, recs [][]byte) (_ [][]byte, ok bool, err error) {
+	if len(p) < 2 || p[0] != effectVersion || p[1] != effectGroup {
+		return recs, false, nil
+	}
+	p = p[2:]
+	count, p, err := uvarint(p, "group count")
+	if err != nil {
+		return recs, true, err
+	}
+	// Every member takes at least its length's byte and two more.
+	if count < 2 || count > uint64(len(p)/3) {
+		return recs, true, badEffect("group of %d records in %d bytes", count, len(p))
+	}
+	for range count {
+		var l uint64
+		if l, p, err = uvarint(p, "group record length"); err != nil {
+			return recs, true, err
+		}
+		if l < 2 || l > uint64(len(p)) {
+			return recs, true, badEffect("group record of %d bytes with %d left", l, len(p))
+		}
+		rec := p[:l:l]
+		if rec[1]&effectGroup != 0 {
+			return recs, true, badEffect("a group inside a group")
+		}
+		recs = append(recs, rec)
+		p = p[l:]
+	}
+	if len(p) != 0 {
+		return recs, true, badEffect("%d bytes after the group's last record", len(p))
+	}
+	return recs, true, nil
 }
 
 // maxEffectsBuf is the largest record buffer kept between rounds.
@@ -443,61 +494,28 @@ func cloneArgs(args [][]byte) [][]byte {
 // they did); only a malformed record, or a storage failure that dooms the
 // transaction, is an error.
 func (a *Actor) replayEffect(payload []byte) error {
-	if len(payload) >= 2 && payload[1] == effectTx {
-		recs, err := decodeTx(payload)
+	e := &a.eff
+	recs, isGroup, err := splitGroup(payload, e.members[:0])
+	if isGroup {
 		if err != nil {
 			return err
 		}
+		// Checked whole before any of it runs: a malformed member must
+		// not leave the group half applied.
 		for _, r := range recs {
-			if err := a.replayOne(r); err != nil {
+			if _, err := decodeEffect(r, e.args); err != nil {
 				return err
 			}
 		}
+		e.members = recs
+		for _, r := range recs {
+			if err := a.replayEffect(r); err != nil {
+				return err
+			}
+		}
+		clear(e.members)
 		return nil
 	}
-	return a.replayOne(payload)
-}
-
-// decodeTx splits a transaction record into its inner records (aliasing
-// p). Anything but a well-formed transaction record of at least two
-// ordinary records is an error.
-func decodeTx(p []byte) ([][]byte, error) {
-	if len(p) < 2 || p[0] != effectVersion || p[1] != effectTx {
-		return nil, badEffect("not a transaction record")
-	}
-	n, p, err := uvarint(p[2:], "record count")
-	if err != nil {
-		return nil, err
-	}
-	// Every inner record takes at least its length's byte and two more.
-	if n < 2 || n > uint64(len(p)/3) {
-		return nil, badEffect("transaction of %d records in %d bytes", n, len(p))
-	}
-	recs := make([][]byte, 0, n)
-	for range n {
-		var l uint64
-		if l, p, err = uvarint(p, "record length"); err != nil {
-			return nil, err
-		}
-		if l < 2 || l > uint64(len(p)) {
-			return nil, badEffect("inner record of %d bytes with %d left", l, len(p))
-		}
-		r := p[:l:l]
-		if r[1]&effectTx != 0 {
-			return nil, badEffect("a transaction record inside another")
-		}
-		recs = append(recs, r)
-		p = p[l:]
-	}
-	if len(p) != 0 {
-		return nil, badEffect("%d bytes after the last inner record", len(p))
-	}
-	return recs, nil
-}
-
-// replayOne runs one ordinary record (replayEffect).
-func (a *Actor) replayOne(payload []byte) error {
-	e := &a.eff
 	rec, err := decodeEffect(payload, e.args)
 	if rec.args != nil {
 		e.args = rec.args

@@ -492,7 +492,7 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 	var woken, expired, srem, spop, txs, xadds, wokenGroups int
 	var flat [][]byte
 	for _, r := range recs {
-		if r[1] == effectTx {
+		if r[1] == effectGroup {
 			inner, err := decodeTx(r)
 			if err != nil {
 				t.Fatal(err)

@@ -357,3 +357,91 @@ func replyFor(err error) (reply string, fatal bool) {
 	}
 	return "ERR internal error: " + err.Error(), true
 }
+
+// Scripting and functions (scripting.go, functions.go, lua.go).
+const (
+	ErrScriptNoArgs     ReplyError = "ERR Please specify at least one argument for this redis lib call"
+	ErrScriptArgType    ReplyError = "ERR Lua redis lib command arguments must be strings or integers"
+	ErrScriptUnknownCmd ReplyError = "ERR Unknown Redis command called from script"
+	ErrScriptArity      ReplyError = "ERR Wrong number of args calling Redis command from script"
+	ErrScriptNoScript   ReplyError = "ERR This Redis command is not allowed from script"
+	ErrScriptReadOnly   ReplyError = "ERR Write commands are not allowed from read-only scripts."
+	ErrScriptNoCall     ReplyError = "ERR redis.call can only be called inside a script invocation"
+	ErrScriptReplyDepth ReplyError = "ERR reached lua stack limit"
+	ErrNoScript         ReplyError = "NOSCRIPT No matching script. Please use EVAL."
+	ErrNumKeysNegative  ReplyError = "ERR Number of keys can't be negative"
+	ErrScriptFlushArg   ReplyError = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	ErrNotBusy          ReplyError = "NOTBUSY No scripts in execution right now."
+	ErrUnkillable       ReplyError = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
+	ErrBusyEval         ReplyError = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	ErrBusyFunction     ReplyError = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+	ErrScriptKilled     ReplyError = "ERR Script killed by user with SCRIPT KILL..."
+	ErrROWithWriteFlag  ReplyError = "ERR Can not execute a script with write flag using *_ro command."
+)
+
+// errScriptCompile is EVAL's reply to a script that does not compile.
+func errScriptCompile(msg string) error {
+	return ReplyError("ERR Error compiling script (new function): " + msg)
+}
+
+// errShebang* are the texts for a bad "#!" line.
+func errShebangEngine(word string) error {
+	return ReplyError("ERR Unexpected engine in script shebang: " + word)
+}
+func errShebangOption(opt string) error {
+	return ReplyError("ERR Unknown lua shebang option: " + opt)
+}
+func errShebangFlag(flag string) error {
+	return ReplyError("ERR Unexpected flag in script shebang: " + flag)
+}
+
+// Functions (functions.go).
+const (
+	ErrFnNoMetadata         ReplyError = "ERR Missing library metadata"
+	ErrFnNoName             ReplyError = "ERR Library name was not given"
+	ErrFnLibName            ReplyError = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+	ErrFnNoFunctions        ReplyError = "ERR No functions registered"
+	ErrFnNotFound           ReplyError = "ERR Function not found"
+	ErrFnLibNotFound        ReplyError = "ERR Library not found"
+	ErrFnFlushArg           ReplyError = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+	ErrFnRegisterOutside    ReplyError = "ERR redis.register_function can only be called on FUNCTION LOAD command"
+	ErrFnRegisterSingle     ReplyError = "ERR calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."
+	ErrFnRegisterArgs       ReplyError = "ERR wrong number of arguments to redis.register_function"
+	ErrFnRegisterUnknownArg ReplyError = "ERR unknown argument given to redis.register_function"
+	ErrFnNameType           ReplyError = "ERR function_name argument given to redis.register_function must be a string"
+	ErrFnCallbackType       ReplyError = "ERR callback argument given to redis.register_function must be a function"
+	ErrFnDescType           ReplyError = "ERR description argument given to redis.register_function must be a string"
+	ErrFnFlagsType          ReplyError = "ERR flags argument to redis.register_function must be a table representing function flags"
+	ErrFnFirstArg           ReplyError = "ERR first argument to redis.register_function must be a string"
+	ErrFnSecondArg          ReplyError = "ERR second argument to redis.register_function must be a function"
+	ErrFnUnknownFlag        ReplyError = "ERR unknown flag given"
+	ErrFnNameMissing        ReplyError = "ERR redis.register_function must get a function name argument"
+	ErrFnCallbackMissing    ReplyError = "ERR redis.register_function must get a callback argument"
+	ErrFnName               ReplyError = "ERR Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+	ErrFnAlreadyInLib       ReplyError = "ERR Function already exists in the library"
+	ErrFnLoadNoCode         ReplyError = "ERR Function code was not given"
+	ErrFnListLibTwice       ReplyError = "ERR library name argument was already given"
+	ErrFnListLibMissing     ReplyError = "ERR library name argument was not given"
+	ErrFnRestorePolicy      ReplyError = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
+	ErrFnDumpPayload        ReplyError = "ERR DUMP payload version or checksum are wrong"
+	ErrFnDumpType           ReplyError = "ERR given type is not a function"
+)
+
+func errFnEngine(name string) error { return ReplyError("ERR Engine '" + name + "' not found") }
+func errFnMetadata(kv string) error { return ReplyError("ERR Invalid metadata value given: " + kv) }
+func errFnLibExists(name string) error {
+	return ReplyError("ERR Library '" + name + "' already exists")
+}
+func errFnExists(name string) error { return ReplyError("ERR Function " + name + " already exists") }
+func errFnCompile(msg string) error {
+	return ReplyError("ERR Error compiling function: " + msg)
+}
+func errFnRegister(msg string) error {
+	return ReplyError("ERR Error registering functions: " + msg)
+}
+func errFnUnknownOption(opt string) error {
+	return ReplyError("ERR Unknown option given: " + opt)
+}
+func errFnUnknownArgument(arg string) error {
+	return ReplyError("ERR Unknown argument " + arg)
+}

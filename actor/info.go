@@ -96,6 +96,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_allocator", "go-"+runtime.Version())
+		// Scripting: counts only (the Lua states live in Go's heap, in
+		// used_memory; their share is not measured apart).
+		kv("number_of_cached_scripts", len(a.scripts.cache))
+		kv("number_of_functions", len(a.scripts.fn.fns))
+		kv("number_of_libraries", len(a.scripts.fn.libs))
 	case "persistence":
 		y := a.durable
 		fsyncs, covered := y.fsyncs.Load(), y.covered.Load()

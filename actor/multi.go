@@ -315,6 +315,8 @@ func (a *Actor) touchWatched(ts []storage.Touch) {
 		case storage.Swapped:
 			a.touchWatchedDB(t.DB, true)
 			a.touchWatchedDB(t.Other, true)
+		case storage.Functions:
+			// A library's name, not a key.
 		default:
 			for _, wk := range ws.keys[string(t.Key)] {
 				if wk.db != t.DB {

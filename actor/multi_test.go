@@ -43,7 +43,7 @@ func TestExecIsOneRecord(t *testing.T) {
 		t.Fatalf("EXEC: %q, want %q", got, want)
 	}
 	tx := h.takeRecords()
-	if len(tx) != 1 || tx[0][1] != effectTx {
+	if len(tx) != 1 || tx[0][1] != effectGroup {
 		t.Fatalf("EXEC made %d records, want one transaction record", len(tx))
 	}
 	got := strings.Join(showTx(t, tx[0]), "\n")
@@ -83,12 +83,12 @@ func TestDecodeTxRejects(t *testing.T) {
 	bad := map[string][]byte{
 		"empty":        {},
 		"not tx":       {effectVersion, 0, 0},
-		"one inner":    {effectVersion, effectTx, 1, 2, effectVersion, 0},
+		"one inner":    {effectVersion, effectGroup, 1, 2, effectVersion, 0},
 		"truncated":    good[:len(good)-1],
 		"trailing":     append(append([]byte(nil), good...), 0),
-		"count lies":   {effectVersion, effectTx, 100, 2, effectVersion, 0},
-		"nested":       {effectVersion, effectTx, 2, 2, effectVersion, effectTx, 2, effectVersion, 0},
-		"short length": {effectVersion, effectTx, 2, 0x80},
+		"count lies":   {effectVersion, effectGroup, 100, 2, effectVersion, 0},
+		"nested":       {effectVersion, effectGroup, 2, 2, effectVersion, effectGroup, 2, effectVersion, 0},
+		"short length": {effectVersion, effectGroup, 2, 0x80},
 	}
 	for name, p := range bad {
 		if _, err := decodeTx(p); err == nil {
@@ -197,7 +197,7 @@ func FuzzDecodeTx(f *testing.F) {
 	e.emit(true, 3, -5, [][]byte{[]byte("BLPOP"), []byte("q"), []byte("0")})
 	e.group(0)
 	f.Add(append([]byte(nil), e.buf...))
-	f.Add([]byte{effectVersion, effectTx, 2, 2, effectVersion, 0, 2, effectVersion, 0})
+	f.Add([]byte{effectVersion, effectGroup, 2, 2, effectVersion, 0, 2, effectVersion, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		recs, err := decodeTx(p)
 		if err != nil {
@@ -207,7 +207,7 @@ func FuzzDecodeTx(f *testing.F) {
 			t.Fatalf("accepted %d inner records", len(recs))
 		}
 		for _, r := range recs {
-			if len(r) < 2 || r[1]&effectTx != 0 {
+			if len(r) < 2 || r[1]&effectGroup != 0 {
 				t.Fatalf("accepted inner record %q", r)
 			}
 		}
@@ -231,4 +231,43 @@ func TestExecWhileWritesRefused(t *testing.T) {
 	h.expect(1, "+OK\r\n"+refused+"+QUEUED\r\n-EXECABORT Transaction discarded because of previous errors.\r\n")
 	h.submit(1, []string{"MULTI"}, []string{"GET", "k"}, []string{"EXEC"})
 	h.expect(1, "+OK\r\n+QUEUED\r\n*1\r\n$1\r\nv\r\n")
+}
+
+// decodeTx is splitGroup for a record that must be a group.
+func decodeTx(p []byte) ([][]byte, error) {
+	recs, ok, err := splitGroup(p, nil)
+	if !ok && err == nil {
+		err = badEffect("not a group record")
+	}
+	return recs, err
+}
+
+// A script run by EXEC adds its writes to EXEC's group record as members
+// (a group never holds a group), and the group replays to the same
+// keyspace.
+func TestExecOfAScriptIsOneFlatGroup(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.open(1)
+	h.recording()
+	h.submit(1, []string{"MULTI"}, []string{"SET", "a", "1"},
+		[]string{"EVAL", "redis.call('INCR', KEYS[1]); redis.call('SET', KEYS[2], 'x'); return 1", "2", "a", "b"},
+		[]string{"RPUSH", "l", "z"}, []string{"EXEC"})
+	want := "+OK\r\n" + strings.Repeat("+QUEUED\r\n", 3) + "*3\r\n+OK\r\n:1\r\n:1\r\n"
+	if got := string(h.next().Reply); got != want {
+		t.Fatalf("EXEC: %q, want %q", got, want)
+	}
+	recs := h.takeRecords()
+	if len(recs) != 1 || recs[0][1] != effectGroup {
+		t.Fatalf("EXEC made %d records, want one group record", len(recs))
+	}
+	got := strings.Join(showTx(t, recs[0]), "\n")
+	if want := "0 SET a 1\n0 INCR a\n0 SET b x\n0 RPUSH l z"; got != want {
+		t.Fatalf("the group's members:\n%s\nwant:\n%s", got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.a.Stop(ctx)
+	if live, got := dump(t, h.a.st), dump(t, replayed(t, recs)); got != live {
+		t.Fatalf("the replayed keyspace differs from the live one:\n%s", diffLines(live, got))
+	}
 }

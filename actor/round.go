@@ -190,6 +190,7 @@ func (a *Actor) runCareful(b *Batch, now time.Time) {
 		a.roundErr = err
 		return
 	}
+	a.reloadFunctions()
 	a.failRecs(err, from)
 }
 

@@ -471,6 +471,22 @@ type Param struct {
 	Set func(value string) error
 }
 
+// busyParam is busy-reply-threshold (or its alias lua-time-limit), in
+// milliseconds, as Redis has it.
+func (a *Actor) busyParam(name string) Param {
+	return Param{Name: name, Get: func() string { return strconv.FormatInt(a.busyMs.Load(), 10) }, Set: func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return fmt.Errorf("argument couldn't be parsed into an integer")
+		case n < 0:
+			return fmt.Errorf("argument must be between 0 and 9223372036854775807 inclusive")
+		}
+		a.busyMs.Store(n)
+		return nil
+	}}
+}
+
 // params lists the actor's own settings and the ones its owner supplied.
 func (a *Actor) params() []Param {
 	fsync := map[Durability]string{Always: "always", Everysec: "everysec", Off: "no"}
@@ -484,6 +500,8 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "appendfsync", Get: func() string { return fsync[a.cfg.Durability] }},
 		{Name: "appendonly", Get: func() string { return "no" }},
+		a.busyParam("busy-reply-threshold"),
+		a.busyParam("lua-time-limit"),
 		{Name: "save", Get: func() string { return "" }},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
 			a.cfg.RequirePass = v

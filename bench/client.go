@@ -107,3 +107,25 @@ func payload(size int, i int) []byte {
 	}
 	return b
 }
+
+// seedScript loads script (SCRIPT LOAD) and checks that its SHA1 is the
+// one the benchmark's EVALSHA names.
+func seedScript(ctx context.Context, addr, script string) error {
+	c := newClient(addr, 1)
+	defer c.Close()
+	sha, err := c.ScriptLoad(ctx, script).Result()
+	if err != nil {
+		return err
+	}
+	if sha != rateLimiterSHA {
+		return fmt.Errorf("the rate limiter's SHA1 is %s, the benchmark names %s", sha, rateLimiterSHA)
+	}
+	return nil
+}
+
+// seedFunction loads a function library, replacing it.
+func seedFunction(ctx context.Context, addr, lib string) error {
+	c := newClient(addr, 1)
+	defer c.Close()
+	return c.FunctionLoadReplace(ctx, lib).Err()
+}

@@ -92,7 +92,7 @@ func findTable(ts []*table, id string) *table {
 	return nil
 }
 
-// evaluateGoals lists every goal of issues 3–6 with its outcome here.
+// evaluateGoals lists every goal of issues 3–6 and 14 with its outcome here.
 func evaluateGoals(cfg config, ts []*table) []goal {
 	var gs []goal
 	cr := [2]string{"cellar", "redis"}
@@ -108,6 +108,12 @@ func evaluateGoals(cfg config, ts []*table) []goal {
 		if td.Write {
 			gs = append(gs, ratioGoal("pipeline 16", p16, td.Name, cr, false, false, 0.5))
 		}
+	}
+
+	// Issue 14: scripts at 0.5x Redis at pipeline 1 (Redis runs them in
+	// C Lua); pipeline 16 is reported beside it.
+	for _, n := range []string{"EVALSHA", "FCALL"} {
+		gs = append(gs, ratioGoal("scripting, pipeline 1", p1, n, cr, false, false, 0.5))
 	}
 
 	c1000 := findTable(ts, "c1000")

@@ -60,11 +60,39 @@ var allTests = []testDef{
 		Name: "BRPOP", Cmd: []string{"BRPOP", "bench:brpop", "1"}, Scale: 0.5, Write: true,
 		seed: func(ctx context.Context, addr string, n int) error { return seedList(ctx, addr, "bench:brpop", n, 64) },
 	},
+	// Scripting (issue 14): a fixed-window rate limiter, INCR and an
+	// EXPIRE on the first hit, returning the count; by SHA1 and as a
+	// function.
+	{
+		Name: "EVALSHA", Cmd: []string{"EVALSHA", rateLimiterSHA, "1", "bench:rl:__rand_int__", "60"}, Scale: 0.5,
+		seed: func(ctx context.Context, addr string, _ int) error { return seedScript(ctx, addr, rateLimiterScript) },
+	},
+	{
+		Name: "FCALL", Cmd: []string{"FCALL", "ratelimit", "1", "bench:rl:__rand_int__", "60"}, Scale: 0.5,
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedFunction(ctx, addr, rateLimiterLibrary)
+		},
+	},
 }
+
+// The rate limiter of the scripting rows.
+const (
+	rateLimiterScript = "local n = redis.call('INCR', KEYS[1])\n" +
+		"if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end\n" +
+		"return n\n"
+	rateLimiterSHA     = "c0ceb01921760b9f2f6aa3c6c8db8c48e2f9e53e" // checked by seedScript
+	rateLimiterLibrary = "#!lua name=benchrl\n" +
+		"redis.register_function('ratelimit', function(keys, args)\n" +
+		"  local n = redis.call('INCR', keys[1])\n" +
+		"  if n == 1 then redis.call('EXPIRE', keys[1], args[1]) end\n" +
+		"  return n\n" +
+		"end)\n"
+)
 
 var quickTests = []string{
 	"PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP", "RPOP",
 	"SADD", "HSET", "ZADD", "LRANGE_100", "MSET", "ZRANGEBYSCORE", "XADD", "XRANGE_10",
+	"EVALSHA", "FCALL",
 }
 
 func findTest(name string) (testDef, bool) {

@@ -101,7 +101,9 @@ func (c *conn) parse() (wait bool) {
 		// proto_max_bulk_len bound it).
 		return false
 	}
-	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog {
+	// While a script is busy the loop answers for the actor (conn.busy),
+	// so a backlog the actor cannot work off is no reason to wait.
+	if c.lp.srv.act.Backlog() > c.lp.srv.cfg.MaxBacklog && !c.lp.srv.scriptBusy() {
 		if !c.stalled {
 			c.stalled = true
 			c.lp.stalled = append(c.lp.stalled, c.id)
@@ -126,6 +128,7 @@ func (c *conn) parse() (wait bool) {
 	b := c.lp.newBatch()
 	consumed := 0
 	var perr error
+	var local []actor.Completion // replies given here while a script is busy
 	for consumed < len(buf) {
 		var n, need int
 		c.args, n, need, perr = c.parser.Parse(buf[consumed:], c.args)
@@ -139,6 +142,18 @@ func (c *conn) parse() (wait bool) {
 		consumed += n
 		if len(c.args) == 0 {
 			continue
+		}
+		if busy, _ := c.lp.srv.scripts.Busy(); busy {
+			if reply := c.busy(c.args); reply != nil {
+				if len(b.ends) > 0 {
+					c.submit(b)
+					b = c.lp.newBatch()
+				}
+				c.nextSeq++
+				c.inflight++
+				local = append(local, actor.Completion{ConnID: c.id, Seq: c.nextSeq, Reply: reply})
+				continue
+			}
 		}
 		if actor.IsBlocking(actor.Lookup(c.args[0])) {
 			// A blocking command travels in a batch of its own, so the
@@ -168,10 +183,63 @@ func (c *conn) parse() (wait bool) {
 	} else {
 		c.lp.freeBatch(b)
 	}
+	for _, cmp := range local {
+		c.deliver(cmp)
+	}
 	if perr != nil {
 		c.protocolError(perr)
 	}
 	return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
+}
+
+// busy answers a command while the actor runs a script past
+// busy-reply-threshold, as Redis does then: SCRIPT KILL and FUNCTION KILL
+// are done here (the actor is running the script), other commands get
+// -BUSY, except those Redis lets through (allow_busy: they wait for the
+// actor), unknown ones (answered by the actor after the script) and
+// SHUTDOWN, whose NOSAVE form first stops the script and throws its
+// writes away. It returns nil for a command that goes to the actor.
+func (c *conn) busy(args [][]byte) []byte {
+	w := c.lp.srv.scripts
+	cmd := actor.Lookup(args[0])
+	if cmd == nil {
+		return nil
+	}
+	if len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill") {
+		return w.Kill(cmd.Name == "script")
+	}
+	if len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats") {
+		if _, eval := w.Busy(); eval {
+			return w.BusyReply() // as Redis: FUNCTION STATS says nothing of EVAL scripts
+		}
+		return nil
+	}
+	if cmd.Name == "shutdown" {
+		for _, a := range args[1:] {
+			if eqFold(a, "nosave") {
+				w.Abort()
+			}
+		}
+		return nil
+	}
+	if cmd.Is(actor.FlagAllowBusy) {
+		return nil
+	}
+	return w.BusyReply()
+}
+
+// eqFold reports whether b is word, ignoring ASCII case.
+func eqFold(b []byte, word string) bool {
+	if len(b) != len(word) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i]|0x20, word[i]|0x20
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // bigRequest: a request still this many bytes short (a large bulk on its
@@ -514,7 +582,7 @@ func (lp *eventLoop) drain(context.Context) error {
 // on, once it is under its limit. It runs after each mailbox drain and from
 // the ticker (a loop may have nothing in flight to drain).
 func (lp *eventLoop) resumeStalled() {
-	if len(lp.stalled) == 0 || lp.srv.act.Backlog() > lp.srv.cfg.MaxBacklog {
+	if len(lp.stalled) == 0 || (lp.srv.act.Backlog() > lp.srv.cfg.MaxBacklog && !lp.srv.scriptBusy()) {
 		return
 	}
 	stalled := lp.stalled

@@ -81,6 +81,9 @@ type Server struct {
 	cfg Config
 	log zerolog.Logger
 	act *actor.Actor
+	// scripts says whether the actor runs a script past
+	// busy-reply-threshold (conn.busy answers for it then).
+	scripts *actor.ScriptWatch
 
 	engine gnet.Engine
 	booted chan struct{}
@@ -113,6 +116,7 @@ func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 		budget:   cfg.Clients,
 		log:      log,
 		act:      act,
+		scripts:  act.Scripts(),
 		booted:   make(chan struct{}),
 		runErr:   make(chan error, 1),
 		loops:    map[gnet.EventLoop]*eventLoop{},
@@ -197,6 +201,13 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return err
+}
+
+// scriptBusy reports whether the actor runs a script past
+// busy-reply-threshold.
+func (s *Server) scriptBusy() bool {
+	busy, _ := s.scripts.Busy()
+	return busy
 }
 
 // tickEvery is how often the loops look at waiting connections: resume

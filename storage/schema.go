@@ -174,6 +174,13 @@ CREATE TABLE stream_pel (
 -- A consumer's pending entries in ID order (XPENDING ... consumer, XINFO,
 -- XREADGROUP's history, DELCONSUMER).
 CREATE INDEX stream_pel_by_consumer ON stream_pel (id, grp, consumer, ms, seq);`},
+	{9, "function libraries", `
+-- FUNCTION LOAD's libraries (functions.go): the name and the code as
+-- loaded; start-up loads them again. They belong to no database.
+CREATE TABLE function_libraries (
+	name TEXT PRIMARY KEY,
+	code BLOB NOT NULL
+) WITHOUT ROWID;`},
 }
 
 // schemaVersion is the version this build writes.

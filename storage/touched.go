@@ -66,11 +66,15 @@ const (
 	// ConsumerCreated: a consumer was added to a group of the stream Key
 	// (XGROUP CREATECONSUMER, or a read or claim naming a new consumer).
 	ConsumerCreated
+	// Functions: the function libraries changed (functions.go). Key is
+	// the library's name, or nil for all of them: not a key of any
+	// database, which every reader of the record must skip.
+	Functions
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped", "created", "group-destroyed", "consumer-created"}
+	"flushed", "swapped", "created", "group-destroyed", "consumer-created", "functions"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {

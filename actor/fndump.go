@@ -1,0 +1,202 @@
+package actor
+
+import "encoding/binary"
+
+// FUNCTION DUMP's payload, in Redis's DUMP format so that a dump moves
+// between Cellar and Redis 7.0 either way: for each library the RDB opcode
+// FUNCTION2 (245) and its code as an RDB string, then the RDB version (2
+// bytes, little endian) and a CRC64 (Jones, as Redis's crc64.c) of all
+// that (8 bytes, little endian). Cellar writes strings uncompressed and
+// reads Redis's LZF-compressed ones.
+
+const (
+	rdbOpFunction2 = 245
+	rdbVersion     = 10 // Redis 7.0's
+)
+
+func dumpFunctions(codes [][]byte) []byte {
+	var b []byte
+	for _, c := range codes {
+		b = append(b, rdbOpFunction2)
+		b = appendRDBLen(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	b = binary.LittleEndian.AppendUint16(b, rdbVersion)
+	return binary.LittleEndian.AppendUint64(b, crc64Jones(0, b))
+}
+
+func appendRDBLen(b []byte, n uint64) []byte {
+	switch {
+	case n < 1<<6:
+		return append(b, byte(n))
+	case n < 1<<14:
+		return append(b, byte(n>>8)|0x40, byte(n))
+	case n <= 0xFFFFFFFF:
+		return binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, 0x81), n)
+}
+
+// undumpFunctions returns the libraries' code in a payload.
+func undumpFunctions(p []byte) ([][]byte, error) {
+	if len(p) < 10 {
+		return nil, ErrFnDumpPayload
+	}
+	body := p[:len(p)-8]
+	if v := binary.LittleEndian.Uint16(body[len(body)-2:]); v > rdbVersion {
+		return nil, ErrFnDumpPayload
+	}
+	if crc := binary.LittleEndian.Uint64(p[len(p)-8:]); crc != 0 && crc != crc64Jones(0, body) {
+		return nil, ErrFnDumpPayload
+	}
+	r := rdbReader{b: body[:len(body)-2]}
+	var codes [][]byte
+	for r.pos < len(r.b) {
+		if r.b[r.pos] != rdbOpFunction2 {
+			return nil, ErrFnDumpType
+		}
+		r.pos++
+		code, ok := r.str()
+		if !ok {
+			return nil, ErrFnDumpPayload
+		}
+		codes = append(codes, code)
+	}
+	return codes, nil
+}
+
+type rdbReader struct {
+	b   []byte
+	pos int
+}
+
+// length reads an RDB length; enc reports the special encodings (0xC0..).
+func (r *rdbReader) length() (n uint64, enc bool, ok bool) {
+	if r.pos >= len(r.b) {
+		return 0, false, false
+	}
+	c := r.b[r.pos]
+	r.pos++
+	switch c >> 6 {
+	case 0:
+		return uint64(c & 0x3F), false, true
+	case 1:
+		if r.pos >= len(r.b) {
+			return 0, false, false
+		}
+		n = uint64(c&0x3F)<<8 | uint64(r.b[r.pos])
+		r.pos++
+		return n, false, true
+	case 3:
+		return uint64(c & 0x3F), true, true
+	}
+	switch c {
+	case 0x80:
+		if r.pos+4 > len(r.b) {
+			return 0, false, false
+		}
+		n = uint64(binary.BigEndian.Uint32(r.b[r.pos:]))
+		r.pos += 4
+	case 0x81:
+		if r.pos+8 > len(r.b) {
+			return 0, false, false
+		}
+		n = binary.BigEndian.Uint64(r.b[r.pos:])
+		r.pos += 8
+	default:
+		return 0, false, false
+	}
+	return n, false, true
+}
+
+// str reads an RDB string: plain or LZF-compressed (integer encodings do
+// not occur for library code).
+func (r *rdbReader) str() ([]byte, bool) {
+	n, enc, ok := r.length()
+	if !ok {
+		return nil, false
+	}
+	if !enc {
+		if n > uint64(len(r.b)-r.pos) {
+			return nil, false
+		}
+		s := r.b[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+		return s, true
+	}
+	if n != 3 { // RDB_ENC_LZF
+		return nil, false
+	}
+	clen, e1, ok1 := r.length()
+	ulen, e2, ok2 := r.length()
+	if !ok1 || !ok2 || e1 || e2 || clen > uint64(len(r.b)-r.pos) || ulen > 512<<20 {
+		return nil, false
+	}
+	out, ok := lzfDecompress(r.b[r.pos:r.pos+int(clen)], int(ulen))
+	r.pos += int(clen)
+	return out, ok
+}
+
+// lzfDecompress undoes LZF (liblzf's format, as Redis writes it).
+func lzfDecompress(in []byte, ulen int) ([]byte, bool) {
+	out := make([]byte, 0, ulen)
+	for ip := 0; ip < len(in); {
+		ctrl := int(in[ip])
+		ip++
+		if ctrl < 32 {
+			n := ctrl + 1
+			if ip+n > len(in) || len(out)+n > ulen {
+				return nil, false
+			}
+			out = append(out, in[ip:ip+n]...)
+			ip += n
+			continue
+		}
+		n := ctrl >> 5
+		ref := len(out) - (ctrl&0x1F)<<8 - 1
+		if n == 7 {
+			if ip >= len(in) {
+				return nil, false
+			}
+			n += int(in[ip])
+			ip++
+		}
+		if ip >= len(in) {
+			return nil, false
+		}
+		ref -= int(in[ip])
+		ip++
+		n += 2
+		if ref < 0 || len(out)+n > ulen {
+			return nil, false
+		}
+		for i := 0; i < n; i++ {
+			out = append(out, out[ref+i])
+		}
+	}
+	return out, len(out) == ulen
+}
+
+var crc64Table = func() (t [256]uint64) {
+	const poly = 0x95AC9329AC4BC9B5 // Jones, reflected
+	for i := range t {
+		c := uint64(i)
+		for range 8 {
+			if c&1 != 0 {
+				c = c>>1 ^ poly
+			} else {
+				c >>= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+// crc64Jones is Redis's crc64 (CRC-64/Jones, reflected, no final xor).
+func crc64Jones(crc uint64, b []byte) uint64 {
+	for _, c := range b {
+		crc = crc64Table[byte(crc)^c] ^ crc>>8
+	}
+	return crc
+}

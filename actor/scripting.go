@@ -1,0 +1,595 @@
+package actor
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/cellar-db/cellar/proto"
+)
+
+// EVAL and SCRIPT: Lua scripts run on the actor (docs/architecture.md,
+// "Scripts").
+//
+// A script is one command of the actor: nothing else runs while it does,
+// and its redis.call()s are nested commands (Ctx.call), each of which
+// records its own effects for the redo log like any command; once the
+// script ends, effects.group folds them into one record, so that after a
+// crash the log replays all of the script's writes or none, and replay
+// never runs Lua. Scripts loaded with SCRIPT LOAD or run by EVAL are kept
+// compiled, by SHA1, in a cache of at most Config.MaxScripts entries (the
+// oldest goes first when it is full; EVALSHA of it then answers NOSCRIPT,
+// and clients send EVAL again, as after SCRIPT FLUSH).
+//
+// A script that runs past busy-reply-threshold makes the server busy: the
+// loops read ScriptWatch (an atomic per batch) and answer other clients
+// -BUSY themselves, since the actor is running the script; SCRIPT KILL and
+// FUNCTION KILL are answered there too and stop the script through the
+// Lua state's context, which the interpreter checks at every instruction.
+
+var scriptingCommands = []*Command{
+	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval},
+	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha},
+	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval},
+	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha},
+	{Name: "script", Summary: "Manages the script cache.", Subs: []*Command{
+		{Name: "script|load", Summary: "Compiles a script and caches it, without running it.", Handler: cmdScriptLoad},
+		{Name: "script|exists", Summary: "Reports which scripts are cached.", Handler: cmdScriptExists},
+		{Name: "script|flush", Summary: "Empties the script cache.", Handler: cmdScriptFlush},
+		{Name: "script|kill", Summary: "Stops the running script if it has not written.", Handler: cmdScriptKill},
+		{Name: "script|help", Summary: "Lists the SCRIPT subcommands.", Handler: cmdScriptHelp},
+	}},
+}
+
+// scripting is the actor's scripting state.
+type scripting struct {
+	eval   *luaEnv            // the EVAL scripts' Lua state (nil until first used)
+	cache  map[string]*script // compiled scripts by lower-case SHA1
+	order  []string           // cache insertion order, for eviction
+	rand   uint64             // math.random's state (lrand48Init at start)
+	run    *scriptRun         // the script running now, nil if none
+	runBuf scriptRun
+	watch  ScriptWatch
+	fn     functions
+}
+
+// script is one compiled EVAL script.
+type script struct {
+	sha  string
+	fn   *lua.LFunction
+	body []byte
+	// shebang: the script starts with "#!lua"; then flags hold its flags
+	// and it runs as a Redis 7 script (no-writes checked before it runs).
+	shebang bool
+	flags   scriptFlags
+}
+
+// scriptFlags are a script's or function's flags ("#!lua flags=" and
+// redis.register_function's flags).
+type scriptFlags uint8
+
+const (
+	flagNoWrites scriptFlags = 1 << iota
+	flagAllowOOM
+	flagAllowStale
+	flagNoCluster
+	flagAllowCrossSlot
+)
+
+var scriptFlagNames = []struct {
+	name string
+	flag scriptFlags
+}{
+	{"no-writes", flagNoWrites},
+	{"allow-oom", flagAllowOOM},
+	{"allow-stale", flagAllowStale},
+	{"no-cluster", flagNoCluster},
+	{"allow-cross-slot-keys", flagAllowCrossSlot},
+}
+
+// scriptRun is the state of the running script, for redis.call.
+type scriptRun struct {
+	ctx      *Ctx // the EVAL or FCALL running it
+	readOnly bool
+	resp     int          // redis.setresp's protocol for redis.call replies
+	args     [][]byte     // redis.call's arguments, reused
+	out      proto.Writer // redis.call's reply, reused
+}
+
+func (a *Actor) evalEnv() *luaEnv {
+	if a.scripts.eval == nil {
+		a.scripts.eval = a.newLuaEnv(false)
+		a.scripts.cache = map[string]*script{}
+	}
+	return a.scripts.eval
+}
+
+func sha1Hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// loadScript compiles body and caches it (or finds it cached).
+func (a *Actor) loadScript(body []byte) (*script, error) {
+	env := a.evalEnv()
+	sha := sha1Hex(body)
+	if s := a.scripts.cache[sha]; s != nil {
+		return s, nil
+	}
+	s := &script{sha: sha}
+	code := body
+	if len(body) >= 2 && body[0] == '#' && body[1] == '!' {
+		flags, rest, err := parseShebang(body)
+		if err != nil {
+			return nil, err
+		}
+		s.shebang, s.flags, code = true, flags, rest
+	}
+	fn, err := env.compile(code, "user_script")
+	if err != nil {
+		return nil, errScriptCompile(compileMessage(err, code))
+	}
+	s.fn, s.body = fn, append([]byte(nil), body...)
+	for len(a.scripts.cache) >= a.cfg.MaxScripts && len(a.scripts.order) > 0 {
+		delete(a.scripts.cache, a.scripts.order[0])
+		a.scripts.order[0] = ""
+		a.scripts.order = a.scripts.order[1:]
+	}
+	a.scripts.cache[sha] = s
+	a.scripts.order = append(a.scripts.order, sha)
+	return s, nil
+}
+
+// compileMessage is gopher-lua's compile error in the shape of Lua's
+// ("user_script:1: <message> near '<token>'"); the message itself is
+// gopher-lua's.
+func compileMessage(err error, body []byte) string {
+	msg := err.Error()
+	var ae *lua.ApiError
+	if errors.As(err, &ae) {
+		msg = luaToString(ae.Object)
+	}
+	msg = strings.TrimSpace(msg)
+	if m := parseErrAt.FindStringSubmatch(msg); m != nil {
+		return m[1] + ":" + m[2] + ": " + m[4] + " near '" + m[3] + "'"
+	}
+	if m := parseErrEOF.FindStringSubmatch(msg); m != nil {
+		lines := strconv.Itoa(bytes.Count(body, []byte{'\n'}) + 1)
+		return m[1] + ":" + lines + ": " + m[2] + " near '<eof>'"
+	}
+	return msg
+}
+
+var (
+	parseErrAt  = regexp.MustCompile(`^(\S+) line:(\d+)\(column:\d+\) near '(.*)':\s+(.*)$`)
+	parseErrEOF = regexp.MustCompile(`^(\S+) at EOF:\s+(.*)$`)
+)
+
+// parseShebang reads "#!<engine> [flags=a,b]" from the first line of body;
+// rest is body with that line blanked (its newline kept, so line numbers
+// stay).
+func parseShebang(body []byte) (flags scriptFlags, rest []byte, err error) {
+	end := len(body)
+	for i, c := range body {
+		if c == '\n' {
+			end = i
+			break
+		}
+	}
+	parts := strings.Split(string(body[:end]), " ")
+	if parts[0] != "#!lua" {
+		return 0, nil, errShebangEngine(parts[0])
+	}
+	for _, p := range parts[1:] {
+		if p == "" {
+			continue
+		}
+		v, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return 0, nil, errShebangOption(p)
+		}
+		f, err := parseScriptFlags(strings.Split(v, ","), errShebangFlag)
+		if err != nil {
+			return 0, nil, err
+		}
+		flags |= f
+	}
+	return flags, body[end:], nil
+}
+
+func parseScriptFlags(names []string, bad func(string) error) (scriptFlags, error) {
+	var flags scriptFlags
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		found := false
+		for _, f := range scriptFlagNames {
+			if f.name == n {
+				flags |= f.flag
+				found = true
+			}
+		}
+		if !found {
+			return 0, bad(n)
+		}
+	}
+	return flags, nil
+}
+
+// numKeys parses EVAL's and FCALL's numkeys (argument i) against the
+// arguments that follow it.
+func (c *Ctx) numKeys(i int) (int, error) {
+	n, err := c.intArg(i)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, ErrNumKeysNegative
+	}
+	if n > int64(len(c.args)-i-1) {
+		return 0, ErrNumKeysTooMany
+	}
+	return int(n), nil
+}
+
+// EVAL script numkeys [key ...] [arg ...]; EVAL_RO the same, read-only.
+func cmdEval(c *Ctx) error {
+	nk, err := c.numKeys(2)
+	if err != nil {
+		return err
+	}
+	s, err := c.a.loadScript(c.args[1])
+	if err != nil {
+		return err
+	}
+	return c.a.evalScript(c, s, nk)
+}
+
+// EVALSHA sha1 numkeys [key ...] [arg ...]; EVALSHA_RO the same, read-only.
+func cmdEvalSha(c *Ctx) error {
+	nk, err := c.numKeys(2)
+	if err != nil {
+		return err
+	}
+	c.a.evalEnv()
+	s := c.a.scripts.cache[strings.ToLower(string(c.args[1]))]
+	if s == nil {
+		return ErrNoScript
+	}
+	return c.a.evalScript(c, s, nk)
+}
+
+// evalScript runs s with the keys and arguments after numkeys.
+func (a *Actor) evalScript(c *Ctx, s *script, nk int) error {
+	ro := strings.HasSuffix(c.cmd.Name, "_ro")
+	if s.shebang && ro && s.flags&flagNoWrites == 0 {
+		return ErrROWithWriteFlag
+	}
+	env := a.scripts.eval
+	L := env.L
+	keys := L.CreateTable(nk, 0)
+	for i, k := range c.args[3 : 3+nk] {
+		keys.RawSetInt(i+1, lua.LString(k))
+	}
+	rest := c.args[3+nk:]
+	argv := L.CreateTable(len(rest), 0)
+	for i, v := range rest {
+		argv.RawSetInt(i+1, lua.LString(v))
+	}
+	env.globals.RawSetString("KEYS", keys)
+	env.globals.RawSetString("ARGV", argv)
+	readOnly := ro || s.flags&flagNoWrites != 0
+	a.runLua(c, env, s.fn, readOnly, true, s.sha)
+	return nil
+}
+
+// runLua calls fn (a script, or a function with args pushed by the
+// caller) as one step of the actor and writes its reply to c.w. name is
+// what error replies name it by (the script's SHA1, the function's name).
+func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bool, name string, args ...lua.LValue) {
+	L := env.L
+	r := &a.scripts.runBuf
+	r.ctx, r.readOnly, r.resp = c, readOnly, 2
+	a.scripts.run = r
+	db := c.s.db
+	mark := a.effectsMark()
+	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold()))
+	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
+	killed, aborted := a.scripts.watch.end()
+	if aborted && a.roundErr == nil {
+		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
+		// with its round (invariant 6 keeps every reply of it back).
+		a.roundErr = errScriptAborted
+	}
+	L.RemoveContext()
+	a.scripts.run = nil
+	r.ctx = nil
+	clear(r.args)
+	c.s.db = db
+	a.eff.group(mark)
+	if broken {
+		// The interpreter failed inside (a Go panic): its state cannot be
+		// trusted; start afresh, as SCRIPT FLUSH or a reload would.
+		a.log.Error().Err(err).Str("script", name).Msg("the Lua interpreter failed; its state is rebuilt")
+		if eval {
+			a.resetEval()
+		} else {
+			a.reloadFunctions()
+		}
+		c.w.Error("ERR Error running script: " + err.Error())
+		return
+	}
+	if err != nil {
+		L.SetTop(0)
+		msg := ""
+		if killed {
+			msg = string(ErrScriptKilled) // for functions too, as Redis 7.0
+		}
+		c.w.Error(scriptErrorText(err, name, msg))
+		return
+	}
+	ret := L.Get(-1)
+	L.SetTop(0)
+	luaReply(c.w, ret, r.resp, 0)
+}
+
+// protectedCall is L.CallByParam, with any Go panic that escapes the
+// interpreter (gopher-lua can panic past its own recovery when its stack
+// is exhausted) turned into an error: broken says the state is unusable.
+func protectedCall(L *lua.LState, p lua.P, args ...lua.LValue) (err error, broken bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, broken = fmt.Errorf("%v", r), true
+		}
+	}()
+	return L.CallByParam(p, args...), false
+}
+
+// resetEval drops the EVAL Lua state and the script cache.
+func (a *Actor) resetEval() {
+	if a.scripts.eval != nil {
+		a.scripts.eval.close()
+		a.scripts.eval = nil
+	}
+	a.scripts.cache = nil
+	a.scripts.order = nil
+}
+
+// scriptErrorText is the reply to a script that raised an error: its
+// message (msg instead, if given), then where (Redis 7.0: "<err> script:
+// <name>, on <source>:<line>.").
+func scriptErrorText(err error, name, msg string) string {
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return "ERR " + err.Error()
+	}
+	t, ok := ae.Object.(*lua.LTable)
+	if !ok {
+		return "ERR " + luaToString(ae.Object)
+	}
+	if msg == "" {
+		msg = luaToString(t.RawGetString("err"))
+		if _, ok := t.RawGetString("err").(lua.LString); !ok {
+			msg = "ERR " + msg
+		}
+	}
+	src, hasSrc := t.RawGetString("source").(lua.LString)
+	line := t.RawGetString("line")
+	var sb strings.Builder
+	sb.WriteString(msg)
+	sb.WriteString(" script: ")
+	sb.WriteString(name)
+	if hasSrc {
+		sb.WriteString(", on ")
+		sb.WriteString(string(src))
+		sb.WriteByte(':')
+		sb.WriteString(luaToString(line))
+	}
+	sb.WriteByte('.')
+	return sb.String()
+}
+
+// busyThreshold is busy-reply-threshold now.
+func (a *Actor) busyThreshold() time.Duration {
+	return time.Duration(a.busyMs.Load()) * time.Millisecond
+}
+
+// SCRIPT LOAD script
+func cmdScriptLoad(c *Ctx) error {
+	s, err := c.a.loadScript(c.args[2])
+	if err != nil {
+		return err
+	}
+	c.w.BulkString(s.sha)
+	return nil
+}
+
+// SCRIPT EXISTS sha1 [sha1 ...]
+func cmdScriptExists(c *Ctx) error {
+	c.a.evalEnv()
+	c.w.Array(len(c.args) - 2)
+	for _, sha := range c.args[2:] {
+		if c.a.scripts.cache[strings.ToLower(string(sha))] != nil {
+			c.w.Int(1)
+		} else {
+			c.w.Int(0)
+		}
+	}
+	return nil
+}
+
+// SCRIPT FLUSH [ASYNC|SYNC]
+func cmdScriptFlush(c *Ctx) error {
+	if len(c.args) > 3 || (len(c.args) == 3 && !c.argEq(2, "sync") && !c.argEq(2, "async")) {
+		return ErrScriptFlushArg
+	}
+	// As Redis does, a fresh Lua state: whatever scripts left in it goes.
+	c.a.resetEval()
+	c.w.OK()
+	return nil
+}
+
+// SCRIPT KILL, when it reaches the actor: no script is running (a script
+// running past busy-reply-threshold is killed by the loops, ScriptWatch).
+func cmdScriptKill(c *Ctx) error { return ErrNotBusy }
+
+// SCRIPT HELP
+func cmdScriptHelp(c *Ctx) error {
+	return helpReply(c, "script", []string{
+		"DEBUG (YES|SYNC|NO)",
+		"    Set the debug mode for subsequent scripts executed.",
+		"EXISTS <sha1> [<sha1> ...]",
+		"    Return information about the existence of the scripts in the script cache.",
+		"FLUSH [ASYNC|SYNC]",
+		"    Flush the Lua scripts cache. Very dangerous on replicas.",
+		"    When called without the optional mode argument, the behavior is determined by the",
+		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+		"    * ASYNC: Asynchronously flush the scripts cache.",
+		"    * SYNC: Synchronously flush the scripts cache.",
+		"KILL",
+		"    Kill the currently executing Lua script.",
+		"LOAD <script>",
+		"    Load a script into the scripts cache without executing it.",
+		"HELP",
+		"    Prints this help.",
+	})
+}
+
+// ScriptWatch is what the loops see of the script the actor runs: whether
+// one has run past busy-reply-threshold (the server is busy), and the
+// switch that kills it. The actor sets it around every script; the loops
+// read it, one atomic load per batch while nothing runs long.
+type ScriptWatch struct {
+	// busyAt is when (unix ns) the running script makes the server busy;
+	// 0 while none runs.
+	busyAt atomic.Int64
+	eval   atomic.Bool // the running script is EVAL's, not a function
+	wrote  atomic.Bool // it has run a write command (it cannot be killed)
+
+	mu     sync.Mutex
+	sw     *killSwitch // the running script's switch
+	killed bool
+	// aborted: killed by SHUTDOWN NOSAVE, whatever it wrote; the round
+	// that ran it is then thrown away (nothing of it is committed).
+	aborted bool
+}
+
+// Busy reports whether a script has run past the threshold, and whether it
+// is an EVAL script (for the -BUSY text).
+func (w *ScriptWatch) Busy() (busy, eval bool) {
+	at := w.busyAt.Load()
+	if at == 0 || time.Now().UnixNano() < at {
+		return false, false
+	}
+	return true, w.eval.Load()
+}
+
+// BusyReply is the -BUSY reply for the running script.
+func (w *ScriptWatch) BusyReply() []byte {
+	if w.eval.Load() {
+		return []byte("-" + string(ErrBusyEval) + "\r\n")
+	}
+	return []byte("-" + string(ErrBusyFunction) + "\r\n")
+}
+
+// Kill is SCRIPT KILL (eval) or FUNCTION KILL (!eval) while the server is
+// busy, answered by a loop; it returns the reply.
+func (w *ScriptWatch) Kill(eval bool) []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var e ReplyError
+	switch {
+	case w.sw == nil || w.busyAt.Load() == 0:
+		e = ErrNotBusy
+	case w.wrote.Load():
+		e = ErrUnkillable
+	case eval && !w.eval.Load():
+		e = ErrBusyFunction
+	case !eval && w.eval.Load():
+		e = ErrBusyEval
+	default:
+		if !w.killed {
+			w.killed = true
+			close(w.sw.done)
+		}
+		return []byte("+OK\r\n")
+	}
+	return []byte("-" + string(e) + "\r\n")
+}
+
+// Abort stops the running script whatever it did (SHUTDOWN NOSAVE while
+// busy); it reports whether one was running.
+func (w *ScriptWatch) Abort() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sw == nil || w.busyAt.Load() == 0 {
+		return false
+	}
+	if !w.killed {
+		w.killed = true
+		close(w.sw.done)
+	}
+	w.aborted = true
+	return true
+}
+
+// begin marks a script started; its context is the interpreter's.
+func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
+	w.mu.Lock()
+	if w.sw == nil || w.killed {
+		w.sw = &killSwitch{done: make(chan struct{})}
+		w.killed, w.aborted = false, false
+	}
+	sw := w.sw
+	w.mu.Unlock()
+	w.eval.Store(eval)
+	w.wrote.Store(false)
+	w.busyAt.Store(time.Now().Add(threshold).UnixNano())
+	return sw
+}
+
+// end marks the script finished and reports whether it was killed, and
+// whether by SHUTDOWN NOSAVE.
+func (w *ScriptWatch) end() (killed, aborted bool) {
+	w.busyAt.Store(0)
+	w.mu.Lock()
+	killed, aborted = w.killed, w.aborted
+	w.mu.Unlock()
+	return killed, aborted
+}
+
+// killSwitch is the context a script runs under: gopher-lua checks Done at
+// every instruction, and a closed Done raises an error in the script. It
+// is kept from one script to the next until one is killed.
+type killSwitch struct{ done chan struct{} }
+
+var (
+	errKilled        = errors.New("script killed")
+	errScriptAborted = errors.New("actor: a script was stopped by SHUTDOWN NOSAVE; its round is not kept")
+)
+
+func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (k *killSwitch) Done() <-chan struct{}       { return k.done }
+func (k *killSwitch) Value(any) any               { return nil }
+func (k *killSwitch) Err() error {
+	select {
+	case <-k.done:
+		return errKilled
+	default:
+		return nil
+	}
+}
+
+// Scripts is the watch the loops read (safe from any goroutine).
+func (a *Actor) Scripts() *ScriptWatch { return &a.scripts.watch }
