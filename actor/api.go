@@ -119,6 +119,10 @@ type Config struct {
 	// command is refused with an error (and a queued one fails EXEC).
 	MaxQueuedBytes int64
 	MaxWatchedKeys int
+
+	// TrackingTableMaxKeys bounds client-side caching's tracking table
+	// (tracking.go); 0: no limit.
+	TrackingTableMaxKeys int
 }
 
 func (c Config) withDefaults() Config {

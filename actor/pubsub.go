@@ -334,7 +334,13 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 		return
 	}
 	if a.depth > 0 {
-		if f := a.frames[a.depth-1]; f.ctx.s == s {
+		f := a.frames[a.depth-1]
+		if s.reply != replyOn && f.ctx.s == s && a.frames[0].ctx.s == s {
+			// Replies are off: the push goes ahead of the top command's
+			// reply, which runBatch drops while keeping what precedes it.
+			f = a.frames[0]
+		}
+		if f.ctx.s == s {
 			// The client's own command is running: the push goes in its
 			// reply buffer, ahead of the command's reply (and after any
 			// push already put there).
