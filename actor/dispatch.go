@@ -96,7 +96,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if a.depth == 0 {
 		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
 		if a.track.clients > 0 {
-			a.limitTracking(s) // tracking-table-max-keys (tracking.go)
+			a.limitTracking(s, w) // tracking-table-max-keys (tracking.go)
 		}
 	}
 	// Writes are refused while they cannot be made durable; so is an EXEC

@@ -96,8 +96,9 @@ type bcastState struct {
 	clients map[*session]struct{}
 }
 
-// tracked reports whether invalidation has anything to look at.
-func (t *tracking) tracked() bool { return len(t.keys) > 0 || len(t.prefixes) > 0 }
+// tracked reports whether invalidation has anything to do: clients to
+// tell of a flush, keys or prefixes to look at.
+func (t *tracking) tracked() bool { return t.clients > 0 || len(t.keys) > 0 || len(t.prefixes) > 0 }
 
 // current is the client whose command is running, nil between commands.
 func (a *Actor) current() *session {
@@ -167,7 +168,7 @@ func (a *Actor) invalidateTouched(ts []storage.Touch) {
 			if t.Kind == storage.Expired {
 				writer = nil
 			}
-			a.invalidateKey(t.Key, cur, writer, true)
+			a.invalidateKey(t.Key, cur, writer, true, nil)
 		}
 	}
 }
@@ -176,7 +177,11 @@ func (a *Actor) invalidateTouched(ts []storage.Touch) {
 // and forgets it (Redis's trackingInvalidateKey). cur is the client whose
 // command runs (NOLOOP skips it); writer the one that changed the key,
 // for BCAST's NOLOOP; bcast collects the key for BCAST prefixes.
-func (a *Actor) invalidateKey(key []byte, cur, writer *session, bcast bool) {
+//
+// own is cur's reply buffer when cur's command has not started (an
+// eviction before it): its invalidation goes there at once, ahead of the
+// reply, as Redis sends it to a client not yet executing.
+func (a *Actor) invalidateKey(key []byte, cur, writer *session, bcast bool, own *proto.Writer) {
 	t := &a.track
 	if bcast && len(t.prefixes) > 0 {
 		for p, bs := range t.prefixes {
@@ -209,11 +214,11 @@ func (a *Actor) invalidateKey(key []byte, cur, writer *session, bcast bool) {
 		if tr == nil || tr.bcast || (tr.noloop && target == cur) {
 			continue
 		}
-		if target == cur {
+		if target == cur && own == nil {
 			a.addPending(cur, pendingInv{key: string(key)})
 			continue
 		}
-		a.sendInvalidation(target, key, nil, nil)
+		a.sendInvalidation(target, key, nil, own)
 	}
 }
 
@@ -394,7 +399,8 @@ func bcastArray(keys []string, by map[string]*session, skip *session) []byte {
 // limitTracking evicts keys over tracking-table-max-keys, each with its
 // invalidation (Redis's trackingLimitUsedSlots, run before each command):
 // at most 100 keys per call, more each call that still falls short.
-func (a *Actor) limitTracking(cur *session) {
+// cur is the client about to run a command, w its reply buffer.
+func (a *Actor) limitTracking(cur *session, w *proto.Writer) {
 	t := &a.track
 	if t.maxKeys == 0 || len(t.keys) <= t.maxKeys {
 		t.effort = 0
@@ -406,7 +412,7 @@ func (a *Actor) limitTracking(cur *session) {
 			break
 		}
 		effort--
-		a.invalidateKey([]byte(k), cur, nil, false)
+		a.invalidateKey([]byte(k), cur, nil, false, w)
 		if len(t.keys) <= t.maxKeys {
 			t.effort = 0
 			return
