@@ -140,6 +140,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// remembered for a tracking client (tracking.go).
 	defer a.commandDone(s)
 	err := c.run()
+	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 {
+		c.trackFailedRead() // tracking.go
+	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
 	if err == nil {
 		if cmd.Is(FlagWrite) {

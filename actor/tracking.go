@@ -118,6 +118,24 @@ func (c *Ctx) trackRead(key []byte) {
 	c.a.track.reads = append(c.a.track.reads, key)
 }
 
+// trackFailedRead notes the keys of a read-only command that failed before
+// it looked any up (a syntax error in its arguments): Redis remembers the
+// keys of its key specs whatever the reply. They come from the legacy key
+// range; a command with movable keys (ZINTER's numkeys) has none noted.
+func (c *Ctx) trackFailedRead() {
+	cmd := c.cmd
+	if cmd.FirstKey <= 0 || cmd.Is(FlagMovableKeys) {
+		return
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last += len(c.args)
+	}
+	for i := cmd.FirstKey; i <= last && i < len(c.args); i += max(cmd.KeyStep, 1) {
+		c.trackRead(c.args[i])
+	}
+}
+
 // commandDone ends a command's execution: its changes are acted on
 // (touched.go), then the keys it read are remembered for s.
 func (a *Actor) commandDone(s *session) {

@@ -595,3 +595,73 @@ func TestTrackingGoRedisPushes(t *testing.T) {
 		return strings.Join(h.seen(), ",") == "gk,<all>"
 	})
 }
+
+// trackedReads runs each read-only command on a tracking RESP3 client,
+// deletes its key from another client, and reports which commands left
+// the key tracked (an invalidation came).
+func trackedReads(t *testing.T, addr string) map[string]bool {
+	w, c := dialRaw(t, addr), dialRaw(t, addr)
+	w.expect(status("OK"), "FLUSHALL")
+	hello3(c)
+	c.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	cases := []struct {
+		setup string
+		reads []string
+	}{
+		{"SET s v", []string{"GET s", "STRLEN s", "GETRANGE s 0 1", "GETRANGE s a b", "SUBSTR s 0 1", "EXISTS s",
+			"TYPE s", "TTL s", "PTTL s", "EXPIRETIME s", "PEXPIRETIME s", "TOUCH s", "OBJECT ENCODING s", "MGET s x",
+			"GET s extra", "LRANGE s 0 -1", "SMEMBERS s"}},
+		{"RPUSH l a b", []string{"LRANGE l 0 -1", "LLEN l", "LINDEX l 0", "LINDEX l x", "LPOS l a", "LRANGE l a b"}},
+		{"HSET h f v", []string{"HGET h f", "HMGET h f g", "HLEN h", "HGETALL h", "HKEYS h", "HVALS h", "HEXISTS h f",
+			"HSTRLEN h f", "HRANDFIELD h", "HRANDFIELD h x", "HSCAN h 0"}},
+		{"SADD st a", []string{"SMEMBERS st", "SCARD st", "SISMEMBER st a", "SMISMEMBER st a b", "SRANDMEMBER st",
+			"SINTER st", "SINTERCARD 1 st", "SUNION st", "SDIFF st", "SSCAN st 0"}},
+		{"ZADD z 1 a", []string{"ZRANGE z 0 -1", "ZRANGE z a b", "ZREVRANGE z 0 -1", "ZCARD z", "ZSCORE z a",
+			"ZMSCORE z a", "ZRANK z a", "ZCOUNT z 0 1", "ZRANGEBYSCORE z 0 1", "ZLEXCOUNT z - +", "ZRANDMEMBER z",
+			"ZSCAN z 0", "ZINTER 1 z", "ZUNION 1 z", "ZDIFF 1 z", "ZINTERCARD 1 z"}},
+	}
+	tracked := map[string]bool{}
+	for _, tc := range cases {
+		setup := strings.Fields(tc.setup)
+		key := setup[1]
+		for _, read := range tc.reads {
+			w.do(setup...)
+			c.do(strings.Fields(read)...)
+			w.expect(integer(1), "DEL", key)
+			got := c.do("PING")
+			switch got {
+			case inv(key):
+				tracked[read] = true
+				if got := c.read(); got != status("PONG") {
+					t.Fatalf("%s: got %q after the invalidation", read, got)
+				}
+			case status("PONG"):
+			default:
+				t.Fatalf("%s: got %q", read, got)
+			}
+		}
+	}
+	return tracked
+}
+
+// A tracking client's read-only commands track the keys Redis's do:
+// every key they look up, hit or miss, and the keys of one that failed on
+// its arguments.
+func TestTrackingReadCommands(t *testing.T) {
+	s := startServer(t)
+	want := trackedReads(t, startRedis(t))
+	got := trackedReads(t, s.addr)
+	if len(want) < 50 {
+		t.Fatalf("redis tracked only %d reads", len(want))
+	}
+	for read := range want {
+		if !got[read] {
+			t.Errorf("%s: Redis tracks its key, Cellar does not", read)
+		}
+	}
+	for read := range got {
+		if !want[read] {
+			t.Errorf("%s: Cellar tracks its key, Redis does not", read)
+		}
+	}
+}
