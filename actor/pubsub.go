@@ -382,8 +382,20 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 }
 
 // pushLimits applies the pubsub output class's limits to a subscriber whose
-// replies now hold out bytes.
+// replies now hold out bytes. A client that is not subscribed (a RESP3
+// client given tracking invalidations) is in the normal class: past
+// Config.MaxReply it is closed as runBatch closes it (overflow); its soft
+// limit is the loop's.
 func (a *Actor) pushLimits(s *session, out int64) {
+	if !s.subscribed {
+		if a.cfg.MaxReply > 0 && out > a.cfg.MaxReply {
+			a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).
+				Msg("closing client whose replies reached the output buffer hard limit")
+			a.kill(s)
+			a.cfg.Clients.Release(s.mem)
+		}
+		return
+	}
 	hard, soft := a.cfg.PubsubHardLimit, a.cfg.PubsubSoftLimit
 	switch {
 	case hard > 0 && out > hard:

@@ -665,3 +665,44 @@ func TestTrackingReadCommands(t *testing.T) {
 		}
 	}
 }
+
+// A RESP3 tracking client that never reads its invalidations is bounded by
+// the normal output limits (it is not a subscriber): past the hard limit
+// it is closed with a log line, and the writer never waits for it.
+func TestTrackingSlowClientHardLimit(t *testing.T) {
+	s := startServer(t, outputLimits(1<<20, 0, 0))
+	needCellar(t, s)
+	slow := s.raw()
+	hello3(slow)
+	slow.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	const keys, chunk = 40000, 1000
+	name := func(i int) string { return fmt.Sprintf("%0500d", i) }
+	for i := 0; i < keys; i += chunk {
+		args := []string{"MGET"}
+		for j := i; j < i+chunk; j++ {
+			args = append(args, name(j))
+		}
+		if got := slow.do(args...); !strings.HasPrefix(got, "*1000\r\n_\r\n") {
+			t.Fatalf("MGET: got %.40q", got)
+		}
+	}
+	w := s.raw()
+	owed := 0
+	for i := 0; i < keys; i += chunk {
+		args := []string{"MSET"}
+		for j := i; j < i+chunk; j++ {
+			args = append(args, name(j), "v")
+			owed += len(inv(name(j)))
+		}
+		w.expect(status("OK"), args...)
+	}
+	waitFor(t, 20*time.Second, "the hard limit to be logged", func() bool {
+		return strings.Contains(s.logBuf.String(), "closing client whose replies reached the output buffer hard limit")
+	})
+	if n := drainUntilClosed(t, slow); n >= int64(owed) {
+		t.Fatalf("read all %d bytes of invalidations: the client was not cut off", n)
+	}
+	waitFor(t, 10*time.Second, "the closed client's tracking to end", func() bool {
+		return infoField(t, w, "clients", "tracking_clients") == "0"
+	})
+}
