@@ -706,3 +706,38 @@ func TestTrackingSlowClientHardLimit(t *testing.T) {
 		return infoField(t, w, "clients", "tracking_clients") == "0"
 	})
 }
+
+// go-redis's own client-side cache (RESP3, CLIENT TRACKING under the
+// hood): a second read is a cache hit, another client's write invalidates
+// it, and the next read has the new value.
+func TestTrackingGoRedisClientSideCache(t *testing.T) {
+	s := startServer(t)
+	c := s.client(func(o *redis.Options) {
+		o.Protocol = 3
+		o.ClientSideCacheConfig = &redis.ClientSideCacheConfig{MaxEntries: 1000}
+	})
+	other := s.client()
+	if err := other.Set(ctx, "csc", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "csc").Result(); err != nil || v != "v1" {
+		t.Fatalf("first read: %q, %v", v, err)
+	}
+	hits := c.CSCStats().Hits
+	if v, err := c.Get(ctx, "csc").Result(); err != nil || v != "v1" {
+		t.Fatalf("second read: %q, %v", v, err)
+	}
+	if c.CSCStats().Hits != hits+1 {
+		t.Fatalf("second read was not a cache hit: %+v", c.CSCStats())
+	}
+	if n := infoField(t, s.raw(), "stats", "tracking_total_keys"); n != "1" {
+		t.Fatalf("tracking_total_keys %s", n)
+	}
+	if err := other.Set(ctx, "csc", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the invalidation to reach go-redis", func() bool {
+		v, err := c.Get(ctx, "csc").Result()
+		return err == nil && v == "v2"
+	})
+}
