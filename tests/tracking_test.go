@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -740,4 +741,57 @@ func TestTrackingGoRedisClientSideCache(t *testing.T) {
 		v, err := c.Get(ctx, "csc").Result()
 		return err == nil && v == "v2"
 	})
+}
+
+// serverMs is the server's clock (TIME), in milliseconds.
+func serverMs(t *testing.T, r *rawConn) int64 {
+	rep := strings.Split(r.do("TIME"), "\r\n") // *2, $n, secs, $n, micros
+	if len(rep) < 5 {
+		t.Fatalf("TIME: %q", rep)
+	}
+	secs, err1 := strconv.ParseInt(rep[2], 10, 64)
+	micros, err2 := strconv.ParseInt(rep[4], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("TIME: %q", rep)
+	}
+	return secs*1000 + micros/1000
+}
+
+// trackingLazyExpiry: a tracking client's read that finds its own tracked
+// key expired is told after the read's reply (after EXEC's in MULTI), as
+// Redis 7.0.15 holds invalidations for the running client.
+func trackingLazyExpiry(t *testing.T, addr string, redis bool) {
+	w, c := dialRaw(t, addr), dialRaw(t, addr)
+	w.expect(status("OK"), "FLUSHALL")
+	if redis {
+		w.expect(status("OK"), "DEBUG", "SET-ACTIVE-EXPIRE", "0")
+		defer w.do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+	}
+	hello3(c)
+	c.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	start := serverMs(t, w)
+	w.expect(status("OK"), "SET", "e1", "1", "PX", "1000")
+	w.expect(status("OK"), "SET", "e2", "1", "PX", "1000")
+	c.expect(array(bulk("1"), bulk("1")), "MGET", "e1", "e2")
+	waitFor(t, 10*time.Second, "the keys' expiry time", func() bool { return serverMs(t, w) > start+1100 })
+	c.send(append(encode("GET", "e1"), encode("PING")...))
+	for _, want := range []string{"_\r\n", inv("e1"), status("PONG")} {
+		if got := c.read(); got != want {
+			t.Fatalf("GET of an expired key: got %q, want %q", got, want)
+		}
+	}
+	c.expect(status("OK"), "MULTI")
+	c.expect(status("QUEUED"), "GET", "e2")
+	c.expect("*1\r\n_\r\n", "EXEC")
+	if got := c.read(); got != inv("e2") {
+		t.Fatalf("after EXEC: got %q", got)
+	}
+	quiet(c)
+}
+
+func TestTrackingLazyExpiry(t *testing.T) {
+	s := startServer(t, noActiveExpiry)
+	redisAddr := startRedis(t, "--enable-debug-command", "yes")
+	t.Run("cellar", func(t *testing.T) { trackingLazyExpiry(t, s.addr, false) })
+	t.Run("redis", func(t *testing.T) { trackingLazyExpiry(t, redisAddr, true) })
 }
