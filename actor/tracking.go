@@ -220,7 +220,9 @@ func (a *Actor) invalidateKey(key []byte, cur, writer *session, bcast bool, own 
 	for id := range ids {
 		order = append(order, bits.ReverseBytes64(id))
 	}
-	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	if len(order) > 1 {
+		sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	}
 	for _, rid := range order {
 		target := a.sessions[bits.ReverseBytes64(rid)]
 		if target == nil {
