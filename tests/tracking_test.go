@@ -93,6 +93,15 @@ func trackingWire(t *testing.T, addr string) {
 	e.expect(status("OK"), "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a")
 	e.expect(errr("ERR Prefix 'ab' overlaps with an existing prefix 'a'. Prefixes for a single client must not overlap."), "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "ab")
 	e.expect(errr("ERR Prefix 'b' overlaps with another provided prefix 'bc'. Prefixes for a single client must not overlap."), "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "b", "PREFIX", "bc")
+	// Redis 7.0's quirk: an overlap among the new prefixes found from the
+	// second on is reported, and tracking is enabled and OK replied too.
+	e.send(encode("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "y", "PREFIX", "yz"))
+	for _, want := range []string{errr("ERR Prefix 'y' overlaps with another provided prefix 'yz'. Prefixes for a single client must not overlap."), status("OK")} {
+		if got := e.read(); got != want {
+			t.Fatalf("overlap quirk: got %q, want %q", got, want)
+		}
+	}
+	e.expect("*6\r\n"+bulk("flags")+array(bulk("on"), bulk("bcast"))+bulk("redirect")+integer(0)+bulk("prefixes")+array(bulk("a"), bulk("x"), bulk("y"), bulk("yz")), "CLIENT", "TRACKINGINFO")
 	e.expect(errr("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."), "CLIENT", "TRACKING", "ON")
 	e.expect(status("OK"), "CLIENT", "TRACKING", "OFF")
 	e.expect(status("OK"), "CLIENT", "TRACKING", "ON", "OPTIN")
@@ -194,6 +203,12 @@ func trackingWire(t *testing.T, addr string) {
 	}
 	if f := clientFlags(tr); f != "t" {
 		t.Fatalf("flags %q, want t", f)
+	}
+	if info := tr.do("CLIENT", "INFO"); !strings.Contains(info, " redir="+rid+" ") {
+		t.Fatalf("CLIENT INFO without redir=%s: %q", rid, info)
+	}
+	if info := r.do("PING"); info != push(2, -1, "pong", "") {
+		t.Fatalf("subscribed PING: %q", info)
 	}
 
 	// RESP3 target, NOLOOP: the tracking client's own writes are skipped.
