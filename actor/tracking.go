@@ -120,19 +120,54 @@ func (c *Ctx) trackRead(key []byte) {
 
 // trackFailedRead notes the keys of a read-only command that failed before
 // it looked any up (a syntax error in its arguments): Redis remembers the
-// keys of its key specs whatever the reply. They come from the legacy key
-// range; a command with movable keys (ZINTER's numkeys) has none noted.
+// keys its key specs find whatever the reply (getKeysUsingKeySpecs: a
+// range from an index, or a count of keys; a spec that does not fit the
+// arguments means no keys at all).
 func (c *Ctx) trackFailedRead() {
-	cmd := c.cmd
-	if cmd.FirstKey <= 0 || cmd.Is(FlagMovableKeys) {
+	if c.cmd.meta == nil {
 		return
 	}
-	last := cmd.LastKey
-	if last < 0 {
-		last += len(c.args)
+	argc := len(c.args)
+	var found [][]byte
+	for _, k := range c.cmd.meta.KeySpecs {
+		if k.BeginSearch.Index == nil {
+			return // keyword searches: no read command Cellar has uses one
+		}
+		first, last, step := k.BeginSearch.Index.Pos, 0, 1
+		switch fk := k.FindKeys; {
+		case fk.Range != nil:
+			step = fk.Range.Step
+			switch {
+			case fk.Range.LastKey >= 0:
+				last = first + fk.Range.LastKey
+			case fk.Range.Limit == 0:
+				last = argc + fk.Range.LastKey
+			default:
+				last = first + (argc-first)/fk.Range.Limit + fk.Range.LastKey
+			}
+		case fk.KeyNum != nil:
+			step = fk.KeyNum.Step
+			if fk.KeyNum.KeyNumIdx >= argc-first {
+				return
+			}
+			n, err := parseInt(c.args[first+fk.KeyNum.KeyNumIdx])
+			if err != nil || n < 0 || n > int64(argc) {
+				return
+			}
+			first += fk.KeyNum.FirstKey
+			last = first + int(n) - 1
+		default:
+			return
+		}
+		if last >= argc || last < first || step < 1 {
+			return
+		}
+		for i := first; i <= last; i += step {
+			found = append(found, c.args[i])
+		}
 	}
-	for i := cmd.FirstKey; i <= last && i < len(c.args); i += max(cmd.KeyStep, 1) {
-		c.trackRead(c.args[i])
+	for _, key := range found {
+		c.trackRead(key)
 	}
 }
 

@@ -626,15 +626,19 @@ func trackedReads(t *testing.T, addr string) map[string]bool {
 	}{
 		{"SET s v", []string{"GET s", "STRLEN s", "GETRANGE s 0 1", "GETRANGE s a b", "SUBSTR s 0 1", "EXISTS s",
 			"TYPE s", "TTL s", "PTTL s", "EXPIRETIME s", "PEXPIRETIME s", "TOUCH s", "OBJECT ENCODING s", "MGET s x",
-			"GET s extra", "LRANGE s 0 -1", "SMEMBERS s"}},
-		{"RPUSH l a b", []string{"LRANGE l 0 -1", "LLEN l", "LINDEX l 0", "LINDEX l x", "LPOS l a", "LRANGE l a b"}},
+			"GET s extra", "LRANGE s 0 -1", "SMEMBERS s", "OBJECT FOO s", "EXISTS s s2", "GETRANGE s 0"}},
+		{"RPUSH l a b", []string{"LRANGE l 0 -1", "LLEN l", "LINDEX l 0", "LINDEX l x", "LPOS l a", "LPOS l a RANK 0",
+			"LRANGE l a b"}},
 		{"HSET h f v", []string{"HGET h f", "HMGET h f g", "HLEN h", "HGETALL h", "HKEYS h", "HVALS h", "HEXISTS h f",
-			"HSTRLEN h f", "HRANDFIELD h", "HRANDFIELD h x", "HSCAN h 0"}},
+			"HSTRLEN h f", "HRANDFIELD h", "HRANDFIELD h x", "HSCAN h 0", "HSCAN h 0 COUNT x", "HMGET h"}},
 		{"SADD st a", []string{"SMEMBERS st", "SCARD st", "SISMEMBER st a", "SMISMEMBER st a b", "SRANDMEMBER st",
-			"SINTER st", "SINTERCARD 1 st", "SUNION st", "SDIFF st", "SSCAN st 0"}},
+			"SINTER st", "SINTERCARD 1 st", "SINTERCARD 1 st LIMIT x", "SINTERCARD 2 st", "SUNION st", "SDIFF st",
+			"SSCAN st 0", "SSCAN st x", "SRANDMEMBER st x"}},
 		{"ZADD z 1 a", []string{"ZRANGE z 0 -1", "ZRANGE z a b", "ZREVRANGE z 0 -1", "ZCARD z", "ZSCORE z a",
 			"ZMSCORE z a", "ZRANK z a", "ZCOUNT z 0 1", "ZRANGEBYSCORE z 0 1", "ZLEXCOUNT z - +", "ZRANDMEMBER z",
-			"ZSCAN z 0", "ZINTER 1 z", "ZUNION 1 z", "ZDIFF 1 z", "ZINTERCARD 1 z"}},
+			"ZSCAN z 0", "ZINTER 1 z", "ZUNION 1 z", "ZDIFF 1 z", "ZINTERCARD 1 z", "ZINTER 1 z BADARG",
+			"ZUNION 1 z WEIGHTS x", "ZINTERCARD 1 z LIMIT x", "ZINTER 0 z", "ZINTER 5 z", "ZINTER x z", "ZSCORE z",
+			"ZRANGEBYSCORE z x 1", "ZCOUNT z x 1", "ZRANDMEMBER z x"}},
 	}
 	tracked := map[string]bool{}
 	for _, tc := range cases {
