@@ -77,7 +77,7 @@ func (a *Actor) round(msgs []message) {
 		a.housekeeping(now)
 	}
 	if a.track.pendingTo != nil {
-		a.flushPending(nil) // left by a woken waiter's retry
+		a.flushPending(nil, nil) // left by a woken waiter's retry
 	}
 	if len(a.track.prefixes) > 0 {
 		a.broadcastTracking() // BCAST: the round's changed keys, per prefix
@@ -247,7 +247,7 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 			w.Buf = a.replySilent(s, w.Buf, start)
 		}
 		if a.track.pendingTo != nil {
-			a.flushPending(&w) // its invalidations, after its reply (tracking.go)
+			a.flushPending(s, &w) // its invalidations, after its reply (tracking.go)
 		}
 		if s.track != nil && s.track.caching {
 			endCaching(s, args)

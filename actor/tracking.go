@@ -313,20 +313,24 @@ func nullFor(s *session) []byte {
 
 func (a *Actor) addPending(s *session, p pendingInv) {
 	if a.track.pendingTo != s {
-		a.flushPending(nil)
+		a.flushPending(nil, nil)
 		a.track.pendingTo = s
 	}
 	a.track.pending = append(a.track.pending, p)
 }
 
 // flushPending sends the invalidations held for the client whose command
-// ended; own, when given, is that client's reply buffer, where they go
-// after the reply.
-func (a *Actor) flushPending(own *proto.Writer) {
+// ended; own, when given, is the reply buffer of client owner, where they
+// go after the reply if they are owner's (a woken waiter's may be left for
+// another client's batch to find: those are pushed).
+func (a *Actor) flushPending(owner *session, own *proto.Writer) {
 	t := &a.track
 	s := t.pendingTo
 	if s == nil {
 		return
+	}
+	if s != owner {
+		own = nil
 	}
 	t.pendingTo = nil
 	for i, p := range t.pending {

@@ -814,3 +814,42 @@ func TestTrackingLazyExpiry(t *testing.T) {
 	t.Run("cellar", func(t *testing.T) { trackingLazyExpiry(t, s.addr, false) })
 	t.Run("redis", func(t *testing.T) { trackingLazyExpiry(t, redisAddr, true) })
 }
+
+// trackingWokenWaiter: a tracking client blocked in BLMOVE on a key it
+// tracks is told of the push that wakes it before its reply, and of its
+// own move into a tracked key after it (NOLOOP: not at all), as Redis
+// 7.0.15 does.
+func trackingWokenWaiter(t *testing.T, addr string, noloop bool) {
+	w, c := dialRaw(t, addr), dialRaw(t, addr)
+	w.expect(status("OK"), "FLUSHALL")
+	hello3(c)
+	if noloop {
+		c.expect(status("OK"), "CLIENT", "TRACKING", "ON", "NOLOOP")
+	} else {
+		c.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	}
+	c.expect("*0\r\n", "LRANGE", "q", "0", "-1")
+	c.expect("*0\r\n", "LRANGE", "q2", "0", "-1")
+	c.send(encode("BLMOVE", "q", "q2", "LEFT", "LEFT", "0"))
+	waitFor(t, 10*time.Second, "BLMOVE to block", func() bool { return infoField(t, w, "clients", "blocked_clients") == "1" })
+	w.expect(integer(1), "LPUSH", "q", "x")
+	want := []string{inv("q"), bulk("x")}
+	if !noloop {
+		want = append(want, inv("q2"))
+	}
+	for _, wt := range want {
+		if got := c.read(); got != wt {
+			t.Fatalf("woken waiter: got %q, want %q", got, wt)
+		}
+	}
+	quiet(c)
+}
+
+func TestTrackingWokenWaiter(t *testing.T) {
+	s := startServer(t)
+	redisAddr := startRedis(t)
+	for _, noloop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cellar/noloop=%v", noloop), func(t *testing.T) { trackingWokenWaiter(t, s.addr, noloop) })
+		t.Run(fmt.Sprintf("redis/noloop=%v", noloop), func(t *testing.T) { trackingWokenWaiter(t, redisAddr, noloop) })
+	}
+}
