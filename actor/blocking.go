@@ -26,8 +26,8 @@ import (
 // This file knows the waiters' bookkeeping, not their commands: queues,
 // deadlines, fairness, limits, cancellation and the loop that serves ready
 // keys by retrying waiters. What a command takes and what it answers lives
-// with the command (lists.go, zsets.go), in the one function that both its
-// handler and its waiter run.
+// with the command (lists.go, zsets.go, streams.go), in the one function
+// that both its handler and its waiter run.
 //
 // A waiter completes at most once, by whichever comes first: a retry that
 // finds what it waits for, its deadline, CLIENT UNBLOCK, or its connection
@@ -498,12 +498,22 @@ func (a *Actor) serveKey(k waitKey) (again bool) {
 // holds; nil when k is missing or nobody waits for its type. A stored list
 // or sorted set is never empty (the write that empties one deletes its
 // key), so that k exists is that it has something to take.
+//
+// A key that is no stream (any more) but has no lane of its own type to
+// serve serves its stream lane: a reader through a consumer group blocked
+// on it must hear that its stream is gone (its retry fails), while an XREAD
+// reader's retry finds nothing and it keeps waiting.
 func (a *Actor) readyLane(k waitKey, q *waitQueue) (*lane, error) {
 	m, ok, err := a.st.Lookup(k.db, []byte(k.key))
-	if err != nil || !ok {
+	if err != nil {
 		return nil, err
 	}
-	return q.lane(m.Type), nil
+	if ok {
+		if l := q.lane(m.Type); l != nil || m.Type == storage.TypeStream {
+			return l, nil
+		}
+	}
+	return q.lane(storage.TypeStream), nil
 }
 
 // fail records a storage error that dooms the round.

@@ -144,6 +144,7 @@ var families = [][]*Command{
 	zsetCommands,
 	transactionCommands,
 	pubsubCommands,
+	streamCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -33,6 +33,9 @@ type Ctx struct {
 	// keyspace: a command that runs commands (EXEC) ran one that touched
 	// the keyspace, so a failed round must retract its reply.
 	keyspace bool
+	// rec, when set, is what the redo log records for the command instead
+	// of args (XADD's generated ID: effects.go).
+	rec [][]byte
 }
 
 // passOver reports whether a retry skips a key for err: one that now holds

@@ -252,6 +252,9 @@ func (a *Actor) propagate(ts []storage.Touch) {
 	}
 	c := &f.ctx
 	args := c.args
+	if c.rec != nil {
+		args = c.rec
+	}
 	if c.cmd.Name == "spop" {
 		var err error
 		if args, err = spopAsSRem(c, f.replyStart); err != nil {

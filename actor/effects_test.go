@@ -140,6 +140,8 @@ func dump(t *testing.T, st *storage.Store) string {
 				if _, err := st.ListRange(db, key, 0, -1, func(int64) {}, func(v []byte) { vals = append(vals, strconv.Quote(string(v))) }); err != nil {
 					t.Fatal(err)
 				}
+			case storage.TypeStream:
+				vals = append(vals, dumpStream(t, st, db, key))
 			default:
 				c, err := st.OpenColl(db, key, m.Type)
 				if err != nil || c == nil {
@@ -156,6 +158,48 @@ func dump(t *testing.T, st *storage.Store) string {
 				fmt.Fprintf(&b, " len=%d", c.Len)
 			}
 			fmt.Fprintf(&b, " %s\n", strings.Join(vals, " "))
+		}
+	}
+	return b.String()
+}
+
+// dumpStream renders a stream whole: its metadata, entries, groups,
+// consumers and pending entries.
+func dumpStream(t *testing.T, st *storage.Store, db int, key []byte) string {
+	t.Helper()
+	x, err := st.OpenStream(db, key)
+	if err != nil || x == nil {
+		t.Fatalf("%d %q: %v", db, key, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "len=%d last=%v maxdel=%v added=%d [", x.Len, x.Last, x.MaxDeleted, x.EntriesAdded)
+	if err := st.StreamRange(x, storage.StreamID{}, storage.MaxStreamID, false, 0, func(e *storage.StreamEntry) bool {
+		fmt.Fprintf(&b, " %v%q", e.ID, e.Fields)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := st.Groups(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range gs {
+		g := &gs[i]
+		fmt.Fprintf(&b, " ] group %q last=%v read=%d consumers", g.Name, g.Last, g.EntriesRead)
+		cs, err := st.Consumers(x, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			fmt.Fprintf(&b, " %q/%d/%d", c.Name, c.Seen, c.Pending)
+		}
+		ps, err := st.PendingRange(x, g, nil, storage.StreamID{}, storage.MaxStreamID, math.MaxInt64, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(" pel")
+		for _, p := range ps {
+			fmt.Fprintf(&b, " %v/%q/%d/%d", p.ID, p.Consumer, p.Delivered, p.Count)
 		}
 	}
 	return b.String()
@@ -445,7 +489,7 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 	recs = append(recs, h.takeEffectsStopped()...)
 	live := dump(t, h.a.st)
 
-	var woken, expired, srem, spop, txs int
+	var woken, expired, srem, spop, txs, xadds, wokenGroups int
 	var flat [][]byte
 	for _, r := range recs {
 		if r[1] == effectTx {
@@ -466,6 +510,16 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 		}
 		// The workload sends lower case: upper case is the actor's own.
 		switch name := string(e.args[0]); {
+		case e.woken && name == "xreadgroup":
+			woken++
+			wokenGroups++
+		case name == "xadd":
+			for _, a := range e.args {
+				if string(a) == "*" || strings.HasSuffix(string(a), "-*") {
+					t.Fatalf("XADD recorded with a generated ID: %q", e.args)
+				}
+			}
+			xadds++
 		case e.woken:
 			woken++
 		case name == "DEL":
@@ -478,7 +532,8 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 	}
 	t.Logf("%d records: %d woken retries, %d expired keys, %d SPOPs as SREM, %d transactions; %d bytes of keyspace",
 		len(recs), woken, expired, srem, txs, len(live))
-	if woken == 0 || expired == 0 || srem == 0 || spop != 0 || txs == 0 {
+	t.Logf("%d XADDs with their IDs, %d woken XREADGROUPs", xadds, wokenGroups)
+	if woken == 0 || expired == 0 || srem == 0 || spop != 0 || txs == 0 || xadds == 0 || wokenGroups == 0 {
 		t.Fatalf("the workload did not exercise what it is for (or SPOP was recorded as sent)")
 	}
 	if got := dump(t, replayed(t, recs)); got != live {
@@ -537,6 +592,9 @@ func (g *workload) end() string { return []string{"left", "right"}[g.r.IntN(2)] 
 // command is one command of the connection that writes.
 func (g *workload) command() []string {
 	r := g.r
+	if r.IntN(6) == 0 {
+		return g.stream()
+	}
 	s, l, hs, st, z := g.key(0), g.key(1), g.key(2), g.key(3), g.key(4)
 	any := g.key(r.IntN(5))
 	switch n := r.IntN(100); {
@@ -648,6 +706,56 @@ func (g *workload) command() []string {
 	}
 }
 
+// xkey is a stream key: x0..x3 usually, now and then a key of another
+// type.
+func (g *workload) xkey() string {
+	if g.r.IntN(10) == 0 {
+		return g.key(g.r.IntN(5))
+	}
+	return fmt.Sprint("x", g.r.IntN(4))
+}
+
+// stream is one stream command: XADD with "*" (whose ID depends on the
+// time, and must be recorded as the ID made), consumer groups read,
+// claimed and trimmed.
+func (g *workload) stream() []string {
+	r := g.r
+	x := g.xkey()
+	switch n := r.IntN(22); {
+	case n < 19 && r.IntN(3) == 0:
+		return []string{"xgroup", "create", x, "g", "$", "mkstream"}
+	case n < 5:
+		return []string{"xadd", x, "*", "f", g.val()}
+	case n < 6:
+		return []string{"xadd", x, "maxlen", "~", "3", "*", "f", g.val()}
+	case n < 7:
+		return []string{"xadd", x, "minid", "1", fmt.Sprint(r.IntN(3), "-*"), "f", g.val()}
+	case n < 8:
+		return []string{"xtrim", x, "maxlen", fmt.Sprint(r.IntN(4))}
+	case n < 10:
+		return []string{"xgroup", "create", x, "g", []string{"$", "0"}[r.IntN(2)], "mkstream"}
+	case n < 13:
+		return []string{"xreadgroup", "group", "g", g.val(), "count", "2", "streams", x, ">"}
+	case n < 14:
+		return []string{"xreadgroup", "group", "g", g.val(), "streams", x, "0"}
+	case n < 15:
+		return []string{"xautoclaim", x, "g", g.val(), "0", "0", "count", "2"}
+	case n < 16:
+		return []string{"xgroup", "delconsumer", x, "g", g.val()}
+	case n < 17:
+		return []string{"xgroup", "setid", x, "g", "0"}
+	case n < 18:
+		if r.IntN(3) == 0 {
+			return []string{"xgroup", "destroy", x, "g"}
+		}
+		return []string{"xadd", x, "*", "f", g.val()}
+	case n < 19:
+		return []string{"xsetid", x, "99999999999999-0"}
+	default:
+		return []string{"xrange", x, "-", "+", "count", "3"}
+	}
+}
+
 // blocking is one blocked client's command. Its keys may hold another
 // type when it parks (a WRONGTYPE reply) or come to hold one while it
 // waits (its retry passes over them); a few time out.
@@ -664,7 +772,11 @@ func (g *workload) blocking() []string {
 	if r.IntN(4) == 0 {
 		z1 = g.key(r.IntN(5))
 	}
-	switch r.IntN(6) {
+	switch r.IntN(9) {
+	case 6, 8:
+		return []string{"xreadgroup", "group", "g", g.val(), "block", "0", "streams", g.xkey(), ">"}
+	case 7:
+		return []string{"xread", "block", "20", "streams", g.xkey(), "$"}
 	case 0:
 		return []string{"blpop", l1, l2, timeout}
 	case 1:

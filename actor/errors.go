@@ -117,6 +117,67 @@ const (
 	ErrUnblockReason ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 )
 
+// Streams (Redis's src/t_stream.c).
+const (
+	ErrInvalidStreamID          ReplyError = "ERR Invalid stream ID specified as stream command argument"
+	ErrStreamStartInterval      ReplyError = "ERR invalid start ID for the interval"
+	ErrStreamEndInterval        ReplyError = "ERR invalid end ID for the interval"
+	ErrMaxLenAndMinID           ReplyError = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+	ErrStreamMaxLen             ReplyError = "ERR The MAXLEN argument must be >= 0."
+	ErrStreamLimit              ReplyError = "ERR The LIMIT argument must be >= 0."
+	ErrLimitWithoutTrim         ReplyError = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+	ErrLimitWithoutApprox       ReplyError = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+	ErrXTrimStrategy            ReplyError = "ERR syntax error, XTRIM must be called with a trimming strategy"
+	ErrStreamIDZero             ReplyError = "ERR The ID specified in XADD must be greater than 0-0"
+	ErrStreamIDTooSmall         ReplyError = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+	ErrStreamElementsTooLarge   ReplyError = "ERR Elements are too large to be stored"
+	ErrStreamExhausted          ReplyError = "ERR The stream has exhausted the last possible ID, unable to add more items"
+	ErrTimeoutNotInteger        ReplyError = "ERR timeout is not an integer or out of range"
+	ErrTimeoutOutOfRange        ReplyError = "ERR timeout is out of range"
+	ErrUnbalancedStreams        ReplyError = "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified." // XREADGROUP's too
+	ErrXReadGroupOption         ReplyError = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+	ErrXReadNoAck               ReplyError = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+	ErrXReadGroupMissing        ReplyError = "ERR Missing GROUP option for XREADGROUP"
+	ErrXReadGreater             ReplyError = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+	ErrXReadGroupDollar         ReplyError = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
+	ErrStreamGone               ReplyError = "UNBLOCKED the stream key no longer exists"
+	ErrGroupGone                ReplyError = "NOGROUP the consumer group this client was blocked on no longer exists"
+	ErrXClaimMinIdle            ReplyError = "ERR Invalid min-idle-time argument for XCLAIM"
+	ErrXClaimIdle               ReplyError = "ERR Invalid IDLE option argument for XCLAIM"
+	ErrXClaimTime               ReplyError = "ERR Invalid TIME option argument for XCLAIM"
+	ErrXClaimRetryCount         ReplyError = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+	ErrXAutoClaimMinIdle        ReplyError = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+	ErrXAutoClaimCount          ReplyError = "ERR COUNT must be > 0"
+	ErrEntriesRead              ReplyError = "ERR value for ENTRIESREAD must be positive or -1"
+	ErrXGroupNoKey              ReplyError = "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."
+	ErrBusyGroup                ReplyError = "BUSYGROUP Consumer Group name already exists"
+	ErrEntriesAdded             ReplyError = "ERR entries_added must be positive"
+	ErrXSetIDBelowMaxDeletedArg ReplyError = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+	ErrXSetIDBelowMaxDeleted    ReplyError = "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+	ErrXSetIDTooSmall           ReplyError = "ERR The ID specified in XSETID is smaller than the target stream top item"
+	ErrXSetIDEntriesAdded       ReplyError = "ERR The entries_added specified in XSETID is smaller than the target stream length"
+)
+
+// errNoGroup is the NOGROUP error of XPENDING, XCLAIM and XAUTOCLAIM.
+func errNoGroup(key, group []byte) error {
+	return ReplyError("NOGROUP No such key '" + cString(key, 1<<30) + "' or consumer group '" + cString(group, 1<<30) + "'")
+}
+
+// errNoGroupRead is XREADGROUP's NOGROUP error.
+func errNoGroupRead(key, group []byte) error {
+	return ReplyError("NOGROUP No such key '" + cString(key, 1<<30) + "' or consumer group '" + cString(group, 1<<30) + "' in XREADGROUP with GROUP option")
+}
+
+// errNoGroupForKey is the NOGROUP error of XGROUP and XINFO.
+func errNoGroupForKey(group, key []byte) error {
+	return ReplyError("NOGROUP No such consumer group '" + cString(group, 1<<30) + "' for key name '" + cString(key, 1<<30) + "'")
+}
+
+// errXClaimOption is XCLAIM's error for an option it does not know.
+func errXClaimOption(opt []byte) error {
+	return ReplyError("ERR Unrecognized XCLAIM option '" + cString(opt, 1<<30) + "'")
+}
+
 // errNotPositive is why CONFIG SET refuses a value for one of the actor's
 // integer settings (the end of errConfigSetFailed's text).
 var errNotPositive = errors.New("argument must be a positive integer")

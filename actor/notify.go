@@ -259,6 +259,36 @@ var notifyEvents = map[string]*eventSpec{
 	"zinterstore":      {class: notifyZSet, event: "zinterstore"},
 	"zdiffstore":       {class: notifyZSet, event: "zdiffstore"},
 	"zrangestore":      {class: notifyZSet, event: "zrangestore"},
+	// Streams: the kind of change names the event (creating the stream,
+	// Written, has none of its own; "new" comes from the Created record).
+	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
+	"xtrim":                 streamEvents(storage.Removed, "xtrim"),
+	"xdel":                  streamEvents(storage.Removed, "xdel"),
+	"xsetid":                streamEvents(storage.Modified, "xsetid"),
+	"xgroup|create":         streamEvents(storage.Modified, "xgroup-create"),
+	"xgroup|setid":          streamEvents(storage.Modified, "xgroup-setid"),
+	"xgroup|destroy":        streamEvents(storage.GroupDestroyed, "xgroup-destroy"),
+	"xgroup|createconsumer": streamEvents(),
+	"xgroup|delconsumer":    streamEvents(storage.Modified, "xgroup-delconsumer"),
+	"xreadgroup":            streamEvents(),
+	"xclaim":                streamEvents(),
+	"xautoclaim":            streamEvents(),
+}
+
+// streamEvents names a stream command's events by the kind of change
+// (pairs of kind and event); a new consumer is "xgroup-createconsumer"
+// whichever command made it.
+func streamEvents(pairs ...any) *eventSpec {
+	names := map[storage.Change]string{storage.ConsumerCreated: "xgroup-createconsumer"}
+	for i := 0; i < len(pairs); i += 2 {
+		names[pairs[i].(storage.Change)] = pairs[i+1].(string)
+	}
+	return &eventSpec{class: notifyStream, ends: func(_ [][]byte, kind storage.Change) []string {
+		if ev, ok := names[kind]; ok {
+			return []string{ev}
+		}
+		return nil
+	}}
 }
 
 // notifyTouched publishes the events of the change record's entries.
@@ -323,7 +353,8 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 			a.notifyElements(spec, args, t)
 		}
 		a.notifyEvent(notifyGeneric, "del", t.DB, t.Key)
-	case storage.Written, storage.Added, storage.Removed, storage.Modified:
+	case storage.Written, storage.Added, storage.Removed, storage.Modified,
+		storage.GroupDestroyed, storage.ConsumerCreated:
 		if spec == nil {
 			return
 		}

@@ -68,14 +68,21 @@ func (a *Actor) keysTouched() {
 
 // wakeFor marks ready the keys a change may have given something to take:
 // a key written, given elements, renamed, moved or copied onto, and every
-// watched key of two swapped databases. A key whose elements went or whose
-// expiry changed has nothing new for anyone. Marking a key ready is cheap
+// watched key of two swapped databases; and a key deleted, renamed or
+// moved away, or a stream that lost a consumer group, for the stream
+// readers that must then fail. A key whose elements went or whose expiry
+// changed has nothing new for anyone. Marking a key ready is cheap
 // and safe when it turns out to hold nothing wanted (a string, a hash):
 // serving looks at what the key holds before it wakes anyone, and a write
 // wakes at most as many consuming waiters as elements it made available.
 func (a *Actor) wakeFor(t *storage.Touch) {
 	switch t.Kind {
 	case storage.Written, storage.Added, storage.RenamedTo, storage.MovedTo, storage.CopiedTo:
+		a.signalReady(t.DB, t.Key)
+	case storage.Deleted, storage.Expired, storage.RenamedFrom, storage.MovedFrom, storage.GroupDestroyed:
+		// A stream gone, or one of its consumer groups: the clients
+		// blocked reading through a group are answered with Redis's
+		// error (streams.go, xreadGroupTry).
 		a.signalReady(t.DB, t.Key)
 	case storage.Swapped:
 		a.signalDB(t.DB)

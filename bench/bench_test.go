@@ -295,7 +295,7 @@ func TestSmoke(t *testing.T) {
 	if kb, err := rssKB(s.pid()); err != nil || kb <= 0 {
 		t.Fatalf("rss: %v %v", kb, err)
 	}
-	if kb := sampleRSS(s.pid())(); kb <= 0 {
+	if kb := sampleRSS(s.pid(), time.Millisecond)(); kb <= 0 {
 		t.Fatalf("sampled peak RSS %d", kb)
 	}
 	// The sustained scenario's completeness check, on a server that keeps

@@ -115,30 +115,8 @@ func fanoutRun(ctx context.Context, addr string, subs, deliveries, window int, s
 		}
 	}()
 
-	// Watchdog: progress, not a deadline.
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
 	total := int64(msgs) * int64(subs)
-	var stalled bool
-	last, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case now := <-tick.C:
-			if n := received.Load(); n != last {
-				last, lastChange = n, now
-			} else if now.Sub(lastChange) > stallAfter {
-				stalled = true
-				cancel()
-				<-done
-				break wait
-			}
-		}
-	}
+	stalled := awaitProgress(&wg, &received, stallAfter, cancel)
 	switch {
 	case firstErr != nil:
 		return errSample("fanout", firstErr)

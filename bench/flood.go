@@ -86,21 +86,9 @@ func floodRun(ctx context.Context, addr string, pid, conns, perConn, size int, s
 		}()
 	}
 
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	var peak int64
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for sampling := true; sampling; {
-		if kb, err := rssKB(pid); err == nil && kb > peak {
-			peak = kb
-		}
-		select {
-		case <-done:
-			sampling = false
-		case <-tick.C:
-		}
-	}
+	stopSampling := sampleRSS(pid, 20*time.Millisecond)
+	wg.Wait()
+	peak := stopSampling()
 	took := time.Since(start)
 	if firstErr != nil {
 		return sample{Status: statusFailed, Detail: firstErr.Error()}

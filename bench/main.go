@@ -43,6 +43,7 @@ type config struct {
 	durRequests int
 	queue       queueCfg
 	fanout      fanoutCfg
+	group       groupCfg
 	memKeys     int
 	flood       floodCfg
 	sustained   sustainedCfg
@@ -80,7 +81,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "fanout", "memory", "flood", "sustained"}
+var allScenarios = []string{"comparison", "durability", "queue", "streams", "fanout", "memory", "flood", "sustained"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -109,6 +110,7 @@ func parseConfig(args []string) (config, error) {
 	fanSubs := fs.String("fanout-subs", "1,100,1000", "subscriber counts of the fan-out scenario")
 	fanN := fs.Int("fanout-n", 0, "messages delivered per fan-out run (default 1000000; quick 200000)")
 	fanWindow := fs.Int("fanout-window", 16, "PUBLISH commands the fan-out publisher keeps in flight")
+	groupN := fs.Int("group-entries", 0, "entries of the consumer-group scenario (default 40000; quick 8000)")
 	memKeys := fs.Int("mem-keys", 0, "keys loaded for the memory comparison (default 1000000; quick 200000)")
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
 	susN := fs.Int("sustained-n", 0, "SETs of the sustained scenario (default 10000000; quick 1000000)")
@@ -161,6 +163,7 @@ func parseConfig(args []string) (config, error) {
 			pacedItems: pick(*qPaced, 10000, 4000),
 		},
 		fanout:     fanoutCfg{deliveries: pick(*fanN, 1_000_000, 200_000), window: max(*fanWindow, 1)},
+		group:      groupCfg{producers: 4, consumers: 4, entries: pick(*groupN, 40000, 8000)},
 		redka:      *redka,
 		cellarBin:  *cellarBin,
 		stallAfter: *stall,
@@ -389,6 +392,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["queue"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.queue(ctx))
+	}
+	if cfg.scenarios["streams"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.streams(ctx))
 	}
 	if cfg.scenarios["fanout"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.fanout(ctx))

@@ -115,29 +115,7 @@ func queueRun(ctx context.Context, addr string, producers, consumers, items int,
 		}(k)
 	}
 
-	// Watchdog: progress, not a deadline.
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	var stalled bool
-	last, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case now := <-tick.C:
-			if n := consumed.Load(); n != last {
-				last, lastChange = n, now
-			} else if now.Sub(lastChange) > stallAfter {
-				stalled = true
-				cancel()
-				<-done
-				break wait
-			}
-		}
-	}
+	stalled := awaitProgress(&wg, &consumed, stallAfter, cancel)
 	switch {
 	case firstErr != nil:
 		return errSample("queue", firstErr)
@@ -218,4 +196,30 @@ func (r *runner) queue(ctx context.Context) *table {
 	}
 	t.finish()
 	return t
+}
+
+// awaitProgress waits for wg while progress (a count of work done) keeps
+// moving: a watchdog, not a deadline. If the count stands still for
+// stallAfter, it cancels the run, waits for wg all the same and reports
+// stalled.
+func awaitProgress(wg *sync.WaitGroup, progress *atomic.Int64, stallAfter time.Duration, cancel context.CancelFunc) (stalled bool) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	last, lastChange := int64(-1), time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return false
+		case now := <-tick.C:
+			if n := progress.Load(); n != last {
+				last, lastChange = n, now
+			} else if now.Sub(lastChange) > stallAfter {
+				cancel()
+				<-done
+				return true
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ type testDef struct {
 	Name  string   // the row name in tables, and the CSV row prefix
 	T     string   // redis-benchmark -t name, for a built-in test
 	Cmd   []string // a custom command line instead
+	Row   string   // the CSV row's name when it is not Name (redis-benchmark names a custom command's row by the command)
 	Scale float64  // fraction of the base request count (slow tests run fewer)
 	Write bool     // counts among the write goals
 	Read  bool     // counts among the read goals
@@ -42,6 +43,19 @@ var allTests = []testDef{
 		Name: "ZRANGEBYSCORE", Cmd: []string{"ZRANGEBYSCORE", "bench:zset", "0", "100"}, Scale: 0.5, Read: true,
 		seed: func(ctx context.Context, addr string, _ int) error { return seedSortedSet(ctx, addr, 1000) },
 	},
+	{Name: "XADD", Cmd: []string{"XADD", "bench:xadd", "*", "field", "value"}, Scale: 1, Write: true},
+	{
+		Name: "XRANGE_10", Row: "XRANGE", Cmd: []string{"XRANGE", "bench:xrange", "-", "+", "COUNT", "10"}, Scale: 0.5, Read: true,
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedStream(ctx, addr, "bench:xrange", 1000, 64)
+		},
+	},
+	{
+		Name: "XRANGE_100", Row: "XRANGE", Cmd: []string{"XRANGE", "bench:xrange", "-", "+", "COUNT", "100"}, Scale: 0.25, Read: true,
+		seed: func(ctx context.Context, addr string, _ int) error {
+			return seedStream(ctx, addr, "bench:xrange", 1000, 64)
+		},
+	},
 	{
 		Name: "BRPOP", Cmd: []string{"BRPOP", "bench:brpop", "1"}, Scale: 0.5, Write: true,
 		seed: func(ctx context.Context, addr string, n int) error { return seedList(ctx, addr, "bench:brpop", n, 64) },
@@ -50,7 +64,7 @@ var allTests = []testDef{
 
 var quickTests = []string{
 	"PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP", "RPOP",
-	"SADD", "HSET", "ZADD", "LRANGE_100", "MSET", "ZRANGEBYSCORE",
+	"SADD", "HSET", "ZADD", "LRANGE_100", "MSET", "ZRANGEBYSCORE", "XADD", "XRANGE_10",
 }
 
 func findTest(name string) (testDef, bool) {
@@ -112,7 +126,7 @@ func (r *runner) benchOne(ctx context.Context, s *server, t testDef, clients, pi
 	j := rbJob{
 		Clients: clients, Requests: requests, Pipeline: pipeline,
 		Keyspace: r.cfg.keyspace, DataSize: r.cfg.dataSize,
-		Test: t.T, Command: t.Cmd, Row: t.Name,
+		Test: t.T, Command: t.Cmd, Row: orDefault(t.Row, t.Name),
 	}
 	return runBenchmark(ctx, r.peers.redisBenchmark, s.addr(), j, r.cfg.stallAfter, r.cfg.hardLimit)
 }

@@ -49,7 +49,7 @@ func (r *runner) sustained(ctx context.Context) []*table {
 			rss.add(row, sp.Name, smp)
 			continue
 		}
-		stopSampling := sampleRSS(s.pid())
+		stopSampling := sampleRSS(s.pid(), 100*time.Millisecond)
 		j := rbJob{
 			Clients: r.cfg.clients, Requests: sc.requests, Pipeline: 16,
 			Keyspace: sc.keys, DataSize: r.cfg.dataSize, Test: "set", Row: "SET",
@@ -75,16 +75,16 @@ func (r *runner) sustained(ctx context.Context) []*table {
 	return []*table{ops, rss}
 }
 
-// sampleRSS polls pid's RSS every 100 ms until the returned function is
+// sampleRSS polls pid's RSS every interval until the returned function is
 // called, which returns the peak in KiB.
-func sampleRSS(pid int) (stop func() int64) {
+func sampleRSS(pid int, interval time.Duration) (stop func() int64) {
 	var mu sync.Mutex
 	var peak int64
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			if kb, err := rssKB(pid); err == nil {

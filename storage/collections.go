@@ -113,7 +113,9 @@ func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
 		return nil, err
 	}
 	s.Created(db)
-	s.cache.putColl(db, key, t, id, 0, 0)
+	if t != TypeStream { // a stream keeps its own row (streams.go)
+		s.cache.putColl(db, key, t, id, 0, 0)
+	}
 	c := &Coll{DB: db, Key: key, Type: t, ID: id, created: true}
 	s.changed(c, false)
 	return c, nil

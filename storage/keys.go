@@ -120,6 +120,8 @@ func (s *Store) dropElements(t Type, id int64) error {
 		return s.dropList(id)
 	case TypeHash, TypeSet, TypeZSet:
 		return s.dropCollElements(t, id)
+	case TypeStream:
+		return s.dropStream(id)
 	}
 	return nil
 }
@@ -133,6 +135,8 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 		return s.copyList(from, to)
 	case TypeHash, TypeSet, TypeZSet:
 		return s.copyCollElements(t, from, to)
+	case TypeStream:
+		return s.copyStream(from, to)
 	}
 	return nil
 }
@@ -450,6 +454,9 @@ func (s *Store) FlushDB(db int) error {
 // dropAllElements removes the elements of every collection in db.
 func (s *Store) dropAllElements(db int) error {
 	if err := s.dropAllLists(db); err != nil {
+		return err
+	}
+	if err := s.dropAllStreams(db); err != nil {
 		return err
 	}
 	return s.dropAllCollElements(db)

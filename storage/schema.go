@@ -122,6 +122,58 @@ INSERT INTO counters VALUES ('redo_position', 0);`},
 -- (blobs.go): the trigger ran on every UPDATE of keys.value, strings and
 -- collection counts alike, for a quarter of a SET's cost.
 DROP TRIGGER IF EXISTS keys_blob_replaced;`},
+	{8, "streams", `
+-- Streams. IDs are two unsigned 64-bit numbers (ms, seq); SQLite integers
+-- are signed, so every ID part is stored shifted by -2^63 (streamID.col),
+-- which keeps their order. The entry count is keys.value, as for the
+-- other collections; the rest of the stream's metadata is one row here.
+CREATE TABLE streams (
+	id            INTEGER PRIMARY KEY,       -- keys.id of the stream
+	last_ms       INTEGER NOT NULL,          -- the last ID generated
+	last_seq      INTEGER NOT NULL,
+	del_ms        INTEGER NOT NULL,          -- the largest ID XDEL removed
+	del_seq       INTEGER NOT NULL,
+	entries_added INTEGER NOT NULL           -- every entry ever added
+);
+-- Entries in ID order: XRANGE is an index range, XADD an append at the
+-- end, trimming a range delete at the start.
+CREATE TABLE stream_entries (
+	id     INTEGER NOT NULL,
+	ms     INTEGER NOT NULL,
+	seq    INTEGER NOT NULL,
+	fields BLOB    NOT NULL,                 -- field/value pairs (streams.go)
+	PRIMARY KEY (id, ms, seq)
+) WITHOUT ROWID;
+-- Consumer groups, consumers and pending entries, in name and ID order
+-- (the order XINFO and XPENDING reply in).
+CREATE TABLE stream_groups (
+	id           INTEGER NOT NULL,
+	name         BLOB    NOT NULL,
+	last_ms      INTEGER NOT NULL,           -- last delivered ID
+	last_seq     INTEGER NOT NULL,
+	entries_read INTEGER NOT NULL,           -- -1: not known
+	PRIMARY KEY (id, name)
+) WITHOUT ROWID;
+CREATE TABLE stream_consumers (
+	id    INTEGER NOT NULL,
+	grp   BLOB    NOT NULL,
+	name  BLOB    NOT NULL,
+	seen  INTEGER NOT NULL,                  -- unix ms of its last command
+	PRIMARY KEY (id, grp, name)
+) WITHOUT ROWID;
+CREATE TABLE stream_pel (
+	id        INTEGER NOT NULL,
+	grp       BLOB    NOT NULL,
+	ms        INTEGER NOT NULL,
+	seq       INTEGER NOT NULL,
+	consumer  BLOB    NOT NULL,
+	delivered INTEGER NOT NULL,              -- unix ms of the last delivery
+	count     INTEGER NOT NULL,              -- deliveries
+	PRIMARY KEY (id, grp, ms, seq)
+) WITHOUT ROWID;
+-- A consumer's pending entries in ID order (XPENDING ... consumer, XINFO,
+-- XREADGROUP's history, DELCONSUMER).
+CREATE INDEX stream_pel_by_consumer ON stream_pel (id, grp, consumer, ms, seq);`},
 }
 
 // schemaVersion is the version this build writes.

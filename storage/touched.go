@@ -60,11 +60,17 @@ const (
 	// change that created it, and only while RecordNew is set: keyspace
 	// notifications' "new" event is its one reader).
 	Created
+	// GroupDestroyed: a consumer group of the stream Key was destroyed
+	// (XGROUP DESTROY); clients blocked reading through it must hear so.
+	GroupDestroyed
+	// ConsumerCreated: a consumer was added to a group of the stream Key
+	// (XGROUP CREATECONSUMER, or a read or claim naming a new consumer).
+	ConsumerCreated
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped", "created"}
+	"flushed", "swapped", "created", "group-destroyed", "consumer-created"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {

@@ -39,6 +39,7 @@ func TestKeyspaceStatsMatchRedis(t *testing.T) {
 		{"SADD", "st", "a", "b", "c"}, {"SADD", "st2", "b", "c", "d"},
 		{"ZADD", "z", "1", "a", "2", "b", "3", "c"}, {"ZADD", "z2", "1", "a", "5", "d"},
 		{"SET", "e", "v", "PX", "1"}, {"RPUSH", "el", "x"}, {"PEXPIRE", "el", "1"},
+		{"XADD", "x", "1-0", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "0"},
 	}
 	cases := []string{
 		// Strings: reads count, writes do not, the GET forms of writes do.
@@ -86,6 +87,13 @@ func TestKeyspaceStatsMatchRedis(t *testing.T) {
 		"ZUNIONSTORE d 2 z z2", "ZUNIONSTORE d 2 s z", "ZINTER 2 z z2", "ZINTERSTORE d 2 z z2",
 		"ZDIFF 2 z z2", "ZDIFFSTORE d 2 z z2", "ZINTERCARD 2 z z2", "ZUNION 2 z st",
 		"ZRANDMEMBER z", "ZRANDMEMBER z 2", "ZSCAN z 0",
+		// Streams.
+		"XADD x * f v", "XADD nope NOMKSTREAM * f v", "XLEN x", "XLEN nope", "XLEN s", "XRANGE x - +",
+		"XRANGE nope - +", "XREVRANGE x + -", "XDEL x 1-0", "XTRIM x MAXLEN 0", "XREAD STREAMS x nope 0 0",
+		"XREAD STREAMS x $", "XREAD STREAMS s 0", "XREADGROUP GROUP g c STREAMS x >", "XREADGROUP GROUP g c STREAMS x 0",
+		"XACK x g 1-0", "XACK nope g 1-0", "XPENDING x g", "XPENDING x g - + 10", "XCLAIM x g c 0 1-0",
+		"XAUTOCLAIM x g c 0 0", "XINFO STREAM x", "XINFO GROUPS nope", "XINFO CONSUMERS x g",
+		"XGROUP CREATECONSUMER x g d", "XGROUP SETID x g 0", "XSETID x 99-0",
 	}
 	for _, line := range cases {
 		args, err := splitLine(line)

@@ -41,6 +41,15 @@ var notifyScript = [][]string{
 	{"ZREMRANGEBYSCORE", "z", "0", "0"}, {"ZPOPMIN", "z"}, {"ZPOPMAX", "z"}, {"ZMPOP", "1", "z", "MIN"},
 	{"ZADD", "z2", "1", "a", "2", "b"}, {"ZUNIONSTORE", "z3", "1", "z2"}, {"ZRANGESTORE", "z4", "z2", "0", "0"},
 	{"ZINTERSTORE", "z5", "1", "z2"}, {"ZDIFFSTORE", "z6", "1", "z2"}, {"ZREMRANGEBYRANK", "z2", "0", "-1"},
+	// streams
+	{"XADD", "xs", "1-1", "f", "v"}, {"XADD", "xs", "MAXLEN", "1", "2-1", "f", "v"}, {"XTRIM", "xs", "MAXLEN", "0"},
+	{"XADD", "xs", "3-1", "f", "v"}, {"XDEL", "xs", "3-1", "9-9"}, {"XGROUP", "CREATE", "xs", "g", "0"},
+	{"XGROUP", "CREATE", "xs2", "g", "$", "MKSTREAM"}, {"XGROUP", "CREATECONSUMER", "xs", "g", "c"},
+	{"XGROUP", "SETID", "xs", "g", "0"}, {"XADD", "xs", "4-1", "f", "v"},
+	{"XREADGROUP", "GROUP", "g", "c2", "STREAMS", "xs", ">"}, {"XCLAIM", "xs", "g", "c3", "0", "4-1", "JUSTID"},
+	{"XAUTOCLAIM", "xs", "g", "c4", "0", "0", "JUSTID"}, {"XACK", "xs", "g", "4-1"},
+	{"XGROUP", "DELCONSUMER", "xs", "g", "c"}, {"XSETID", "xs", "10-1"}, {"XGROUP", "DESTROY", "xs", "g"},
+	{"XADD", "xs3", "NOMKSTREAM", "5-1", "f", "v"},
 	// reads of missing keys: "keymiss" (class m)
 	{"GET", "nokey"}, {"STRLEN", "nokey"}, {"EXISTS", "nokey", "s"}, {"LRANGE", "nokey", "0", "-1"}, {"LLEN", "nokey"},
 	{"LINDEX", "nokey", "0"}, {"HGET", "nokey", "f"}, {"SMEMBERS", "nokey"}, {"ZSCORE", "nokey", "a"}, {"TTL", "nokey"},

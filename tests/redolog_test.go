@@ -55,6 +55,23 @@ func TestReplayRebuildsFromTheLog(t *testing.T) {
 	do("ZADD", "z", "1", "one", "2", "two")
 	do("HSET", "h", "f", "v")
 	do("RENAME", "before:2", "renamed")
+	// Streams: IDs made from the clock, a group's reads, acks and claims
+	// (the PEL's delivery times and the consumers' seen times are
+	// absolute, in XINFO STREAM FULL, and must come back the same).
+	var ids []string
+	for i := range 4 {
+		id, err := c.XAdd(ctx, &redis.XAddArgs{Stream: "events", Values: []string{"n", strconv.Itoa(i)}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	do("XGROUP", "CREATE", "events", "g", "0")
+	do("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "events", ">")
+	do("XACK", "events", "g", ids[0])
+	do("XCLAIM", "events", "g", "bob", "0", ids[1], "JUSTID")
+	do("XADD", "events", "MAXLEN", "~", "2", "*", "n", "4")
+	do("XDEL", "events", ids[2])
 	// A blocked client woken by a push: its pop is a write too.
 	blocked := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer blocked.Close()
@@ -69,6 +86,20 @@ func TestReplayRebuildsFromTheLog(t *testing.T) {
 	do("RPUSH", "queue", "job1", "job2")
 	if v := <-popped; len(v) != 2 || v[1] != "job1" {
 		t.Fatalf("BLPOP: %v", v)
+	}
+	// And a blocked XREADGROUP woken by an XADD: its delivery is a write.
+	do("XREADGROUP", "GROUP", "g", "dave", "STREAMS", "events", ">") // the group is at the end
+	read := make(chan error, 1)
+	go func() {
+		_, err := blocked.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "carol", Streams: []string{"events", ">"}, Block: 0}).Result()
+		read <- err
+	}()
+	waitFor(t, 20*time.Second, "the reader to block", func() bool {
+		return strings.Contains(c.Info(ctx, "clients").Val(), "blocked_clients:1")
+	})
+	do("XADD", "events", "*", "n", "5")
+	if err := <-read; err != nil {
+		t.Fatalf("XREADGROUP BLOCK: %v", err)
 	}
 
 	want := dumpKeyspace(t, c)
@@ -124,6 +155,8 @@ func dumpKeyspace(t *testing.T, c *redis.Client) string {
 			v = c.HGetAll(ctx, k).Val()
 		case "zset":
 			v = c.ZRangeWithScores(ctx, k, 0, -1).Val()
+		case "stream":
+			v = c.Do(ctx, "XINFO", "STREAM", k, "FULL", "COUNT", "0").Val()
 		}
 		// The absolute expiry: a replayed EXPIRE runs at its recorded time.
 		at := c.PExpireTime(ctx, k).Val()

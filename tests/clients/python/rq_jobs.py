@@ -15,11 +15,8 @@ import cellar_jobs
 port = int(sys.argv[1])
 r = redis.Redis(port=port)
 r.flushall()
-# RQ keeps results in a Redis stream (XADD) when the server is 5.0 or
-# later; Cellar has no streams, so RQ is told the server predates them and
-# keeps results in the job's hash, as it does for Redis 4. RQ caches the
-# version on the connection under this attribute (rq/utils.py get_version).
-setattr(r, "__rq_redis_server_version", (4, 0, 0))
+# RQ keeps results in a Redis stream (XADD) on a 5.0-or-later server, as
+# Cellar says it is; its worker also listens on Pub/Sub for commands.
 q = Queue("cellar", connection=r)
 jobs = [q.enqueue(cellar_jobs.add, i, 1000) for i in range(20)]
 failing = q.enqueue(cellar_jobs.fail)
