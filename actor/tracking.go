@@ -205,8 +205,21 @@ func (a *Actor) rememberReads(s *session) {
 func (a *Actor) invalidateTouched(ts []storage.Touch) {
 	cur := a.current()
 	flushed := false
+	// Redis 7.0 does not count a change to a stream's consumer groups,
+	// consumers or pending entries, nor XSETID, as a modification of the
+	// key (no signalModifiedKey): storage records them as Modified,
+	// ConsumerCreated or GroupDestroyed, made by a stream command.
+	streamMeta := false
+	if a.depth > 0 {
+		if cmd := a.frames[a.depth-1].ctx.cmd; cmd != nil && cmd.meta != nil && cmd.meta.Group == "stream" {
+			streamMeta = true
+		}
+	}
 	for i := range ts {
 		t := &ts[i]
+		if streamMeta && (t.Kind == storage.Modified || t.Kind == storage.ConsumerCreated || t.Kind == storage.GroupDestroyed) {
+			continue
+		}
 		switch t.Kind {
 		case storage.Flushed:
 			if !flushed {

@@ -853,3 +853,84 @@ func TestTrackingWokenWaiter(t *testing.T) {
 		t.Run(fmt.Sprintf("redis/noloop=%v", noloop), func(t *testing.T) { trackingWokenWaiter(t, redisAddr, noloop) })
 	}
 }
+
+// trackedWrites reports, for each write, whether it invalidated the key a
+// tracking client had read (Redis: whether it signals the key modified).
+func trackedWrites(t *testing.T, addr string) map[string]bool {
+	w, c := dialRaw(t, addr), dialRaw(t, addr)
+	w.expect(status("OK"), "FLUSHALL")
+	hello3(c)
+	c.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	cases := []struct {
+		key, setup, read string
+		writes           []string
+	}{
+		{"s", "SET s v", "GET s", []string{"SET s v", "APPEND s x", "APPEND s \"\"", "SETRANGE s 0 v", "INCR s2",
+			"EXPIRE s 100", "PERSIST s", "EXPIRE s 100 GT", "SET s v NX", "SETNX s v", "GETSET s v", "GETDEL s", "DEL s",
+			"RENAME s s3", "COPY s s4", "MOVE s 1", "UNLINK s", "GETEX s PX 100", "GETEX s", "TOUCH s"}},
+		{"l", "RPUSH l a b", "LRANGE l 0 -1", []string{"LSET l 0 a", "LTRIM l 0 -1", "LREM l 0 z", "LPUSH l c",
+			"RPOP l", "LPUSHX l d", "LINSERT l BEFORE z q", "LMOVE l l LEFT RIGHT"}},
+		{"h", "HSET h f v", "HGETALL h", []string{"HSET h f v", "HSETNX h f v", "HDEL h z", "HINCRBY h n 1"}},
+		{"st", "SADD st a", "SMEMBERS st", []string{"SADD st a", "SREM st z", "SMOVE st st a", "SPOP st 0"}},
+		{"z", "ZADD z 1 a", "ZRANGE z 0 -1", []string{"ZADD z 1 a", "ZADD z 2 a", "ZINCRBY z 0 a", "ZREM z b",
+			"ZREMRANGEBYSCORE z 5 6", "ZPOPMIN z 0"}},
+		{"x", "XADD x 1-1 f v", "XRANGE x - +", []string{"XADD x 2-1 f v", "XGROUP CREATE x g 0", "XGROUP CREATE x g2 0 MKSTREAM",
+			"XSETID x 9-9", "XTRIM x MAXLEN 5", "XTRIM x MAXLEN 0", "XDEL x 9-9", "XDEL x 1-1"}},
+	}
+	invalidated := map[string]bool{}
+	for _, tc := range cases {
+		for _, write := range tc.writes {
+			w.do("DEL", tc.key, "s2", "s3", "s4")
+			w.do(strings.Fields(tc.setup)...)
+			if strings.HasPrefix(write, "XGROUP CREATE x g ") || strings.HasPrefix(write, "XSETID") {
+				w.do("XGROUP", "DESTROY", "x", "g")
+			}
+			c.do(strings.Fields(tc.read)...)
+			args := strings.Fields(write)
+			for i, a := range args {
+				if a == `""` {
+					args[i] = ""
+				}
+			}
+			w.do(args...)
+			got := c.do("PING")
+			switch got {
+			case inv(tc.key):
+				invalidated[write] = true
+				if got := c.read(); got != status("PONG") {
+					t.Fatalf("%s: got %q after the invalidation", write, got)
+				}
+			case status("PONG"):
+			default:
+				t.Fatalf("%s: got %q", write, got)
+			}
+			// Leave the key untracked for the next write.
+			w.do("DEL", tc.key)
+			if got := c.do("PING"); got == inv(tc.key) {
+				c.read()
+			}
+		}
+	}
+	return invalidated
+}
+
+// The writes that invalidate a tracked key are Redis's: those that signal
+// it modified (stream group changes and XSETID do not, in Redis 7.0).
+func TestTrackingWrites(t *testing.T) {
+	s := startServer(t)
+	want := trackedWrites(t, startRedis(t))
+	got := trackedWrites(t, s.addr)
+	if len(want) < 20 {
+		t.Fatalf("redis invalidated on only %d writes", len(want))
+	}
+	for wr := range want {
+		if !got[wr] {
+			t.Errorf("%s: Redis invalidates the key, Cellar does not", wr)
+		}
+	}
+	for wr := range got {
+		if !want[wr] {
+			t.Errorf("%s: Cellar invalidates the key, Redis does not", wr)
+		}
+	}
+}
