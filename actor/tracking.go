@@ -120,9 +120,9 @@ func (c *Ctx) trackRead(key []byte) {
 
 // trackFailedRead notes the keys of a read-only command that failed before
 // it looked any up (a syntax error in its arguments): Redis remembers the
-// keys its key specs find whatever the reply (getKeysUsingKeySpecs: a
-// range from an index, or a count of keys; a spec that does not fit the
-// arguments means no keys at all).
+// keys its key specs find whatever the reply (getKeysUsingKeySpecs: from
+// an index or after a keyword, a range or a count of keys; a spec that
+// does not fit the arguments means no keys at all).
 func (c *Ctx) trackFailedRead() {
 	if c.cmd.meta == nil {
 		return
@@ -130,10 +130,34 @@ func (c *Ctx) trackFailedRead() {
 	argc := len(c.args)
 	var found [][]byte
 	for _, k := range c.cmd.meta.KeySpecs {
-		if k.BeginSearch.Index == nil {
-			return // keyword searches: no read command Cellar has uses one
+		first, last, step := 0, 0, 1
+		switch bs := k.BeginSearch; {
+		case bs.Index != nil:
+			first = bs.Index.Pos
+		case bs.Keyword != nil:
+			// The argument after the keyword, searched from startfrom
+			// (from the end when negative); none: this spec has no keys.
+			from, to := bs.Keyword.StartFrom, argc-1
+			if from <= 0 {
+				from, to = argc+from, 0
+			}
+			for i := from; i != to && i >= 1 && i < argc; {
+				if eqFold(c.args[i], bs.Keyword.Keyword) {
+					first = i + 1
+					break
+				}
+				if from <= to {
+					i++
+				} else {
+					i--
+				}
+			}
+			if first == 0 {
+				continue
+			}
+		default:
+			return
 		}
-		first, last, step := k.BeginSearch.Index.Pos, 0, 1
 		switch fk := k.FindKeys; {
 		case fk.Range != nil:
 			step = fk.Range.Step

@@ -625,8 +625,10 @@ func trackedReads(t *testing.T, addr string) map[string]bool {
 		reads []string
 	}{
 		{"SET s v", []string{"GET s", "STRLEN s", "GETRANGE s 0 1", "GETRANGE s a b", "SUBSTR s 0 1", "EXISTS s",
-			"TYPE s", "TTL s", "PTTL s", "EXPIRETIME s", "PEXPIRETIME s", "TOUCH s", "OBJECT ENCODING s", "MGET s x",
+			"TYPE s", "TTL s", "PTTL s", "EXPIRETIME s", "PEXPIRETIME s", "TOUCH s", "OBJECT ENCODING s", "MGET s none",
 			"GET s extra", "LRANGE s 0 -1", "SMEMBERS s", "OBJECT FOO s", "EXISTS s s2", "GETRANGE s 0"}},
+		{"XADD x 1-1 f v", []string{"XRANGE x - +", "XRANGE x a b", "XREVRANGE x + -", "XLEN x", "XREAD STREAMS x 0",
+			"XREAD COUNT x STREAMS x 0", "XREAD COUNT 1 STREAMS x y", "XREAD STREAMS x", "XINFO STREAM x"}},
 		{"RPUSH l a b", []string{"LRANGE l 0 -1", "LLEN l", "LINDEX l 0", "LINDEX l x", "LPOS l a", "LPOS l a RANK 0",
 			"LRANGE l a b"}},
 		{"HSET h f v", []string{"HGET h f", "HMGET h f g", "HLEN h", "HGETALL h", "HKEYS h", "HVALS h", "HEXISTS h f",
