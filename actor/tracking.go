@@ -112,7 +112,9 @@ func (a *Actor) current() *session {
 // by countLookup for read-only commands of tracking clients).
 func (c *Ctx) trackRead(key []byte) {
 	t := c.s.track
-	if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) || c.cmd.Is(FlagPubSub) {
+	if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) || c.cmd.Is(FlagPubSub) || c.woken {
+		// A woken waiter's retry (XREAD BLOCK served) tracks nothing:
+		// Redis remembers the keys of the command once, when it runs.
 		return
 	}
 	c.a.track.reads = append(c.a.track.reads, key)

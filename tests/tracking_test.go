@@ -936,3 +936,34 @@ func TestTrackingWrites(t *testing.T) {
 		}
 	}
 }
+
+// trackingBlockedXRead: XREAD BLOCK tracks its keys when it runs; the XADD
+// that serves it invalidates them (before the XREAD's reply), and serving
+// tracks nothing again.
+func trackingBlockedXRead(t *testing.T, addr string) {
+	w, c := dialRaw(t, addr), dialRaw(t, addr)
+	w.expect(status("OK"), "FLUSHALL")
+	hello3(c)
+	c.expect(status("OK"), "CLIENT", "TRACKING", "ON")
+	c.send(encode("XREAD", "BLOCK", "0", "STREAMS", "xs", "$"))
+	waitFor(t, 10*time.Second, "XREAD to block", func() bool { return infoField(t, w, "clients", "blocked_clients") == "1" })
+	w.expect(bulk("1-1"), "XADD", "xs", "1-1", "f", "v")
+	if got := c.read(); got != inv("xs") {
+		t.Fatalf("before the XREAD reply: got %q", got)
+	}
+	if got := c.read(); !strings.HasPrefix(got, "%1\r\n$2\r\nxs\r\n") {
+		t.Fatalf("XREAD reply: got %q", got)
+	}
+	w.expect(bulk("2-1"), "XADD", "xs", "2-1", "f", "v")
+	quiet(c)
+	if got := infoField(t, w, "stats", "tracking_total_keys"); got != "0" {
+		t.Fatalf("tracking_total_keys %s after serving", got)
+	}
+}
+
+func TestTrackingBlockedXRead(t *testing.T) {
+	s := startServer(t)
+	redisAddr := startRedis(t)
+	t.Run("cellar", func(t *testing.T) { trackingBlockedXRead(t, s.addr) })
+	t.Run("redis", func(t *testing.T) { trackingBlockedXRead(t, redisAddr) })
+}
