@@ -93,6 +93,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		PubsubSoftLimit:      cfg.OutputBuffer.PubsubSoftLimit,
 		PubsubSoftTime:       cfg.OutputBuffer.PubsubSoftSeconds,
 		NotifyKeyspaceEvents: cfg.NotifyKeyspaceEvents,
+		TrackingTableMaxKeys: cfg.TrackingTableMaxKeys,
 		Clients:              clients,
 		Log:                  rlog,
 		FlushInterval:        cfg.Storage.FlushInterval,

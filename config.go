@@ -59,6 +59,10 @@ type Config struct {
 	// keyspace notifications are published ("" for none; flags K E g $ l s
 	// h z x e t m n d A, as in Redis).
 	NotifyKeyspaceEvents string `koanf:"notify_keyspace_events"`
+	// TrackingTableMaxKeys is Redis's tracking-table-max-keys: how many
+	// keys client-side caching's tracking table may hold; past it keys are
+	// evicted with invalidation messages. 0 means no limit.
+	TrackingTableMaxKeys int `koanf:"tracking_table_max_keys"`
 
 	Storage  StorageConfig  `koanf:"storage"`
 	SQLite   SQLiteConfig   `koanf:"sqlite"`
@@ -177,17 +181,18 @@ func DefaultConfig() Config {
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer: OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second,
 			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second},
-		MaxBacklog:       8 << 20,
-		MaxMemoryClients: 256 << 20,
-		TCPKeepAlive:     300 * time.Second,
-		ShutdownTimeout:  10 * time.Second,
-		Storage:          StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
-		SQLite:           SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
-		Offload:          OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
-		Expiry:           ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
-		Blocking:         BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
-		Transactions:     TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
-		Lua:              LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
+		MaxBacklog:           8 << 20,
+		MaxMemoryClients:     256 << 20,
+		TrackingTableMaxKeys: 1000000,
+		TCPKeepAlive:         300 * time.Second,
+		ShutdownTimeout:      10 * time.Second,
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
+		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
+		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
+		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
+		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
+		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
+		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 	}
 }
 
@@ -382,6 +387,8 @@ func (c Config) Validate() error {
 		return bad("output_buffer.hard_limit", "must be at least 1048576, not %d", c.OutputBuffer.HardLimit)
 	case c.OutputBuffer.SoftLimit < 0 || c.OutputBuffer.SoftLimit > c.OutputBuffer.HardLimit:
 		return bad("output_buffer.soft_limit", "must be between 0 and output_buffer.hard_limit (%d), not %d", c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit)
+	case c.TrackingTableMaxKeys < 0:
+		return bad("tracking_table_max_keys", "must be 0 (no limit) or more, not %d", c.TrackingTableMaxKeys)
 	case notifyErr(c.NotifyKeyspaceEvents) != nil:
 		return bad("notify_keyspace_events", "%v", notifyErr(c.NotifyKeyspaceEvents))
 	case c.OutputBuffer.PubsubHardLimit < 0:

@@ -45,6 +45,7 @@ type Actor struct {
 	blk     blocking
 	ps      pubsub
 	watches watching // WATCH's index (multi.go)
+	track   tracking // client-side caching's tables (tracking.go)
 	pause   pausing  // CLIENT PAUSE (pause.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
@@ -125,6 +126,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		start:    time.Now(),
 		sessions: map[uint64]*session{},
 	}
+	a.track.maxKeys = cfg.TrackingTableMaxKeys
 	flags, err := ParseNotifyFlags(cfg.NotifyKeyspaceEvents)
 	if err != nil {
 		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)

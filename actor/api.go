@@ -125,6 +125,10 @@ type Config struct {
 	// busy-reply-threshold, alias lua-time-limit).
 	MaxScripts         int
 	BusyReplyThreshold time.Duration
+
+	// TrackingTableMaxKeys bounds client-side caching's tracking table
+	// (tracking.go); 0: no limit.
+	TrackingTableMaxKeys int
 }
 
 func (c Config) withDefaults() Config {

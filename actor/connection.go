@@ -62,6 +62,11 @@ type session struct {
 	// softSince: the client's output has been above the pubsub soft
 	// limit since then (zero: it is not).
 	softSince time.Time
+	// track is CLIENT TRACKING's state, nil while off; trackItems how
+	// many entries of the tracking table hold the client's id
+	// (tracking.go).
+	track      *trackState
+	trackItems int
 }
 
 func (a *Actor) openSession(info ConnInfo, now time.Time) {
@@ -98,6 +103,7 @@ func (a *Actor) endSession(id uint64) bool {
 	a.resetState(s)
 	a.dropHeld(s)
 	delete(a.sessions, id)
+	a.forgetSession(s)
 	if e := a.log.Debug(); e.Enabled() {
 		e.Uint64("client", id).Str("addr", s.addr).Msg("session ended")
 	}
@@ -138,6 +144,10 @@ var connectionCommands = []*Command{
 		{Name: "client|pause", Summary: "Holds clients' commands (all, or only writes) for a time.", Handler: cmdClientPause},
 		{Name: "client|unpause", Summary: "Ends a CLIENT PAUSE at once.", Handler: cmdClientUnpause},
 		{Name: "client|reply", Summary: "Turns the connection's replies on or off, or skips the next one.", Handler: cmdClientReply},
+		{Name: "client|tracking", Summary: "Turns client-side caching's key tracking on or off, with its options.", Handler: cmdClientTracking},
+		{Name: "client|caching", Summary: "Says whether the next command's keys are tracked (OPTIN/OPTOUT tracking).", Handler: cmdClientCaching},
+		{Name: "client|getredir", Summary: "Returns the client id invalidations are redirected to.", Handler: cmdClientGetRedir},
+		{Name: "client|trackinginfo", Summary: "Describes the connection's key tracking.", Handler: cmdClientTrackingInfo},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
 	}},
 }
@@ -201,6 +211,7 @@ func cmdReset(c *Ctx) error {
 func (a *Actor) resetState(s *session) {
 	a.resetTx(s)
 	a.unsubscribeAll(s)
+	a.disableTracking(s)
 	s.reply = replyOn
 }
 
@@ -429,7 +440,7 @@ func cmdClientOnOff(set func(s *session, on bool)) func(c *Ctx) error {
 // order.
 func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	// In Redis's order (CLIENT LIST's flags).
-	var fl [4]byte
+	var fl [8]byte
 	flags := fl[:0]
 	if s.subscribed {
 		flags = append(flags, 'P')
@@ -440,6 +451,7 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	if s.blocked != nil {
 		flags = append(flags, 'b')
 	}
+	flags = trackingFlags(flags, s)
 	if s.watchDirty {
 		flags = append(flags, 'd')
 	}
@@ -495,7 +507,7 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
 	app("user", "default")
-	app("redir", "-1")
+	app("redir", redirField(s))
 	app("resp", num(int64(s.resp)))
 	app("lib-name", s.libName)
 	b = append(b, "lib-ver="...)
@@ -685,6 +697,10 @@ func cmdClientHelp(c *Ctx) error {
 		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
 		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
 		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]", "         [OPTIN] [OPTOUT] [NOLOOP]", "    Control server assisted client side caching.",
+		"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+		"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
+		"TRACKINGINFO", "    Report tracking status for the current connection.",
 		"HELP", "    This help.",
 	})
 }

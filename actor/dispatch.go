@@ -95,6 +95,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	}
 	if a.depth == 0 {
 		s.lastCmd = cmd.Name // as in Redis, CLIENT LIST names EXEC, not what it ran
+		if a.track.clients > 0 {
+			a.limitTracking(s, w) // tracking-table-max-keys (tracking.go)
+		}
 	}
 	// Writes are refused while they cannot be made durable; so is an EXEC
 	// of a queue with writes, and a write MULTI would queue (as Redis's
@@ -133,9 +136,13 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		}
 	}
 	// What the command changed is acted on once, after its savepoint is
-	// released or undone below (touched.go).
-	defer a.keysTouched()
+	// released or undone below (touched.go); then the keys it read are
+	// remembered for a tracking client (tracking.go).
+	defer a.commandDone(s)
 	err := c.run()
+	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 {
+		c.trackFailedRead() // tracking.go
+	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
 	if err == nil {
 		if cmd.Is(FlagWrite) {

@@ -26,9 +26,10 @@
 //     delivered.
 //  2. In-order replies: a session's batches run in submission order, and
 //     each completion carries the batch's sequence number for the loop's
-//     reply FIFO. A push (Pub/Sub message, keyspace notification) carries
-//     the number of the client's last batch the actor ran, and leaves
-//     after that batch's replies (pubsub.go).
+//     reply FIFO. A push (Pub/Sub message, keyspace notification, tracking
+//     invalidation) carries the number of the client's last batch the
+//     actor ran, and leaves after that batch's replies (pubsub.go,
+//     tracking.go).
 //  3. Counting notification: Sink.Deliver is the loop's counting mailbox;
 //     the actor hands each round's completions over in one call per sink.
 //  4. Generation-checked delivery: completions name their connection by

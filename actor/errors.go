@@ -18,54 +18,66 @@ type ReplyError string
 func (e ReplyError) Error() string { return string(e) }
 
 const (
-	ErrSyntax           ReplyError = "ERR syntax error"
-	ErrNotInteger       ReplyError = "ERR value is not an integer or out of range"
-	ErrNotFloat         ReplyError = "ERR value is not a valid float"
-	ErrWrongType        ReplyError = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	ErrOverflow         ReplyError = "ERR increment or decrement would overflow"
-	ErrDecrOverflow     ReplyError = "ERR decrement would overflow"
-	ErrIncrNaNOrInf     ReplyError = "ERR increment would produce NaN or Infinity"
-	ErrNoSuchKey        ReplyError = "ERR no such key"
-	ErrNoAuth           ReplyError = "NOAUTH Authentication required."
-	ErrWrongPass        ReplyError = "WRONGPASS invalid username-password pair or user is disabled."
-	ErrAuthNotSet       ReplyError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	ErrHelloNoAuth      ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	ErrNoProto          ReplyError = "NOPROTO unsupported protocol version"
-	ErrDBIndex          ReplyError = "ERR DB index is out of range"
-	ErrInvalidDB        ReplyError = "ERR invalid DB index"
-	ErrSameObject       ReplyError = "ERR source and destination objects are the same"
-	ErrStringTooLong    ReplyError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
-	ErrOffsetRange      ReplyError = "ERR offset is out of range"
-	ErrClientName       ReplyError = "ERR Client names cannot contain spaces, newlines or special characters."
-	ErrNoSuchClient     ReplyError = "ERR No such client"
-	ErrInvalidCursor    ReplyError = "ERR invalid cursor"
-	ErrMaxClients       ReplyError = "ERR max number of clients reached"
-	ErrNXAndXX          ReplyError = "ERR XX and NX options at the same time are not compatible"
-	ErrGTLTNX           ReplyError = "ERR GT and LT options at the same time are not compatible"
-	ErrNXWithGTLT       ReplyError = "ERR NX and XX, GT or LT options at the same time are not compatible"
-	ErrTimeoutNotFloat  ReplyError = "ERR timeout is not a float or out of range"
-	ErrTimeoutNegative  ReplyError = "ERR timeout is negative"
-	ErrTooManyBlocked   ReplyError = "ERR too many blocked clients"
-	ErrUnblocked        ReplyError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-	ErrWritesFailing    ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
-	ErrShuttingDown     ReplyError = "ERR Cellar is shutting down"
-	ErrSaveInProgress   ReplyError = "ERR Background save already in progress"
-	ErrNoShutdown       ReplyError = "ERR No shutdown in progress."
-	ErrShutdownFailed   ReplyError = "ERR Errors trying to SHUTDOWN. Check logs."
-	ErrIndexOutOfRange  ReplyError = "ERR index out of range"
-	ErrCountNegative    ReplyError = "ERR value is out of range, must be positive"
-	ErrBitOffset        ReplyError = "ERR bit offset is not an integer or out of range"
-	ErrConfigGetArgs    ReplyError = "ERR wrong number of arguments for 'config|get' command"
-	ErrUnknownSection   ReplyError = "ERR unknown section"
-	ErrMinMaxNotFloat   ReplyError = "ERR min or max is not a float"
-	ErrProtoVersion     ReplyError = "ERR Protocol version is not an integer or out of range"
-	ErrInvalidClientID  ReplyError = "ERR Invalid client ID"
-	ErrClientIDPositive ReplyError = "ERR client-id should be greater than 0"
-	ErrMinMaxLex        ReplyError = "ERR min or max not valid string range item"
-	ErrResultNaN        ReplyError = "ERR resulting score is not a number (NaN)"
-	ErrWeightNotFloat   ReplyError = "ERR weight value is not a float"
-	ErrNumKeysPositive  ReplyError = "ERR numkeys should be greater than 0"
-	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
+	ErrSyntax        ReplyError = "ERR syntax error"
+	ErrNotInteger    ReplyError = "ERR value is not an integer or out of range"
+	ErrNotFloat      ReplyError = "ERR value is not a valid float"
+	ErrWrongType     ReplyError = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrOverflow      ReplyError = "ERR increment or decrement would overflow"
+	ErrDecrOverflow  ReplyError = "ERR decrement would overflow"
+	ErrIncrNaNOrInf  ReplyError = "ERR increment would produce NaN or Infinity"
+	ErrNoSuchKey     ReplyError = "ERR no such key"
+	ErrNoAuth        ReplyError = "NOAUTH Authentication required."
+	ErrWrongPass     ReplyError = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrAuthNotSet    ReplyError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrHelloNoAuth   ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrNoProto       ReplyError = "NOPROTO unsupported protocol version"
+	ErrDBIndex       ReplyError = "ERR DB index is out of range"
+	ErrInvalidDB     ReplyError = "ERR invalid DB index"
+	ErrSameObject    ReplyError = "ERR source and destination objects are the same"
+	ErrStringTooLong ReplyError = "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+	ErrOffsetRange   ReplyError = "ERR offset is out of range"
+	ErrClientName    ReplyError = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrNoSuchClient  ReplyError = "ERR No such client"
+
+	// CLIENT TRACKING and CLIENT CACHING (tracking.go).
+	ErrRedirectTwice      ReplyError = "ERR A client can only redirect to a single other client"
+	ErrRedirectMissing    ReplyError = "ERR The client ID you want redirect to does not exist"
+	ErrPrefixNeedsBcast   ReplyError = "ERR PREFIX option requires BCAST mode to be enabled"
+	ErrBcastSwitch        ReplyError = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
+	ErrOptBcast           ReplyError = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+	ErrOptBoth            ReplyError = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+	ErrOptSwitch          ReplyError = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
+	ErrCachingNotTracking ReplyError = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+	ErrCachingYes         ReplyError = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+	ErrCachingNo          ReplyError = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+	ErrInvalidCursor      ReplyError = "ERR invalid cursor"
+	ErrMaxClients         ReplyError = "ERR max number of clients reached"
+	ErrNXAndXX            ReplyError = "ERR XX and NX options at the same time are not compatible"
+	ErrGTLTNX             ReplyError = "ERR GT and LT options at the same time are not compatible"
+	ErrNXWithGTLT         ReplyError = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	ErrTimeoutNotFloat    ReplyError = "ERR timeout is not a float or out of range"
+	ErrTimeoutNegative    ReplyError = "ERR timeout is negative"
+	ErrTooManyBlocked     ReplyError = "ERR too many blocked clients"
+	ErrUnblocked          ReplyError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+	ErrWritesFailing      ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
+	ErrShuttingDown       ReplyError = "ERR Cellar is shutting down"
+	ErrSaveInProgress     ReplyError = "ERR Background save already in progress"
+	ErrNoShutdown         ReplyError = "ERR No shutdown in progress."
+	ErrShutdownFailed     ReplyError = "ERR Errors trying to SHUTDOWN. Check logs."
+	ErrIndexOutOfRange    ReplyError = "ERR index out of range"
+	ErrCountNegative      ReplyError = "ERR value is out of range, must be positive"
+	ErrBitOffset          ReplyError = "ERR bit offset is not an integer or out of range"
+	ErrConfigGetArgs      ReplyError = "ERR wrong number of arguments for 'config|get' command"
+	ErrUnknownSection     ReplyError = "ERR unknown section"
+	ErrMinMaxNotFloat     ReplyError = "ERR min or max is not a float"
+	ErrProtoVersion       ReplyError = "ERR Protocol version is not an integer or out of range"
+	ErrInvalidClientID    ReplyError = "ERR Invalid client ID"
+	ErrClientIDPositive   ReplyError = "ERR client-id should be greater than 0"
+	ErrMinMaxLex          ReplyError = "ERR min or max not valid string range item"
+	ErrResultNaN          ReplyError = "ERR resulting score is not a number (NaN)"
+	ErrWeightNotFloat     ReplyError = "ERR weight value is not a float"
+	ErrNumKeysPositive    ReplyError = "ERR numkeys should be greater than 0"
+	ErrNoSuchKeyForMove   ReplyError = "ERR no such key"
 
 	// Transactions, CLIENT REPLY and CLIENT PAUSE.
 	ErrMultiNested    ReplyError = "ERR MULTI calls can not be nested"
@@ -169,6 +181,13 @@ func errXClaimOption(opt []byte) error {
 // errNotPositive is why CONFIG SET refuses a value for one of the actor's
 // integer settings (the end of errConfigSetFailed's text).
 var errNotPositive = errors.New("argument must be a positive integer")
+
+// Redis's ends of errConfigSetFailed's text for an unsigned integer
+// setting (tracking-table-max-keys).
+var (
+	errNotCount   = errors.New("argument couldn't be parsed into an integer")
+	errCountRange = errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+)
 
 // The ends of errConfigSetFailed's text for maxmemory-clients: Redis's for
 // a value that is no size, and Cellar's own for a percentage (of
@@ -444,4 +463,14 @@ func errFnUnknownOption(opt string) error {
 }
 func errFnUnknownArgument(arg string) error {
 	return ReplyError("ERR Unknown argument " + arg)
+}
+
+// errPrefixOverlapExisting: a new BCAST prefix overlaps one the client has.
+func errPrefixOverlapExisting(p []byte, old string) error {
+	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with an existing prefix '" + old + "'. Prefixes for a single client must not overlap.")
+}
+
+// errPrefixOverlapNew: two of the new BCAST prefixes overlap.
+func errPrefixOverlapNew(p, q []byte) error {
+	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }

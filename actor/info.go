@@ -66,7 +66,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
 		kv("blocked_clients", a.blk.waiters+a.pause.sessions) // paused clients count, as in Redis
-		kv("tracking_clients", 0)
+		kv("tracking_clients", a.track.clients)
 		kv("clients_in_timeout_table", len(a.blk.timers))
 		kv("clients_memory", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
@@ -189,6 +189,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("pubsub_patterns", len(a.ps.tables[subPattern]))
 		kv("pubsubshard_channels", len(a.ps.tables[subShard]))
 		kv("pubsub_clients_disconnected", a.stats.pubsubDisconnects)
+		kv("tracking_total_keys", len(a.track.keys))
+		kv("tracking_total_items", a.track.items)
+		kv("tracking_total_prefixes", len(a.track.prefixes))
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		kv("role", "master")

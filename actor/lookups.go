@@ -27,7 +27,13 @@ import (
 // with err. A key of another type was found; any other failure counts
 // nothing.
 // A miss is also Redis's "keymiss" keyspace notification (class m).
+//
+// It is also where a tracking client's reads are noted (tracking.go): the
+// keys a read-only command looks up are the ones its client may cache.
 func (c *Ctx) countLookup(key []byte, found bool, err error) {
+	if c.s.track != nil && c.cmd.Is(FlagReadonly) {
+		c.trackRead(key)
+	}
 	switch {
 	case errors.Is(err, storage.ErrWrongType) || (err == nil && found):
 		c.a.stats.keyspaceHits++

@@ -307,16 +307,18 @@ func (a *Actor) watchedExpired(s *session) bool {
 // (the keys touched step; only called while someone watches).
 func (a *Actor) touchWatched(ts []storage.Touch) {
 	ws := &a.watches
+	streamMeta := a.runningStreamCommand()
 	for i := range ts {
 		t := &ts[i]
+		if !modifiesKey(t, streamMeta) {
+			continue
+		}
 		switch t.Kind {
 		case storage.Flushed:
 			a.touchWatchedDB(t.DB, false)
 		case storage.Swapped:
 			a.touchWatchedDB(t.DB, true)
 			a.touchWatchedDB(t.Other, true)
-		case storage.Functions:
-			// A library's name, not a key.
 		default:
 			for _, wk := range ws.keys[string(t.Key)] {
 				if wk.db != t.DB {

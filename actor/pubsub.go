@@ -334,7 +334,13 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 		return
 	}
 	if a.depth > 0 {
-		if f := a.frames[a.depth-1]; f.ctx.s == s {
+		f := a.frames[a.depth-1]
+		if s.reply != replyOn && f.ctx.s == s && a.frames[0].ctx.s == s {
+			// Replies are off: the push goes ahead of the top command's
+			// reply, which runBatch drops while keeping what precedes it.
+			f = a.frames[0]
+		}
+		if f.ctx.s == s {
 			// The client's own command is running: the push goes in its
 			// reply buffer, ahead of the command's reply (and after any
 			// push already put there).
@@ -376,8 +382,20 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 }
 
 // pushLimits applies the pubsub output class's limits to a subscriber whose
-// replies now hold out bytes.
+// replies now hold out bytes. A client that is not subscribed (a RESP3
+// client given tracking invalidations) is in the normal class: past
+// Config.MaxReply it is closed as runBatch closes it (overflow); its soft
+// limit is the loop's.
 func (a *Actor) pushLimits(s *session, out int64) {
+	if !s.subscribed {
+		if a.cfg.MaxReply > 0 && out > a.cfg.MaxReply {
+			a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).
+				Msg("closing client whose replies reached the output buffer hard limit")
+			a.kill(s)
+			a.cfg.Clients.Release(s.mem)
+		}
+		return
+	}
 	hard, soft := a.cfg.PubsubHardLimit, a.cfg.PubsubSoftLimit
 	switch {
 	case hard > 0 && out > hard:

@@ -76,6 +76,12 @@ func (a *Actor) round(msgs []message) {
 	if !now.Before(a.nextSweep) || a.sweepMore {
 		a.housekeeping(now)
 	}
+	if a.track.pendingTo != nil {
+		a.flushPending(nil, nil) // left by a woken waiter's retry
+	}
+	if len(a.track.prefixes) > 0 {
+		a.broadcastTracking() // BCAST: the round's changed keys, per prefix
+	}
 	a.finishRound()
 }
 
@@ -233,9 +239,19 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		if silent {
 			a.replySilenced(s)
 		}
-		keyspace := a.execute(s, b.Cmd(i), &w, noBlock)
+		if len(a.frames) > 0 {
+			a.frames[0].pushAt = start // no push yet (execute may stop before it enters)
+		}
+		args := b.Cmd(i)
+		keyspace := a.execute(s, args, &w, noBlock)
 		if silent {
 			w.Buf = a.replySilent(s, w.Buf, start)
+		}
+		if a.track.pendingTo != nil {
+			a.flushPending(s, &w) // its invalidations, after its reply (tracking.go)
+		}
+		if s.track != nil && s.track.caching {
+			endCaching(s, args)
 		}
 		a.recs = append(a.recs, cmdRec{out: oi, start: int32(start), end: int32(len(w.Buf)), keyspace: keyspace})
 		w.Proto = s.resp
@@ -277,6 +293,9 @@ func (a *Actor) replySilenced(s *session) {
 // replySilent drops, from buf, the reply of a command that ran while
 // replies were off or skipped (from start), unless the command turned
 // them back on (CLIENT REPLY ON answers OK); a skipped reply ends the skip.
+// Pushes the command gave its own client stay: they answer no request,
+// and Redis sends them whatever CLIENT REPLY says (Actor.push put them
+// ahead of the reply, up to the top frame's pushAt).
 func (a *Actor) replySilent(s *session, buf []byte, start int) []byte {
 	switch s.reply {
 	case replyOn:
@@ -284,7 +303,11 @@ func (a *Actor) replySilent(s *session, buf []byte, start int) []byte {
 	case replySkip:
 		s.reply = replyOn
 	}
-	return buf[:start]
+	keep := start
+	if len(a.frames) > 0 {
+		keep = min(max(a.frames[0].pushAt, start), len(buf))
+	}
+	return buf[:keep]
 }
 
 // overflow abandons a batch whose client passed the output hard limit

@@ -544,6 +544,17 @@ func (a *Actor) params() []Param {
 			}
 			return err
 		}},
+		{Name: "tracking-table-max-keys", Get: func() string { return strconv.Itoa(a.track.maxKeys) }, Set: func(v string) error {
+			n, err := strconv.Atoi(v)
+			switch {
+			case err != nil:
+				return errNotCount
+			case n < 0:
+				return errCountRange
+			}
+			a.track.maxKeys = n
+			return nil
+		}},
 		intParam("blocking-max-waiters-per-key", &a.cfg.MaxWaitersPerKey),
 		intParam("blocking-max-total-waiters", &a.cfg.MaxTotalWaiters),
 		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),

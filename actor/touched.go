@@ -21,7 +21,8 @@ import "github.com/cellar-db/cellar/storage"
 // blocked clients, so that they are served before the next command runs
 // (runBatch, round). This is also where what else must follow every change
 // goes, each reading the same record: client-side tracking invalidation
-// (its pushes go the way Pub/Sub's do, pubsub.go), search indexing.
+// (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one,
+// search indexing will be another.
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
@@ -57,6 +58,9 @@ func (a *Actor) keysTouched() {
 		}
 		if a.watches.n > 0 {
 			a.touchWatched(ts) // WATCH (multi.go)
+		}
+		if a.track.tracked() {
+			a.invalidateTouched(ts) // client-side caching (tracking.go)
 		}
 	}
 	a.st.ResetTouched()
