@@ -49,7 +49,10 @@ type Actor struct {
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
 	notifyBuf           []byte
-	snap                snapshots
+	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
+	// without applying (configparams.go).
+	storedParams storedParams
+	snap         snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write

@@ -165,6 +165,20 @@ func errConfigSetImmutable(name string) error {
 	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
 }
 
+// errConfigSetProtected is CONFIG SET's error for a parameter Redis
+// protects (dir, dbfilename) while enable-protected-configs is no.
+func errConfigSetProtected(name string) error {
+	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set protected config")
+}
+
+// errDuplicateParam is the end of CONFIG SET's error for a parameter given
+// twice.
+var errDuplicateParam = errors.New("duplicate parameter")
+
+// errFixedAtStart is the end of CONFIG SET's error for a setting Redis
+// changes at run time and Cellar does not.
+var errFixedAtStart = errors.New("can't set immutable config")
+
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {
 	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())

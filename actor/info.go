@@ -11,8 +11,9 @@ import (
 )
 
 // infoSections are INFO's sections in Redis's order; "default" is all of
-// them here (Cellar has no module or cluster sections worth printing).
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "keyspace"}
+// them here (Cellar has no module section worth printing). "cluster" is
+// there because clients and tools read cluster_enabled from it.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "cluster", "keyspace"}
 
 // INFO [section [section ...]]
 func cmdInfo(c *Ctx) error {
@@ -90,9 +91,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("used_memory_rss_human", human(rss))
 		kv("used_memory_peak", ms.HeapSys)
 		kv("used_memory_peak_human", human(ms.HeapSys))
-		kv("maxmemory", 0)
-		kv("maxmemory_human", "0B")
-		kv("maxmemory_policy", "noeviction")
+		// maxmemory and its policy are stored, not applied (configparams.go).
+		maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
+		kv("maxmemory", maxmem)
+		kv("maxmemory_human", human(maxmem))
+		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_allocator", "go-"+runtime.Version())
@@ -212,6 +215,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("block_tasks_completed", s.Completed)
 		kv("block_threads", s.Workers)
 		kv("block_queue_depth", s.QueueDepth)
+	case "cluster":
+		b.WriteString("# Cluster\r\n")
+		kv("cluster_enabled", 0)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
 		for db := 0; db < numDBs; db++ {
