@@ -100,6 +100,7 @@ const (
 
 	// Keys, server and clients.
 	ErrNoLFU         ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrLFUSelected   ReplyError = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 	ErrFirstDBIndex  ReplyError = "ERR invalid first DB index"
 	ErrSecondDBIndex ReplyError = "ERR invalid second DB index"
 	ErrUnblockReason ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
