@@ -99,11 +99,15 @@ const (
 	ErrMaxLenNegative    ReplyError = "ERR MAXLEN can't be negative"
 
 	// Keys, server and clients.
-	ErrNoLFU         ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	ErrLFUSelected   ReplyError = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	ErrFirstDBIndex  ReplyError = "ERR invalid first DB index"
-	ErrSecondDBIndex ReplyError = "ERR invalid second DB index"
-	ErrUnblockReason ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+	ErrNoLFU           ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrInvalidCommand  ReplyError = "ERR Invalid command specified"
+	ErrCommandNoKeys   ReplyError = "ERR The command has no key arguments"
+	ErrInvalidArgCount ReplyError = "ERR Invalid number of arguments specified for command"
+	ErrInvalidKeyArgs  ReplyError = "ERR Invalid arguments specified for command"
+	ErrLFUSelected     ReplyError = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrFirstDBIndex    ReplyError = "ERR invalid first DB index"
+	ErrSecondDBIndex   ReplyError = "ERR invalid second DB index"
+	ErrUnblockReason   ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 )
 
 // errNotPositive is why CONFIG SET refuses a value for one of the actor's

@@ -24,6 +24,8 @@ var serverCommands = []*Command{
 		{Name: "command|info", Summary: "Describes commands: arity, flags, key positions.", Handler: cmdCommandInfo},
 		{Name: "command|docs", Summary: "Documents commands: summary, group, arguments.", Handler: cmdCommandDocs},
 		{Name: "command|list", Summary: "Lists command names, optionally filtered.", Handler: cmdCommandList},
+		{Name: "command|getkeys", Summary: "Extracts the key names of a command line.", Handler: cmdCommandGetKeys},
+		{Name: "command|getkeysandflags", Summary: "Extracts the key names of a command line, with their flags.", Handler: cmdCommandGetKeysAndFlags},
 		{Name: "command|help", Summary: "Lists the COMMAND subcommands.", Handler: cmdCommandHelp},
 	}},
 	{Name: "config", Summary: "Reads and changes settings at run time.", Subs: []*Command{
@@ -461,6 +463,8 @@ func cmdCommandHelp(c *Ctx) error {
 		"INFO [<command-name> ...]", "    Details of the named commands, or of all.",
 		"DOCS [<command-name> ...]", "    Documentation of the named commands, or of all.",
 		"LIST [FILTERBY (MODULE <name>|ACLCAT <category>|PATTERN <pattern>)]", "    Command names, optionally filtered.",
+		"GETKEYS <full-command>", "    The key names of a full command line.",
+		"GETKEYSANDFLAGS <full-command>", "    The key names of a full command line, with their flags.",
 		"HELP", "    This help.",
 	})
 }
