@@ -254,10 +254,30 @@ var families = []struct {
 
 var unknownCmd = regexp.MustCompile(`unknown command '([^']+)'`)
 
+// knownCauses explains, by spec name, failures whose message does not name
+// their cause (checked by hand against the spec's source).
+var knownCauses = map[string]string{
+	"Commands / server / should filter commands by pattern": "expects GETBIT among the names matching *GET* (bitmaps, issue 17)",
+	"Commands / server / Should CommandGetKeys":             "asks the keys of EVAL and SORT, which Cellar does not have (issues 14 and 17)",
+	"Commands / hashes / should HKeys":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
+	"Commands / hashes / should HVals":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
+	"Commands / lists / should LCS":                         "missing command LCS (strings; no issue yet)",
+}
+
+// trackingMissing is the skip message of the specs that need CLIENT
+// TRACKING.
+const trackingMissing = "CLIENT TRACKING is unavailable"
+
 // reason makes a one-line reason of a failure message, naming the issue
 // when the message is an unknown command of a family still missing.
 func reason(msg string) string {
 	line := strings.TrimSpace(msg)
+	if strings.Contains(line, trackingMissing) {
+		return "needs CLIENT TRACKING (client-side caching; not in main yet)"
+	}
+	if strings.Contains(line, "INFO commandstats") || strings.Contains(line, "to have key <string>: watch") {
+		return "INFO commandstats: Cellar has no per-command statistics yet"
+	}
 	if m := unknownCmd.FindStringSubmatch(line); m != nil {
 		name := strings.ToLower(m[1])
 		for _, f := range families {
@@ -326,6 +346,9 @@ func writeReport(version, redisVersion string, redis, cellar map[string]spec) st
 		why := "not run against Cellar"
 		if ok {
 			why = c.State + ": " + reason(c.Message)
+		}
+		if cause, known := knownCauses[n]; known && ok {
+			why = c.State + ": " + cause
 		}
 		fmt.Fprintf(&b, "- %s — %s\n", n, why)
 	}
