@@ -326,3 +326,23 @@ func TestConfigSet(t *testing.T) {
 	other.expect("+OK\r\n", "AUTH", "pw")
 	other.expect(bulk("v"), "GET", "k")
 }
+
+// A client killed by another is no longer listed by CLIENT LIST, at once,
+// as in Redis (go-redis's "ClientKillByFilter with kill myself" spec).
+func TestClientKillGoneFromList(t *testing.T) {
+	s := startServer(t)
+	admin, victim := s.raw(), s.raw()
+	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
+	id := strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	for i := 0; i < 20; i++ {
+		admin.expect(":1\r\n", "CLIENT", "KILL", "ID", id)
+		for _, args := range [][]string{{"CLIENT", "LIST"}, {"CLIENT", "LIST", "ID", id}, {"CLIENT", "LIST", "TYPE", "normal"}} {
+			if got := admin.do(args...); strings.Contains(got, "name=victim") {
+				t.Fatalf("%v after CLIENT KILL lists the killed client: %q", args, got)
+			}
+		}
+		victim = s.raw()
+		victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
+		id = strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	}
+}
