@@ -83,6 +83,14 @@ type Actor struct {
 	lastSync    time.Time
 
 	stats stats
+	// cmdStats are INFO commandstats' counters, by Command.idx.
+	cmdStats []cmdStat
+}
+
+// cmdStat is one command's line of INFO commandstats.
+type cmdStat struct {
+	calls, rejected, failed uint64
+	took                    time.Duration
 }
 
 type stats struct {
@@ -113,6 +121,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		cfg.Clients = NewMemBudget(0, log)
 	}
 	a := &Actor{
+		cmdStats: make([]cmdStat, commands.n),
 		cfg:      cfg,
 		log:      log,
 		st:       st,

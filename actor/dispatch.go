@@ -135,7 +135,14 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// What the command changed is acted on once, after its savepoint is
 	// released or undone below (touched.go).
 	defer a.keysTouched()
+	began := time.Now()
 	err := c.run()
+	st := &a.cmdStats[cmd.idx]
+	st.calls++
+	st.took += time.Since(began)
+	if err != nil {
+		st.failed++
+	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
 	if err == nil {
 		if cmd.Is(FlagWrite) {

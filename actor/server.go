@@ -712,6 +712,7 @@ func fixedAtStart(rp *redisParam, get func() string) func(string) error {
 func cmdConfigResetStat(c *Ctx) error {
 	s := &c.a.stats
 	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
+	clear(c.a.cmdStats)
 	c.w.OK()
 	return nil
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -67,4 +68,71 @@ func headers(reply string) []string {
 		}
 	}
 	return hs
+}
+
+// TestInfoCommandStats runs the same commands on Cellar and a real
+// redis-server and requires the same INFO commandstats counters (calls,
+// rejected_calls, failed_calls; usec is time): commands counted once,
+// arity and auth refusals as rejected, errors as failed, what EXEC ran
+// under its own name, CONFIG RESETSTAT zeroing them all.
+func TestInfoCommandStats(t *testing.T) {
+	s := startServer(t)
+	cel, red := dialRaw(t, s.addr), dialRaw(t, startRedis(t))
+	script := [][]string{
+		{"SET", "counted", "before reset"},
+		{"CONFIG", "RESETSTAT"},
+		{"SET", "a", "b"}, {"GET", "a"}, {"GET", "a"}, {"GET"},
+		{"INCR", "a"}, {"LPUSH", "a", "x"},
+		{"NOSUCHCOMMAND"}, {"CONFIG", "NOSUCH"},
+		{"CONFIG", "GET", "maxmemory"}, {"CLIENT", "GETNAME"}, {"CLIENT", "SETNAME", "bad name"},
+		{"WATCH", "a"}, {"UNWATCH"},
+		{"MULTI"}, {"SET", "a", "c"}, {"INCR", "a"}, {"EXEC"},
+		{"MULTI"}, {"GET"}, {"EXEC"},
+		{"ZADD", "z", "1", "m"}, {"ZSCORE", "z", "m"},
+	}
+	for _, args := range script {
+		c1, err1 := cel.tryDo(args...)
+		c2, err2 := red.tryDo(args...)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%v: %v, %v", args, err1, err2)
+		}
+		if c1 != c2 {
+			t.Fatalf("%v: Cellar %q, Redis %q", args, c1, c2)
+		}
+	}
+	for round := 0; round < 2; round++ { // the second sees the first INFO
+		got, err1 := cel.tryDo("INFO", "commandstats")
+		want, err2 := red.tryDo("INFO", "commandstats")
+		if err1 != nil || err2 != nil {
+			t.Fatalf("INFO: %v, %v", err1, err2)
+		}
+		if g, w := cmdStats(got), cmdStats(want); g != w {
+			t.Errorf("round %d: Cellar's commandstats\n%s\nRedis's\n%s", round, g, w)
+		}
+	}
+	cel.tryDo("CONFIG", "RESETSTAT")
+	if got, _ := cel.tryDo("INFO", "commandstats"); strings.Contains(got, "cmdstat_set") {
+		t.Errorf("CONFIG RESETSTAT left counters: %q", got)
+	}
+}
+
+// cmdStats is the calls, rejected_calls and failed_calls of every
+// cmdstat_ line of an INFO reply, sorted by command name.
+func cmdStats(reply string) string {
+	var lines []string
+	for _, line := range strings.Split(reply, "\r\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var kept []string
+		for _, f := range strings.Split(rest, ",") {
+			if k, _, _ := strings.Cut(f, "="); k == "calls" || k == "rejected_calls" || k == "failed_calls" {
+				kept = append(kept, f)
+			}
+		}
+		lines = append(lines, name+":"+strings.Join(kept, ","))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
