@@ -257,17 +257,12 @@ var unknownCmd = regexp.MustCompile(`unknown command '([^']+)'`)
 // knownCauses explains, by spec name, failures whose message does not name
 // their cause (checked by hand against the spec's source).
 var knownCauses = map[string]string{
-	"Commands / server / should filter commands by pattern":                                       "expects GETBIT among the names matching *GET* (bitmaps, issue 17)",
-	"Commands / server / Should CommandGetKeys":                                                   "asks the keys of EVAL and SORT, which Cellar does not have (issues 14 and 17)",
-	"Commands / hashes / should HKeys":                                                            "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
-	"Commands / hashes / should HVals":                                                            "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
-	"Commands / lists / should LCS":                                                               "missing command LCS (strings; no issue yet)",
-	"Tx UNWATCH elision / records UNWATCH server-side when fn returns before EXEC (commandstats)": commandStats,
-	"Tx UNWATCH elision / records no UNWATCH server-side after a committed EXEC (commandstats)":   commandStats,
-	"Tx UNWATCH elision / records no UNWATCH server-side after an aborted EXEC (commandstats)":    commandStats,
+	"Commands / server / should filter commands by pattern": "expects GETBIT among the names matching *GET* (bitmaps, issue 17)",
+	"Commands / server / Should CommandGetKeys":             "asks the keys of EVAL and SORT, which Cellar does not have (issues 14 and 17)",
+	"Commands / hashes / should HKeys":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
+	"Commands / hashes / should HVals":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
+	"Commands / lists / should LCS":                         "missing command LCS (strings; no issue yet)",
 }
-
-const commandStats = "reads INFO commandstats: Cellar has no per-command statistics yet"
 
 // trackingMissing is the skip message of the specs that need CLIENT
 // TRACKING.
