@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/cellar-db/cellar.Version=$(VERSION)
 
-.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long restart-2g clean
+.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long restart-2g client-suites clean
 
 all: build
 
@@ -50,6 +50,12 @@ restart-2g:
 commands:
 	@test -n "$(REDIS_COMMANDS)" || { echo "make commands: set REDIS_COMMANDS to the src/commands directory of a Redis 7.0 source tree"; exit 2; }
 	$(GO) run ./actor/cmdgen -src $(REDIS_COMMANDS)
+
+# Client libraries' own test suites (go-redis's Ginkgo specs) against a
+# throw-away redis-server and against Cellar; writes
+# tests/results/client-suites.md. Needs the Go module proxy.
+client-suites: deps
+	$(GO) run ./scripts/clientsuites
 
 bench: build deps
 	$(GO) run ./bench $(BENCH_ARGS)

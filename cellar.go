@@ -266,7 +266,6 @@ func (s *Server) params() []actor.Param {
 			c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit, int64(c.OutputBuffer.SoftSeconds/time.Second),
 			c.OutputBuffer.PubsubHardLimit, c.OutputBuffer.PubsubSoftLimit, int64(c.OutputBuffer.PubsubSoftSeconds/time.Second)))},
 		{Name: "tcp-keepalive", Get: num(int64(c.TCPKeepAlive / time.Second))},
-		{Name: "timeout", Get: str("0")},
 		{Name: "loglevel", Get: str(c.LogLevel)},
 	}
 }

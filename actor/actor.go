@@ -51,7 +51,10 @@ type Actor struct {
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
 	notifyBuf           []byte
-	snap                snapshots
+	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
+	// without applying (configparams.go).
+	storedParams storedParams
+	snap         snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write
@@ -87,6 +90,14 @@ type Actor struct {
 	busyMs  atomic.Int64
 
 	stats stats
+	// cmdStats are INFO commandstats' counters, by Command.idx.
+	cmdStats []cmdStat
+}
+
+// cmdStat is one command's line of INFO commandstats.
+type cmdStat struct {
+	calls, rejected, failed uint64
+	took                    time.Duration
 }
 
 type stats struct {
@@ -117,6 +128,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		cfg.Clients = NewMemBudget(0, log)
 	}
 	a := &Actor{
+		cmdStats: make([]cmdStat, commands.n),
 		cfg:      cfg,
 		log:      log,
 		st:       st,

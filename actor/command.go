@@ -118,6 +118,9 @@ type Command struct {
 	meta               *cmdMeta
 	parent             *Command
 	containerShortName string
+	// idx numbers every command and subcommand, for per-command
+	// statistics (INFO commandstats).
+	idx int
 }
 
 // Is reports whether the command has flag f.
@@ -231,6 +234,7 @@ type argument struct {
 type table struct {
 	cmds map[string]*Command
 	list []*Command // sorted by name
+	n    int        // commands and subcommands (Command.idx)
 	err  error      // metadata problems; New refuses to start with them
 }
 
@@ -279,10 +283,12 @@ func buildTable() *table {
 	for _, fam := range families {
 		for _, c := range fam {
 			apply(c)
+			c.idx, t.n = t.n, t.n+1
 			if len(c.Subs) > 0 {
 				c.subs = map[string]*Command{}
 				for _, s := range c.Subs {
 					apply(s)
+					s.idx, t.n = t.n, t.n+1
 					s.parent = c
 					s.containerShortName = strings.TrimPrefix(s.Name, c.Name+"|")
 					c.subs[s.containerShortName] = s

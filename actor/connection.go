@@ -571,7 +571,7 @@ func cmdClientList(c *Ctx) error {
 			return err
 		}
 		for _, s := range c.a.sortedSessions() {
-			if s.clientType() == typ {
+			if s.clientType() == typ && !s.killed {
 				out = c.a.clientLine(out, s, now)
 			}
 		}
@@ -581,7 +581,7 @@ func cmdClientList(c *Ctx) error {
 			if !ok {
 				return ErrInvalidClientID
 			}
-			if s := c.a.sessions[uint64(id)]; s != nil {
+			if s := c.a.sessions[uint64(id)]; s != nil && !s.killed {
 				out = c.a.clientLine(out, s, now)
 			}
 		}
@@ -589,7 +589,11 @@ func cmdClientList(c *Ctx) error {
 		return ErrSyntax
 	default:
 		for _, s := range c.a.sortedSessions() {
-			out = c.a.clientLine(out, s, now)
+			// A killed client is gone for Redis at once; here the loop
+			// closes it a little later.
+			if !s.killed {
+				out = c.a.clientLine(out, s, now)
+			}
 		}
 	}
 	c.w.Verbatim("txt", string(out))

@@ -139,7 +139,14 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// released or undone below (touched.go); then the keys it read are
 	// remembered for a tracking client (tracking.go).
 	defer a.commandDone(s)
+	began := time.Now()
 	err := c.run()
+	st := &a.cmdStats[cmd.idx]
+	st.calls++
+	st.took += time.Since(began)
+	if err != nil {
+		st.failed++
+	}
 	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 {
 		c.trackFailedRead() // tracking.go
 	}

@@ -111,10 +111,15 @@ const (
 	ErrMaxLenNegative    ReplyError = "ERR MAXLEN can't be negative"
 
 	// Keys, server and clients.
-	ErrNoLFU         ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-	ErrFirstDBIndex  ReplyError = "ERR invalid first DB index"
-	ErrSecondDBIndex ReplyError = "ERR invalid second DB index"
-	ErrUnblockReason ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+	ErrNoLFU           ReplyError = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrInvalidCommand  ReplyError = "ERR Invalid command specified"
+	ErrCommandNoKeys   ReplyError = "ERR The command has no key arguments"
+	ErrInvalidArgCount ReplyError = "ERR Invalid number of arguments specified for command"
+	ErrInvalidKeyArgs  ReplyError = "ERR Invalid arguments specified for command"
+	ErrLFUSelected     ReplyError = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	ErrFirstDBIndex    ReplyError = "ERR invalid first DB index"
+	ErrSecondDBIndex   ReplyError = "ERR invalid second DB index"
+	ErrUnblockReason   ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 )
 
 // Streams (Redis's src/t_stream.c).
@@ -244,6 +249,20 @@ func errConfigSetUnknown(param []byte) error {
 func errConfigSetImmutable(name string) error {
 	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
 }
+
+// errConfigSetProtected is CONFIG SET's error for a parameter Redis
+// protects (dir, dbfilename) while enable-protected-configs is no.
+func errConfigSetProtected(name string) error {
+	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set protected config")
+}
+
+// errDuplicateParam is the end of CONFIG SET's error for a parameter given
+// twice.
+var errDuplicateParam = errors.New("duplicate parameter")
+
+// errFixedAtStart is the end of CONFIG SET's error for a setting Redis
+// changes at run time and Cellar does not.
+var errFixedAtStart = errors.New("can't set immutable config")
 
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {

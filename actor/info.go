@@ -11,8 +11,13 @@ import (
 )
 
 // infoSections are INFO's sections in Redis's order; "default" is all of
-// them here (Cellar has no module or cluster sections worth printing).
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "keyspace"}
+// them here (Cellar has no module section worth printing). "cluster" is
+// there because clients and tools read cluster_enabled from it.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "commandstats", "cluster", "keyspace"}
+
+// notDefault are the sections INFO and INFO default leave out, as Redis
+// does: only "all", "everything" or their name print them.
+var notDefault = map[string]bool{"commandstats": true}
 
 // INFO [section [section ...]]
 func cmdInfo(c *Ctx) error {
@@ -23,10 +28,11 @@ func cmdInfo(c *Ctx) error {
 	for _, a := range c.args[1:] {
 		want[lower(a)] = true
 	}
-	all := want["default"] || want["all"] || want["everything"]
+	all := want["all"] || want["everything"]
+	def := want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] {
+		if !all && !want[sec] && !(def && !notDefault[sec]) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -90,9 +96,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("used_memory_rss_human", human(rss))
 		kv("used_memory_peak", ms.HeapSys)
 		kv("used_memory_peak_human", human(ms.HeapSys))
-		kv("maxmemory", 0)
-		kv("maxmemory_human", "0B")
-		kv("maxmemory_policy", "noeviction")
+		// maxmemory and its policy are stored, not applied (configparams.go).
+		maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
+		kv("maxmemory", maxmem)
+		kv("maxmemory_human", human(maxmem))
+		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_allocator", "go-"+runtime.Version())
@@ -220,6 +228,30 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("block_tasks_completed", s.Completed)
 		kv("block_threads", s.Workers)
 		kv("block_queue_depth", s.QueueDepth)
+	case "commandstats":
+		b.WriteString("# Commandstats\r\n")
+		line := func(cmd *Command) {
+			st := a.cmdStats[cmd.idx]
+			if st.calls == 0 && st.rejected == 0 && st.failed == 0 {
+				return
+			}
+			usec := st.took.Microseconds()
+			perCall := 0.0
+			if st.calls > 0 {
+				perCall = float64(usec) / float64(st.calls)
+			}
+			fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+				cmd.Name, st.calls, usec, perCall, st.rejected, st.failed)
+		}
+		for _, cmd := range commands.list {
+			line(cmd)
+			for _, sub := range cmd.Subs {
+				line(sub)
+			}
+		}
+	case "cluster":
+		b.WriteString("# Cluster\r\n")
+		kv("cluster_enabled", 0)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
 		for db := 0; db < numDBs; db++ {

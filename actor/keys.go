@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/cellar-db/cellar/storage"
 )
@@ -526,24 +527,38 @@ func collectionEncoding(t storage.Type) string {
 	return "raw"
 }
 
-// OBJECT IDLETIME key
+// OBJECT IDLETIME key: Redis refuses it while an LFU maxmemory-policy is
+// set (a stored setting in Cellar, configparams.go).
 func cmdObjectIdleTime(c *Ctx) error {
 	_, ok, err := objectLookup(c)
 	if err != nil || !ok {
 		return err
 	}
+	if c.a.lfuPolicy() {
+		return ErrLFUSelected
+	}
 	c.w.Int(0)
 	return nil
 }
 
-// OBJECT FREQ key: Redis refuses it unless an LFU policy is set, and
-// Cellar's policy is noeviction.
+// OBJECT FREQ key: Redis refuses it unless an LFU maxmemory-policy is set.
+// Cellar counts no accesses: the frequency is 0, what Redis reports for a
+// key it has not counted yet.
 func cmdObjectFreq(c *Ctx) error {
 	_, ok, err := objectLookup(c)
 	if err != nil || !ok {
 		return err
 	}
-	return ErrNoLFU
+	if !c.a.lfuPolicy() {
+		return ErrNoLFU
+	}
+	c.w.Int(0)
+	return nil
+}
+
+// lfuPolicy says whether maxmemory-policy names an LFU policy.
+func (a *Actor) lfuPolicy() bool {
+	return strings.HasSuffix(a.storedParamValue("maxmemory-policy"), "-lfu")
 }
 
 // OBJECT REFCOUNT key: small integers are shared objects in Redis.
@@ -570,7 +585,7 @@ func cmdObjectRefCount(c *Ctx) error {
 func cmdObjectHelp(c *Ctx) error {
 	return helpReply(c, "object", []string{
 		"ENCODING <key>", "    The encoding Redis would use for the key's value.",
-		"FREQ <key>", "    Access frequency; needs an LFU policy, which Cellar does not have.",
+		"FREQ <key>", "    Access frequency (0: Cellar counts no accesses); needs an LFU maxmemory-policy.",
 		"IDLETIME <key>", "    Idle time; always 0, Cellar does not track access times.",
 		"REFCOUNT <key>", "    The reference count Redis would report.",
 		"HELP", "    This help.",

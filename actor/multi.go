@@ -104,6 +104,7 @@ func flagTx(s *session) {
 // EXEC ends the transaction (and the watches) at once, with EXECABORT
 // naming the reason, as Redis's rejectCommand does.
 func (a *Actor) reject(s *session, cmd *Command, text string, w *proto.Writer) {
+	a.cmdStats[cmd.idx].rejected++
 	if cmd.Name != "exec" {
 		flagTx(s)
 		w.Error(text)

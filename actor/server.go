@@ -24,6 +24,8 @@ var serverCommands = []*Command{
 		{Name: "command|info", Summary: "Describes commands: arity, flags, key positions.", Handler: cmdCommandInfo},
 		{Name: "command|docs", Summary: "Documents commands: summary, group, arguments.", Handler: cmdCommandDocs},
 		{Name: "command|list", Summary: "Lists command names, optionally filtered.", Handler: cmdCommandList},
+		{Name: "command|getkeys", Summary: "Extracts the key names of a command line.", Handler: cmdCommandGetKeys},
+		{Name: "command|getkeysandflags", Summary: "Extracts the key names of a command line, with their flags.", Handler: cmdCommandGetKeysAndFlags},
 		{Name: "command|help", Summary: "Lists the COMMAND subcommands.", Handler: cmdCommandHelp},
 	}},
 	{Name: "config", Summary: "Reads and changes settings at run time.", Subs: []*Command{
@@ -425,7 +427,10 @@ func cmdCommandList(c *Ctx) error {
 				return false
 			}
 		case c.argEq(3, "pattern"):
-			keep = func(cmd *Command) bool { return globMatch(arg, []byte(cmd.Name)) }
+			// Case-insensitive, as in Redis: names are lower case, so
+			// lowering the pattern is enough (ranges included).
+			pat := []byte(lower(arg))
+			keep = func(cmd *Command) bool { return globMatch(pat, []byte(cmd.Name)) }
 		default:
 			return ErrSyntax
 		}
@@ -458,6 +463,8 @@ func cmdCommandHelp(c *Ctx) error {
 		"INFO [<command-name> ...]", "    Details of the named commands, or of all.",
 		"DOCS [<command-name> ...]", "    Documentation of the named commands, or of all.",
 		"LIST [FILTERBY (MODULE <name>|ACLCAT <category>|PATTERN <pattern>)]", "    Command names, optionally filtered.",
+		"GETKEYS <full-command>", "    The key names of a full command line.",
+		"GETKEYSANDFLAGS <full-command>", "    The key names of a full command line, with their flags.",
 		"HELP", "    This help.",
 	})
 }
@@ -465,7 +472,9 @@ func cmdCommandHelp(c *Ctx) error {
 // Param is one setting CONFIG GET/SET knows, by its Redis name.
 type Param struct {
 	Name string
-	Get  func() string
+	// Hidden settings are reported by CONFIG GET only when named exactly.
+	Hidden bool
+	Get    func() string
 	// Set changes the setting at run time; nil for settings fixed at start.
 	// It runs on the actor goroutine and returns a reason on a bad value.
 	Set func(value string) error
@@ -498,10 +507,19 @@ func (a *Actor) params() []Param {
 			}
 			return err
 		}},
-		{Name: "appendfsync", Get: func() string { return fsync[a.cfg.Durability] }},
+		{Name: "appendfsync", Get: func() string { return fsync[a.cfg.Durability] }, Set: func(v string) error {
+			// Redis's names for Cellar's durability modes.
+			for d, name := range fsync {
+				if strings.EqualFold(v, name) {
+					a.cfg.Durability = d
+					return nil
+				}
+			}
+			_, err := redisParamByName["appendfsync"].normalize(v)
+			return err
+		}},
 		{Name: "appendonly", Get: func() string { return "no" }},
 		a.busyParam("busy-reply-threshold"),
-		a.busyParam("lua-time-limit"),
 		{Name: "save", Get: func() string { return "" }},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
 			a.cfg.RequirePass = v
@@ -510,8 +528,6 @@ func (a *Actor) params() []Param {
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
-		{Name: "maxmemory", Get: func() string { return "0" }},
-		{Name: "maxmemory-policy", Get: func() string { return "noeviction" }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
 		{Name: "sqlite-max-page-count", Get: func() string {
 			n, _ := a.st.MaxPageCount()
@@ -560,7 +576,7 @@ func (a *Actor) params() []Param {
 		intParam("blocking-max-keys-per-wait", &a.cfg.MaxKeysPerWait),
 		intParam("blocking-wakeup-batch-size", &a.cfg.WakeupBatchSize),
 	}
-	return append(own, a.cfg.Params...)
+	return a.paramsFromTable(append(own, a.cfg.Params...))
 }
 
 // parseMemory parses a memory size as Redis's configuration does: bytes,
@@ -599,29 +615,52 @@ func intParam(name string, v *int) Param {
 	}}
 }
 
-// CONFIG GET parameter [parameter ...]
+// CONFIG GET parameter [parameter ...]: each argument a glob pattern
+// (case-insensitive) or a name, every match once. A name without glob
+// characters is reported as it was given, and may name a hidden setting.
 func cmdConfigGet(c *Ctx) error {
+	params := c.a.params()
+	var names []string
 	var found []Param
-	for _, p := range c.a.params() {
-		for _, pat := range c.args[2:] {
-			if globMatch([]byte(strings.ToLower(string(pat))), []byte(p.Name)) {
-				found = append(found, p)
-				break
+	seen := map[string]bool{}
+	add := func(name string, p Param) {
+		if !seen[strings.ToLower(name)] {
+			seen[strings.ToLower(name)] = true
+			names, found = append(names, name), append(found, p)
+		}
+	}
+	for _, arg := range c.args[2:] {
+		pat := strings.ToLower(string(arg))
+		if !strings.ContainsAny(pat, "*?[") {
+			for _, p := range params {
+				if p.Name == pat {
+					add(string(arg), p)
+					break
+				}
+			}
+			continue
+		}
+		for _, p := range params {
+			if !p.Hidden && globMatch([]byte(pat), []byte(p.Name)) {
+				add(p.Name, p)
 			}
 		}
 	}
 	c.w.Map(len(found))
-	for _, p := range found {
-		c.w.BulkString(p.Name)
+	for i, p := range found {
+		c.w.BulkString(names[i])
 		c.w.BulkString(p.Get())
 	}
 	return nil
 }
 
-// CONFIG SET parameter value [parameter value ...]: all or nothing.
+// CONFIG SET parameter value [parameter value ...]: all or nothing, with
+// Redis's checks in Redis's order (the first unknown, immutable or repeated
+// name wins; then each value in turn, undoing the ones set before a bad
+// one).
 func cmdConfigSet(c *Ctx) error {
 	if len(c.args)%2 != 0 {
-		return errWrongArgs(c.cmd.Name)
+		return ErrSyntax
 	}
 	byName := map[string]Param{}
 	for _, p := range c.a.params() {
@@ -633,16 +672,40 @@ func cmdConfigSet(c *Ctx) error {
 		val string
 	}
 	var changes []change
+	var refused error
 	for i := 2; i < len(c.args); i += 2 {
 		name := lower(c.args[i])
 		p, ok := byName[name]
 		if !ok {
-			return errConfigSetUnknown(c.args[i])
+			if refused == nil {
+				return errConfigSetUnknown(c.args[i])
+			}
+			continue
+		}
+		if refused != nil {
+			continue
 		}
 		if p.Set == nil {
-			return errConfigSetImmutable(name)
+			rp := redisParamByName[name]
+			switch {
+			case rp != nil && rp.flags&protected != 0:
+				refused = errConfigSetProtected(string(c.args[i]))
+				continue
+			case rp == nil || rp.flags&immutable != 0:
+				refused = errConfigSetImmutable(string(c.args[i]))
+				continue
+			}
+			p.Set = fixedAtStart(rp, p.Get)
+		}
+		for _, ch := range changes {
+			if ch.p.Name == name {
+				refused = errConfigSetFailed(string(c.args[i]), errDuplicateParam)
+			}
 		}
 		changes = append(changes, change{p, p.Get(), string(c.args[i+1])})
+	}
+	if refused != nil {
+		return refused
 	}
 	for i, ch := range changes {
 		if err := ch.p.Set(ch.val); err != nil {
@@ -656,10 +719,28 @@ func cmdConfigSet(c *Ctx) error {
 	return nil
 }
 
+// fixedAtStart is the Set of a setting Redis changes at run time and
+// Cellar fixes at start: a value Redis would refuse is refused with Redis's
+// reason, the value the setting has is accepted (nothing changes), any
+// other is refused as immutable.
+func fixedAtStart(rp *redisParam, get func() string) func(string) error {
+	return func(v string) error {
+		n, err := rp.normalize(v)
+		switch {
+		case err != nil:
+			return err
+		case n != get() && v != get():
+			return errFixedAtStart
+		}
+		return nil
+	}
+}
+
 // CONFIG RESETSTAT
 func cmdConfigResetStat(c *Ctx) error {
 	s := &c.a.stats
 	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
+	clear(c.a.cmdStats)
 	c.w.OK()
 	return nil
 }

@@ -303,10 +303,46 @@ func TestConfigSet(t *testing.T) {
 	r.expect("-ERR CONFIG SET failed (possibly related to argument 'durability') - must be always, everysec or off, not \"never\"\r\n",
 		"CONFIG", "SET", "durability", "never")
 	r.expect("-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n", "CONFIG", "SET", "port", "1")
+	// appendfsync is Redis's name for the durability modes.
+	r.expect("+OK\r\n", "CONFIG", "SET", "appendfsync", "no")
+	r.expect("*2\r\n$10\r\ndurability\r\n$3\r\noff\r\n", "CONFIG", "GET", "durability")
+	r.expect("-ERR CONFIG SET failed (possibly related to argument 'appendfsync') - argument(s) must be one of the following: everysec, always, no\r\n",
+		"CONFIG", "SET", "appendfsync", "sometimes")
+	// All or nothing across applied and stored settings: a bad value
+	// undoes the durability change made before it.
+	r.expect("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer\r\n",
+		"CONFIG", "SET", "appendfsync", "everysec", "timeout", "abc")
+	r.expect("*2\r\n$10\r\ndurability\r\n$3\r\noff\r\n", "CONFIG", "GET", "durability")
+	r.expect("+OK\r\n", "CONFIG", "SET", "appendfsync", "always", "timeout", "30", "maxmemory", "1gb")
+	r.expect("*2\r\n$10\r\ndurability\r\n$6\r\nalways\r\n", "CONFIG", "GET", "durability")
+	r.expect("*2\r\n$7\r\ntimeout\r\n$2\r\n30\r\n", "CONFIG", "GET", "timeout")
+	if info := s.client().Info(ctx, "memory").Val(); !strings.Contains(info, "maxmemory:1073741824\r\n") {
+		t.Errorf("INFO memory does not report the maxmemory set: %q", info)
+	}
 	r.expect("+OK\r\n", "SET", "k", "v")
 	r.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "pw")
 	other := s.raw()
 	other.expect("-NOAUTH Authentication required.\r\n", "GET", "k")
 	other.expect("+OK\r\n", "AUTH", "pw")
 	other.expect(bulk("v"), "GET", "k")
+}
+
+// A client killed by another is no longer listed by CLIENT LIST, at once,
+// as in Redis (go-redis's "ClientKillByFilter with kill myself" spec).
+func TestClientKillGoneFromList(t *testing.T) {
+	s := startServer(t)
+	admin, victim := s.raw(), s.raw()
+	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
+	id := strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	for i := 0; i < 20; i++ {
+		admin.expect(":1\r\n", "CLIENT", "KILL", "ID", id)
+		for _, args := range [][]string{{"CLIENT", "LIST"}, {"CLIENT", "LIST", "ID", id}, {"CLIENT", "LIST", "TYPE", "normal"}} {
+			if got := admin.do(args...); strings.Contains(got, "name=victim") {
+				t.Fatalf("%v after CLIENT KILL lists the killed client: %q", args, got)
+			}
+		}
+		victim = s.raw()
+		victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
+		id = strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	}
 }
