@@ -98,8 +98,11 @@ func (k keySpec) has(flag string) bool {
 	return false
 }
 
-// keysBySpecs walks the key specs over argv (argv[0] the command's name);
-// false when a spec does not fit the arguments.
+// keysBySpecs walks the key specs over argv (argv[0] the command's name),
+// as Redis's getKeysUsingKeySpecs: from an index or after a keyword, a
+// range or a count of keys; specs flagged NOT_KEY are skipped. false when
+// a spec does not fit the arguments (then there are no keys at all).
+// COMMAND GETKEYS and client tracking's failed reads (tracking.go) use it.
 func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
 	argc := len(argv)
 	var keys []foundKey
@@ -112,16 +115,16 @@ func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
 		case bs.Index != nil:
 			first = bs.Index.Pos
 		case bs.Keyword != nil:
+			// From startfrom (counted from the end when negative) toward
+			// the last argument (or the first), that one excluded, as
+			// Redis searches.
 			start, end := bs.Keyword.StartFrom, argc-1
 			if start <= 0 {
 				start, end = argc+start, 1
 			}
-			for i := start; i >= 1 && i < argc; {
+			for i := start; i != end && i >= 1 && i < argc; {
 				if strings.EqualFold(string(argv[i]), bs.Keyword.Keyword) {
 					first = i + 1
-					break
-				}
-				if i == end {
 					break
 				}
 				if start <= end {

@@ -129,71 +129,12 @@ func (c *Ctx) trackFailedRead() {
 	if c.cmd.meta == nil {
 		return
 	}
-	argc := len(c.args)
-	var found [][]byte
-	for _, k := range c.cmd.meta.KeySpecs {
-		first, last, step := 0, 0, 1
-		switch bs := k.BeginSearch; {
-		case bs.Index != nil:
-			first = bs.Index.Pos
-		case bs.Keyword != nil:
-			// The argument after the keyword, searched from startfrom
-			// (from the end when negative); none: this spec has no keys.
-			from, to := bs.Keyword.StartFrom, argc-1
-			if from <= 0 {
-				from, to = argc+from, 0
-			}
-			for i := from; i != to && i >= 1 && i < argc; {
-				if eqFold(c.args[i], bs.Keyword.Keyword) {
-					first = i + 1
-					break
-				}
-				if from <= to {
-					i++
-				} else {
-					i--
-				}
-			}
-			if first == 0 {
-				continue
-			}
-		default:
-			return
-		}
-		switch fk := k.FindKeys; {
-		case fk.Range != nil:
-			step = fk.Range.Step
-			switch {
-			case fk.Range.LastKey >= 0:
-				last = first + fk.Range.LastKey
-			case fk.Range.Limit == 0:
-				last = argc + fk.Range.LastKey
-			default:
-				last = first + (argc-first)/fk.Range.Limit + fk.Range.LastKey
-			}
-		case fk.KeyNum != nil:
-			step = fk.KeyNum.Step
-			if fk.KeyNum.KeyNumIdx >= argc-first {
-				return
-			}
-			n, err := parseInt(c.args[first+fk.KeyNum.KeyNumIdx])
-			if err != nil || n < 0 || n > int64(argc) {
-				return
-			}
-			first += fk.KeyNum.FirstKey
-			last = first + int(n) - 1
-		default:
-			return
-		}
-		if last >= argc || last < first || step < 1 {
-			return
-		}
-		for i := first; i <= last; i += step {
-			found = append(found, c.args[i])
-		}
+	keys, ok := keysBySpecs(c.cmd, c.args)
+	if !ok {
+		return
 	}
-	for _, key := range found {
-		c.trackRead(key)
+	for _, k := range keys {
+		c.trackRead(c.args[k.pos])
 	}
 }
 
