@@ -138,28 +138,7 @@ func groupRun(ctx context.Context, addr string, g groupCfg, stallAfter time.Dura
 			}
 		}(k)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	stalled := false
-	last, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case now := <-tick.C:
-			if n := consumed.Load(); n != last {
-				last, lastChange = n, now
-			} else if now.Sub(lastChange) > stallAfter {
-				stalled = true
-				cancel()
-				<-done
-				break wait
-			}
-		}
-	}
+	stalled := awaitProgress(&wg, &consumed, stallAfter, cancel)
 	switch {
 	case firstErr != nil:
 		return errSample("consumer group", firstErr)
