@@ -4,8 +4,12 @@
 #     tests compare against), redis-tools (redis-cli and redis-benchmark,
 #     real clients), python3-redis and python3-rq (redis-py and the RQ job
 #     framework, run with Debian's /usr/bin/python3), nodejs and npm;
-#   - from npm: the Node.js clients in tests/clients/node (ioredis), with
-#     `npm ci` from its package-lock.json.
+#   - from npm: the Node.js clients in tests/clients/node (ioredis and the
+#     BullMQ job framework), with `npm ci` from its package-lock.json. Its
+#     package.json pins msgpackr-extract (an optional native speed-up of a
+#     BullMQ dependency) to 3.0.4, a release whose per-platform packages are
+#     all published, so that the lock file lists every platform and `npm ci`
+#     accepts it.
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
 
