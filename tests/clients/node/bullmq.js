@@ -12,34 +12,10 @@ const assert = require("node:assert/strict");
 const Redis = require("ioredis");
 const { Queue, Worker, QueueEvents } = require("bullmq");
 
-const where = process.argv[2];
-const connection = /^\d+$/.test(where) ? { host: "127.0.0.1", port: Number(where) } : { path: where };
-const QUEUE = "cellar";
-const TIMEOUT = 60000;
+const { TIMEOUT, connectionFor, notify, until } = require("./waiting");
 
-// until resolves once cond() holds; it checks after every event the test
-// records (notify) and fails after TIMEOUT with what it was waiting for.
-const waiters = new Set();
-function notify() {
-  for (const w of waiters) {
-    if (w.cond()) {
-      waiters.delete(w);
-      clearTimeout(w.timer);
-      w.resolve();
-    }
-  }
-}
-function until(cond, what) {
-  return new Promise((resolve, reject) => {
-    if (cond()) return resolve();
-    const w = { cond, resolve };
-    w.timer = setTimeout(() => {
-      waiters.delete(w);
-      reject(new Error("timed out waiting for " + what()));
-    }, TIMEOUT);
-    waiters.add(w);
-  });
-}
+const connection = connectionFor(process.argv[2]);
+const QUEUE = "cellar";
 
 async function main() {
   const admin = new Redis({ ...connection, maxRetriesPerRequest: 0 });
