@@ -24,6 +24,7 @@ type frame struct {
 	pushAt int
 	elems  elemBuf // sorted-set range replies (zsets.go)
 	val    []byte  // string values copied into replies (strings.go)
+	dump   []byte  // DUMP's payload (dump.go)
 }
 
 // enter starts a level of execution and returns its frame; leave ends it.

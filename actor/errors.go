@@ -493,3 +493,13 @@ func errPrefixOverlapExisting(p []byte, old string) error {
 func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
+
+// DUMP and RESTORE (dump.go), as Redis 7.0's restoreCommand answers.
+const (
+	ErrBusyKey       ReplyError = "BUSYKEY Target key name already exists."
+	ErrRestoreTTL    ReplyError = "ERR Invalid TTL value, must be >= 0"
+	ErrRestoreIdle   ReplyError = "ERR Invalid IDLETIME value, must be >= 0"
+	ErrRestoreFreq   ReplyError = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+	ErrDumpPayload   ReplyError = "ERR DUMP payload version or checksum are wrong"
+	ErrBadDataFormat ReplyError = "ERR Bad data format"
+)

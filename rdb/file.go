@@ -222,12 +222,10 @@ func DecodeDump(p []byte) (*Object, error) {
 	if CRC64(0, p[:len(p)-8]) != binary.LittleEndian.Uint64(footer[2:]) {
 		return nil, ErrDumpVersion
 	}
-	body := p[:len(p)-10]
-	if len(body) < 1 {
-		return nil, corrupt("empty payload")
-	}
-	d := decoder{br: bufio.NewReaderSize(bytes.NewReader(body[1:]), min(max(len(body), 16), 64<<10))}
-	t := body[0]
+	// Like Redis, the value is read from the whole payload: a value that
+	// runs into the footer is read with the footer's bytes.
+	d := decoder{br: bufio.NewReaderSize(bytes.NewReader(p[1:]), min(max(len(p), 16), 64<<10))}
+	t := p[0]
 	if t > maxKnownType {
 		return nil, corrupt("unknown value type %d", t)
 	}
