@@ -44,9 +44,10 @@ type Actor struct {
 
 	blk     blocking
 	ps      pubsub
-	watches watching // WATCH's index (multi.go)
-	track   tracking // client-side caching's tables (tracking.go)
-	pause   pausing  // CLIENT PAUSE (pause.go)
+	watches watching  // WATCH's index (multi.go)
+	track   tracking  // client-side caching's tables (tracking.go)
+	repl    replState // the replica role and its link (replication.go)
+	pause   pausing   // CLIENT PAUSE (pause.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
@@ -157,6 +158,10 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
+	a.repl.replID = cfg.ReplicaID
+	if a.repl.replID == "" {
+		a.repl.replID = newReplID()
+	}
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
 		return nil, err

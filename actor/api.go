@@ -126,6 +126,10 @@ type Config struct {
 	MaxScripts         int
 	BusyReplyThreshold time.Duration
 
+	// ReplicaID is the replication ID the server starts with as a master
+	// (empty: a random one).
+	ReplicaID string
+
 	// TrackingTableMaxKeys bounds client-side caching's tracking table
 	// (tracking.go); 0: no limit.
 	TrackingTableMaxKeys int
@@ -194,6 +198,9 @@ type ConnInfo struct {
 	Sink      Sink
 	// Mem is the connection's share of the client memory budget.
 	Mem *ClientMem
+	// Master marks the replication link's connection to the master
+	// (package replica): authenticated, and obeyed by a read-only replica.
+	Master bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.

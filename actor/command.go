@@ -151,6 +151,7 @@ var families = [][]*Command{
 	scriptingCommands,
 	functionCommands,
 	dumpCommands,
+	replicationCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

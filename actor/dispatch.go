@@ -109,6 +109,19 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 			return true
 		}
 	}
+	// A read-only replica refuses clients' writes (Redis's
+	// -READONLY, checked where Redis checks it: before queuing, so a
+	// write in MULTI fails the EXEC); the master's connection is obeyed,
+	// while it is the current link's (replication.go).
+	if s.master {
+		if s.id != a.repl.link {
+			a.reject(s, cmd, string(ErrStaleMaster), w)
+			return false
+		}
+	} else if a.repl.readOnly && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) {
+		a.reject(s, cmd, string(ErrReadOnlyReplica), w)
+		return false
+	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)
 		a.stats.commands-- // counted when EXEC runs it, once, as Redis counts

@@ -503,3 +503,11 @@ const (
 	ErrDumpPayload   ReplyError = "ERR DUMP payload version or checksum are wrong"
 	ErrBadDataFormat ReplyError = "ERR Bad data format"
 )
+
+// Replication (replication.go), as Redis 7.0 answers.
+const (
+	ErrReadOnlyReplica   ReplyError = "READONLY You can't write against a read only replica."
+	ErrInvalidMasterPort ReplyError = "ERR Invalid master port"
+	ErrNoReplication     ReplyError = "ERR replication is not available in this server"
+	ErrStaleMaster       ReplyError = "ERR this connection is no longer the master's"
+)

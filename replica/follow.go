@@ -1,0 +1,281 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/cellar-db/cellar/actor"
+)
+
+// maxBatchCommands and maxBatchBytes bound one batch of the master's
+// commands.
+const (
+	maxBatchCommands = 512
+	maxBatchBytes    = 1 << 20
+	maxArgs          = 1 << 20
+	maxBulk          = 512 << 20
+)
+
+// follow applies the master's command stream until the session fails: the
+// commands go to the actor in batches through the master's connection,
+// each advancing the offset once it ran; REPLCONF GETACK is answered once
+// everything before it ran, and an ACK goes every second.
+func (l *link) follow(c *conn, p *pipe) error {
+	m, a := l.m, l.m.a
+	l.connID = clientIDBase + m.ids.Add(1)
+	if m.cfg.Clients != nil {
+		l.mem = m.cfg.Clients.Register(l.connID, func() {})
+		l.mem.SetNoEvict(true)
+	}
+	l.slots = make(chan struct{}, inFlight)
+	l.ends = map[uint64]batchEnd{}
+	l.ackNow = make(chan struct{}, 1)
+	l.killed = make(chan struct{})
+	a.Open(actor.ConnInfo{ID: l.connID, Addr: l.addr, Sink: l, Mem: l.mem, Master: true})
+	if err := a.ReplicaAttach(l.gen, l.connID); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go l.acknowledge(c, stop)
+	c.SetReadDeadline(time.Time{})
+	var (
+		seq   uint64
+		batch = &actor.Batch{ConnID: l.connID}
+		ack   bool
+		read  = l.read.Load()
+	)
+	submit := func() error {
+		if batch.Len() == 0 && !ack {
+			return nil
+		}
+		if batch.Len() == 0 {
+			// Only GETACKs: nothing to run. The ACK waits for the batch
+			// in flight, if any, whose end moves past them; else it goes.
+			ack = false
+			l.bmu.Lock()
+			e, inFlight := l.ends[seq]
+			if inFlight {
+				l.ends[seq] = batchEnd{offset: read, ack: true}
+			}
+			l.bmu.Unlock()
+			if !inFlight {
+				if e.offset < read {
+					l.applied.Store(read)
+				}
+				l.ackSoon()
+			}
+			return nil
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		case <-l.killed:
+			return errors.New("replica: the master's connection was killed")
+		}
+		seq++
+		batch.Seq = seq
+		l.bmu.Lock()
+		l.ends[seq] = batchEnd{offset: read, ack: ack}
+		l.bmu.Unlock()
+		a.Submit(batch)
+		batch, ack = &actor.Batch{ConnID: l.connID}, false
+		return nil
+	}
+	for {
+		if l.pendingCaughtUp && p.waiting() == 0 {
+			l.pendingCaughtUp = false
+			l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
+				Msg("replica: caught up with the master: the waitlist is applied, following")
+		}
+		if c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || batch.Bytes >= maxBatchBytes {
+			if err := submit(); err != nil {
+				return err
+			}
+		}
+		args, n, err := readCommand(c.br)
+		if err != nil {
+			return err
+		}
+		read += int64(n)
+		l.read.Store(read)
+		m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+		if len(args) >= 2 && eqFold(args[0], "replconf") && eqFold(args[1], "getack") {
+			ack = true
+			continue
+		}
+		if len(args) >= 1 && eqFold(args[0], "replconf") {
+			continue
+		}
+		batch.Args = append(batch.Args, args...)
+		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+		batch.Bytes += int64(n)
+	}
+}
+
+// Deliver receives the replies to the master's batches (actor.Sink):
+// they are dropped, and each advances the applied offset.
+func (l *link) Deliver(cs []actor.Completion) {
+	for i := range cs {
+		c := &cs[i]
+		if c.ConnID != l.connID {
+			continue
+		}
+		if l.mem != nil && c.Charged != 0 {
+			l.mem.Add(actor.MemReplies, -c.Charged)
+		}
+		if c.Kill || c.Close {
+			select {
+			case <-l.killed:
+			default:
+				close(l.killed)
+			}
+			continue
+		}
+		if c.Push {
+			continue
+		}
+		l.bmu.Lock()
+		e, ok := l.ends[c.Seq]
+		delete(l.ends, c.Seq)
+		l.bmu.Unlock()
+		if !ok {
+			continue
+		}
+		if e.offset > l.applied.Load() {
+			l.applied.Store(e.offset)
+		}
+		l.m.mu.Lock()
+		if l.m.cur == l {
+			l.m.offset = max(l.m.offset, e.offset)
+		}
+		l.m.mu.Unlock()
+		select {
+		case <-l.slots:
+		default:
+		}
+		if e.ack {
+			l.ackSoon()
+		}
+	}
+}
+
+func (l *link) ackSoon() {
+	select {
+	case l.ackNow <- struct{}{}:
+	default:
+	}
+}
+
+// acknowledge sends REPLCONF ACK <applied offset> every second and when
+// a GETACK asks.
+func (l *link) acknowledge(c *conn, stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-l.ackNow:
+		}
+		if err := c.send("REPLCONF", "ACK", strconv.FormatInt(l.applied.Load(), 10)); err != nil {
+			c.Close() // the session ends through its reader
+			return
+		}
+	}
+}
+
+// detach closes the master's connection in the actor (the session's
+// cleanup).
+func (l *link) detach() {
+	if l.connID == 0 {
+		return
+	}
+	// The batches in flight run (the close queues behind them); the
+	// offset a partial resync asks from must count them, or the master
+	// would send them again and they would run twice. If they do not
+	// finish in time, the next sync is a full one.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(l.slots) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if len(l.slots) > 0 {
+		l.m.mu.Lock()
+		l.m.replID = ""
+		l.m.mu.Unlock()
+	}
+	l.m.a.Closed(l.connID)
+	if l.mem != nil && l.m.cfg.Clients != nil {
+		l.m.cfg.Clients.Release(l.mem)
+	}
+	l.connID, l.mem = 0, nil
+}
+
+// readCommand reads one command of the master's stream (a RESP array of
+// bulk strings) and returns its arguments and its size in bytes.
+func readCommand(br *bufio.Reader) (args [][]byte, n int, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return nil, 0, err
+	}
+	n = len(line)
+	if len(line) < 3 || line[0] != '*' {
+		if len(line) <= 2 { // a bare newline: keep-alive
+			return readMore(br, n)
+		}
+		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+	}
+	count, err := strconv.Atoi(string(line[1 : len(line)-2]))
+	if err != nil || count < 1 || count > maxArgs {
+		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+	}
+	args = make([][]byte, 0, count)
+	for range count {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, 0, err
+		}
+		n += len(line)
+		if len(line) < 4 || line[0] != '$' {
+			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		}
+		size, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		if err != nil || size < 0 || size > maxBulk {
+			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		}
+		arg := make([]byte, size+2)
+		if _, err := io.ReadFull(br, arg); err != nil {
+			return nil, 0, err
+		}
+		n += size + 2
+		args = append(args, arg[:size:size])
+	}
+	return args, n, nil
+}
+
+func readMore(br *bufio.Reader, before int) ([][]byte, int, error) {
+	args, n, err := readCommand(br)
+	return args, n + before, err
+}
+
+func eqFold(b []byte, word string) bool {
+	if len(b) != len(word) {
+		return false
+	}
+	for i := range b {
+		x := b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != word[i] {
+			return false
+		}
+	}
+	return true
+}
