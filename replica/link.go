@@ -187,7 +187,12 @@ func (l *link) run() {
 		if synced {
 			backoff = 100 * time.Millisecond
 		}
-		l.log().Warn().Err(err).Str("master", l.addr).Dur("retry_in", backoff).Msg("replica: the link to the master is down")
+		if errors.Is(err, errWaitlistFull) {
+			l.log().Warn().Err(err).Str("master", l.addr).Dur("retry_in", backoff).
+				Msg("replica: abandoning this sync, nothing of it applied: the waitlist passed replica.backlog_max_bytes; starting again")
+		} else {
+			l.log().Warn().Err(err).Str("master", l.addr).Dur("retry_in", backoff).Msg("replica: the link to the master is down")
+		}
 		select {
 		case <-l.ctx.Done():
 			return
@@ -438,6 +443,9 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 		}
 	} else if _, err := io.Copy(io.Discard, limited); err != nil {
 		return p, err
+	}
+	if err := p.failed(); err != nil {
+		return p, err // abandoned while the last batches loaded
 	}
 	if err := a.ReplicaPromote(l.gen, functions); err != nil {
 		return p, err

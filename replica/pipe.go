@@ -70,7 +70,10 @@ func (p *pipe) pump(src io.Reader) {
 				p.held += int64(stream)
 				p.peak = max(p.peak, p.held)
 				if p.held > p.max {
+					// Abandoned: the load must not complete from what is
+					// queued, so the queue goes and the link's next read fails.
 					p.err = fmt.Errorf("%w: %d bytes of commands arrived during the load (replica.backlog_max_bytes %d)", errWaitlistFull, p.held, p.max)
+					p.chunks, p.size = nil, 0
 					p.cond.Broadcast()
 					p.mu.Unlock()
 					return
@@ -158,7 +161,14 @@ func (p *pipe) follow() int64 {
 	return p.peak
 }
 
-// drained reports whether the waitlist has been applied (taken whole).
+// failed is the pump's error, if it stopped on one.
+func (p *pipe) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// waiting is how much of the waitlist is still queued.
 func (p *pipe) waiting() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

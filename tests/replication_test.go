@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/redistest"
 	"github.com/cellar-db/cellar/internal/wait"
 	"github.com/redis/go-redis/v9"
@@ -321,5 +322,112 @@ func TestReplicaOfRedis(t *testing.T) {
 				t.Fatalf("%d keys equal after the restart, %d before", n2, n)
 			}
 		})
+	}
+}
+
+// TestReplicaKeepsDataUntilLoaded: a full sync killed half-way through its
+// RDB leaves the data Cellar had; the sync that follows replaces it whole.
+func TestReplicaKeepsDataUntilLoaded(t *testing.T) {
+	ctx := context.Background()
+	a := redistest.StartTCP(t)
+	b := redistest.StartTCP(t, "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
+	ra := redis.NewClient(&redis.Options{Addr: a.Addr, Protocol: 2})
+	rb := redis.NewClient(&redis.Options{Addr: b.Addr, Protocol: 2})
+	defer ra.Close()
+	defer rb.Close()
+	ra.Set(ctx, "from", "a", 0)
+	seed(t, ctx, b.Addr, 20000)
+	rb.Set(ctx, "from", "b", 0)
+	s := startServer(t)
+	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
+	follow := func(srv *redistest.Server) {
+		host, port, _ := net.SplitHostPort(srv.Addr)
+		if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow(a)
+	waitCaughtUp(t, ctx, ra, cel)
+	if got := cel.Get(ctx, "from").Val(); got != "a" {
+		t.Fatalf("from = %q after the sync with a", got)
+	}
+	// b sends its RDB slowly (a delay per key as it writes it).
+	if err := rb.ConfigSet(ctx, "rdb-key-save-delay", "200").Err(); err != nil {
+		t.Fatal(err)
+	}
+	follow(b)
+	wait.For(t, time.Minute, "the load from b to be under way", func() bool {
+		n, _ := strconv.Atoi(replInfo(ctx, cel, "master_sync_read_bytes"))
+		return replInfo(ctx, cel, "master_sync_in_progress") == "1" && n > 0
+	})
+	if got := cel.Get(ctx, "from").Val(); got != "a" {
+		t.Fatalf("from = %q during the load from b", got)
+	}
+	if err := rb.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, time.Minute, "the link to b to drop", func() bool { return replInfo(ctx, cel, "master_sync_in_progress") == "0" })
+	if got, n := cel.Get(ctx, "from").Val(), cel.DBSize(ctx).Val(); got != "a" || n != 1 {
+		t.Fatalf("after the load was killed: from = %q, %d keys (want a's data)", got, n)
+	}
+	rb.ConfigSet(ctx, "rdb-key-save-delay", "0")
+	waitCaughtUp(t, ctx, rb, cel)
+	waitOffsets(t, ctx, rb, cel)
+	if got := cel.Get(ctx, "from").Val(); got != "b" {
+		t.Fatalf("from = %q after the sync with b", got)
+	}
+	compareAll(t, ctx, b.Addr, s.addr)
+}
+
+// TestReplicaWaitlistLimit: commands that pile up behind the RDB past
+// replica.backlog_max_bytes abandon the sync (a log line) and it starts
+// again; once the master is quiet, it completes. Disk-based: the master
+// sends its RDB file (10 MB, more than the pump reads ahead) and at once
+// the commands written during its BGSAVE, which arrive while Cellar still
+// loads the file's last megabytes.
+func TestReplicaWaitlistLimit(t *testing.T) {
+	ctx := context.Background()
+	m := redistest.StartTCP(t, "--repl-diskless-sync", "no")
+	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
+	defer red.Close()
+	p := red.Pipeline()
+	val := strings.Repeat("v", 10000)
+	for i := range 1000 {
+		p.Set(ctx, "val:"+strconv.Itoa(i), val+strconv.Itoa(i), 0) // distinct: LZF cannot shrink the file much
+		p.Append(ctx, "val:"+strconv.Itoa(i), strconv.FormatUint(rand.Uint64(), 36))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := red.ConfigSet(ctx, "rdbcompression", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := red.ConfigSet(ctx, "rdb-key-save-delay", "1000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, func(c *cellar.Config) { c.Replica.BacklogMaxBytes = 4096 })
+	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
+	host, port, _ := net.SplitHostPort(m.Addr)
+	if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, time.Minute, "the master's BGSAVE for Cellar", func() bool { return statsField(ctx, red, "sync_full") == "1" })
+	// 100 writes of 1 KB during the BGSAVE: they follow the RDB.
+	big := strings.Repeat("x", 1024)
+	for i := range 100 {
+		red.Set(ctx, "big:"+strconv.Itoa(i), big, 0)
+	}
+	wait.For(t, time.Minute, "the sync to be abandoned with a log line", func() bool {
+		return strings.Contains(s.logBuf.String(), "abandoning this sync, nothing of it applied")
+	})
+	if n := cel.DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("the abandoned sync left %d keys", n)
+	}
+	red.ConfigSet(ctx, "rdb-key-save-delay", "0")
+	waitCaughtUp(t, ctx, red, cel)
+	waitOffsets(t, ctx, red, cel)
+	compareAll(t, ctx, m.Addr, s.addr)
+	if n, _ := strconv.Atoi(statsField(ctx, red, "sync_full")); n < 2 {
+		t.Fatalf("the master made %d full syncs: the abandoned one was not started again", n)
 	}
 }
