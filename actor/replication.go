@@ -113,10 +113,7 @@ func cmdReplicaOf(c *Ctx) error {
 		return nil
 	}
 	port, err := c.intArg(2)
-	if err != nil {
-		return err
-	}
-	if port < 0 || port > 65535 {
+	if err != nil || port < 0 || port > 65535 {
 		return ErrInvalidMasterPort
 	}
 	host := string(c.args[1])
