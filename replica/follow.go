@@ -32,6 +32,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		l.mem.SetNoEvict(true)
 	}
 	l.slots = make(chan struct{}, inFlight)
+	l.submitted = l.read.Load()
 	l.ends = map[uint64]batchEnd{}
 	l.ackNow = make(chan struct{}, 1)
 	l.killed = make(chan struct{})
@@ -48,7 +49,20 @@ func (l *link) follow(c *conn, p *pipe) error {
 		batch = &actor.Batch{ConnID: l.connID}
 		ack   bool
 		read  = l.read.Load()
+		// db: the database the stream has selected; inMulti: the stream
+		// is between MULTI and EXEC. A batch never ends inside a
+		// transaction: a session that ends after a batch must not leave
+		// half a transaction queued in a connection that is going away.
+		db      = l.db
+		inMulti bool
 	)
+	if db != 0 {
+		// A partial resync continues the stream where the last session
+		// stopped, in the database it had selected (the master does not
+		// select it again, as a Redis replica keeps its cached master's).
+		batch.Args = append(batch.Args, []byte("SELECT"), []byte(strconv.Itoa(db)))
+		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+	}
 	submit := func() error {
 		if batch.Len() == 0 && !ack {
 			return nil
@@ -84,6 +98,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		l.ends[seq] = batchEnd{offset: read, ack: ack}
 		l.bmu.Unlock()
 		a.Submit(batch)
+		l.submitted, l.db = read, db
 		batch, ack = &actor.Batch{ConnID: l.connID}, false
 		return nil
 	}
@@ -93,7 +108,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 			l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
 				Msg("replica: caught up with the master: the waitlist is applied, following")
 		}
-		if c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || batch.Bytes >= maxBatchBytes {
+		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || batch.Bytes >= maxBatchBytes) {
 			if err := submit(); err != nil {
 				return err
 			}
@@ -111,6 +126,16 @@ func (l *link) follow(c *conn, p *pipe) error {
 		}
 		if len(args) >= 1 && eqFold(args[0], "replconf") {
 			continue
+		}
+		switch {
+		case eqFold(args[0], "select") && len(args) == 2:
+			if v, err := strconv.Atoi(string(args[1])); err == nil {
+				db = v
+			}
+		case eqFold(args[0], "multi"):
+			inMulti = true
+		case eqFold(args[0], "exec") || eqFold(args[0], "discard"):
+			inMulti = false
 		}
 		batch.Args = append(batch.Args, args...)
 		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
@@ -197,19 +222,16 @@ func (l *link) detach() {
 	if l.connID == 0 {
 		return
 	}
-	// The batches in flight run (the close queues behind them); the
-	// offset a partial resync asks from must count them, or the master
-	// would send them again and they would run twice. If they do not
-	// finish in time, the next sync is a full one.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(l.slots) > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	// Every batch submitted runs, as the master's: the actor takes its
+	// inbox in order, the close queues behind them and the next session's
+	// commands behind the close. So the offset a partial resync asks from
+	// is the end of the last batch submitted, whether or not it has run
+	// yet; the master sends only what follows, and nothing runs twice.
+	l.m.mu.Lock()
+	if l.m.cur == l && l.submitted >= l.m.offset {
+		l.m.offset, l.m.db = l.submitted, l.db
 	}
-	if len(l.slots) > 0 {
-		l.m.mu.Lock()
-		l.m.replID = ""
-		l.m.mu.Unlock()
-	}
+	l.m.mu.Unlock()
 	l.m.a.Closed(l.connID)
 	if l.mem != nil && l.m.cfg.Clients != nil {
 		l.m.cfg.Clients.Release(l.mem)

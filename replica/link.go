@@ -58,9 +58,11 @@ type Manager struct {
 	wg     sync.WaitGroup
 	status actor.ReplicaStatus
 	// replID and offset: the history the live data belongs to, for a
-	// partial resync after a link drops (empty: none yet).
+	// partial resync after a link drops (empty: none yet); db the
+	// database the stream had selected there.
 	replID string
 	offset int64
+	db     int
 }
 
 // New makes the manager; a.SetReplicator(m) wires it.
@@ -87,7 +89,7 @@ func (m *Manager) Follow(host string, port int, gen uint64) {
 		m.cur.cancel()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &link{m: m, addr: net.JoinHostPort(host, strconv.Itoa(port)), gen: gen, ctx: ctx, cancel: cancel}
+	l := &link{m: m, addr: net.JoinHostPort(host, strconv.Itoa(port)), gen: gen, ctx: ctx, cancel: cancel, db: m.db}
 	m.cur = l
 	m.status = actor.ReplicaStatus{State: "connect", LinkDownSince: time.Now(), ReplID: m.replID, Offset: m.offset, ReadOffset: m.offset}
 	m.wg.Add(1)
@@ -162,6 +164,11 @@ type link struct {
 	ends   map[uint64]batchEnd
 	ackNow chan struct{}
 	killed chan struct{}
+	// submitted: the stream offset at the end of the last batch submitted
+	// (the link goroutine's; read by detach on the same goroutine).
+	submitted int64
+	// db is the database the stream had selected at submitted.
+	db int
 	// pendingCaughtUp: a full sync's load is in and the waitlist not yet
 	// applied (the "caught up" line is due).
 	pendingCaughtUp bool
@@ -452,10 +459,11 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	}
 	peak := p.follow()
 	m.mu.Lock()
-	m.replID, m.offset = replID, offset
+	m.replID, m.offset, m.db = replID, offset, 0
 	m.mu.Unlock()
 	l.read.Store(offset)
 	l.applied.Store(offset)
+	l.db = 0 // the master selects a database before its first command
 	took := time.Since(start)
 	read := rd.Consumed()
 	m.update(l, func(st *actor.ReplicaStatus) {
