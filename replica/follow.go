@@ -175,11 +175,6 @@ func (l *link) Deliver(cs []actor.Completion) {
 		if e.offset > l.applied.Load() {
 			l.applied.Store(e.offset)
 		}
-		l.m.mu.Lock()
-		if l.m.cur == l {
-			l.m.offset = max(l.m.offset, e.offset)
-		}
-		l.m.mu.Unlock()
 		select {
 		case <-l.slots:
 		default:

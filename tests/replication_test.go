@@ -274,6 +274,7 @@ func TestReplicaOfRedis(t *testing.T) {
 			s := startServer(t)
 			cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
 			host, port, _ := net.SplitHostPort(srv.Addr)
+			began := time.Now()
 			if got := cel.Do(ctx, "REPLICAOF", host, port).String(); got != "REPLICAOF "+host+" "+port+": OK" {
 				t.Fatalf("REPLICAOF: %s", got)
 			}
@@ -281,6 +282,12 @@ func TestReplicaOfRedis(t *testing.T) {
 				t.Fatalf("a second REPLICAOF: %v", got)
 			}
 			waitCaughtUp(t, ctx, red, cel)
+			took := time.Since(began)
+			keys := int64(0)
+			for db := range 16 {
+				keys += redis.NewClient(&redis.Options{Addr: s.addr, DB: db, Protocol: 2}).DBSize(ctx).Val()
+			}
+			t.Logf("full sync: %d keys in %v (%.0f keys/s, writer running)", keys, took.Round(time.Millisecond), float64(keys)/took.Seconds())
 			// Writes from clients are refused; reads are served.
 			if err := cel.Set(ctx, "x", 1, 0).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {
 				t.Fatalf("SET on the replica: %v", err)
@@ -440,5 +447,26 @@ func TestReplicaWaitlistLimit(t *testing.T) {
 	compareAll(t, ctx, m.Addr, s.addr)
 	if n, _ := strconv.Atoi(statsField(ctx, red, "sync_full")); n < 2 {
 		t.Fatalf("the master made %d full syncs: the abandoned one was not started again", n)
+	}
+}
+
+// TestReplicaOfSetting: the replicaof setting makes Cellar a replica from
+// the start.
+func TestReplicaOfSetting(t *testing.T) {
+	ctx := context.Background()
+	m := redistest.StartTCP(t)
+	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
+	defer red.Close()
+	red.Set(ctx, "k", "v", 0)
+	s := startServer(t, func(c *cellar.Config) { c.ReplicaOf = m.Addr })
+	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
+	waitCaughtUp(t, ctx, red, cel)
+	if got := cel.Get(ctx, "k").Val(); got != "v" {
+		t.Fatalf("k = %q", got)
+	}
+	host, port, _ := net.SplitHostPort(m.Addr)
+	role := cel.Do(ctx, "ROLE").Val().([]any)
+	if len(role) != 5 || role[0] != "slave" || role[1] != host || fmt.Sprint(role[2]) != port || role[3] != "connected" {
+		t.Fatalf("ROLE: %v", role)
 	}
 }
