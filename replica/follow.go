@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cellar-db/cellar/actor"
@@ -20,33 +21,60 @@ const (
 	maxBulk          = 512 << 20
 )
 
+// stream is one session's master connection in the actor: its own
+// Sink, so that completions arriving after the session ended (the actor
+// runs what was submitted) touch nothing of the next one.
+type stream struct {
+	l        *link
+	connID   uint64
+	mem      *actor.ClientMem
+	slots    chan struct{}
+	bmu      sync.Mutex
+	ends     map[uint64]batchEnd
+	ackNow   chan struct{}
+	killed   chan struct{}
+	killOnce sync.Once
+}
+
+// advance moves the applied offset up to off (never back).
+func (l *link) advance(off int64) {
+	for {
+		cur := l.applied.Load()
+		if off <= cur || l.applied.CompareAndSwap(cur, off) {
+			return
+		}
+	}
+}
+
 // follow applies the master's command stream until the session fails: the
 // commands go to the actor in batches through the master's connection,
 // each advancing the offset once it ran; REPLCONF GETACK is answered once
 // everything before it ran, and an ACK goes every second.
 func (l *link) follow(c *conn, p *pipe) error {
 	m, a := l.m, l.m.a
-	l.connID = clientIDBase + m.ids.Add(1)
+	fs := &stream{l: l}
+	l.fs = fs
+	fs.connID = clientIDBase + m.ids.Add(1)
 	if m.cfg.Clients != nil {
-		l.mem = m.cfg.Clients.Register(l.connID, func() {})
-		l.mem.SetNoEvict(true)
+		fs.mem = m.cfg.Clients.Register(fs.connID, func() {})
+		fs.mem.SetNoEvict(true)
 	}
-	l.slots = make(chan struct{}, inFlight)
+	fs.slots = make(chan struct{}, inFlight)
 	l.submitted = l.read.Load()
-	l.ends = map[uint64]batchEnd{}
-	l.ackNow = make(chan struct{}, 1)
-	l.killed = make(chan struct{})
-	a.Open(actor.ConnInfo{ID: l.connID, Addr: l.addr, Sink: l, Mem: l.mem, Master: true})
-	if err := a.ReplicaAttach(l.gen, l.connID); err != nil {
+	fs.ends = map[uint64]batchEnd{}
+	fs.ackNow = make(chan struct{}, 1)
+	fs.killed = make(chan struct{})
+	a.Open(actor.ConnInfo{ID: fs.connID, Addr: l.addr, Sink: fs, Mem: fs.mem, Master: true})
+	if err := a.ReplicaAttach(l.gen, fs.connID); err != nil {
 		return err
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	go l.acknowledge(c, stop)
+	go fs.acknowledge(c, stop)
 	c.SetReadDeadline(time.Time{})
 	var (
 		seq   uint64
-		batch = &actor.Batch{ConnID: l.connID}
+		batch = &actor.Batch{ConnID: fs.connID}
 		ack   bool
 		read  = l.read.Load()
 		// db: the database the stream has selected; inMulti: the stream
@@ -71,35 +99,33 @@ func (l *link) follow(c *conn, p *pipe) error {
 			// Only GETACKs: nothing to run. The ACK waits for the batch
 			// in flight, if any, whose end moves past them; else it goes.
 			ack = false
-			l.bmu.Lock()
-			e, inFlight := l.ends[seq]
+			fs.bmu.Lock()
+			_, inFlight := fs.ends[seq]
 			if inFlight {
-				l.ends[seq] = batchEnd{offset: read, ack: true}
+				fs.ends[seq] = batchEnd{offset: read, ack: true}
 			}
-			l.bmu.Unlock()
+			fs.bmu.Unlock()
 			if !inFlight {
-				if e.offset < read {
-					l.applied.Store(read)
-				}
-				l.ackSoon()
+				l.advance(read)
+				fs.ackSoon()
 			}
 			return nil
 		}
 		select {
-		case l.slots <- struct{}{}:
+		case fs.slots <- struct{}{}:
 		case <-l.ctx.Done():
 			return l.ctx.Err()
-		case <-l.killed:
+		case <-fs.killed:
 			return errors.New("replica: the master's connection was killed")
 		}
 		seq++
 		batch.Seq = seq
-		l.bmu.Lock()
-		l.ends[seq] = batchEnd{offset: read, ack: ack}
-		l.bmu.Unlock()
+		fs.bmu.Lock()
+		fs.ends[seq] = batchEnd{offset: read, ack: ack}
+		fs.bmu.Unlock()
 		a.Submit(batch)
 		l.submitted, l.db = read, db
-		batch, ack = &actor.Batch{ConnID: l.connID}, false
+		batch, ack = &actor.Batch{ConnID: fs.connID}, false
 		return nil
 	}
 	for {
@@ -145,56 +171,50 @@ func (l *link) follow(c *conn, p *pipe) error {
 
 // Deliver receives the replies to the master's batches (actor.Sink):
 // they are dropped, and each advances the applied offset.
-func (l *link) Deliver(cs []actor.Completion) {
+func (fs *stream) Deliver(cs []actor.Completion) {
 	for i := range cs {
 		c := &cs[i]
-		if c.ConnID != l.connID {
+		if c.ConnID != fs.connID {
 			continue
 		}
-		if l.mem != nil && c.Charged != 0 {
-			l.mem.Add(actor.MemReplies, -c.Charged)
+		if fs.mem != nil && c.Charged != 0 {
+			fs.mem.Add(actor.MemReplies, -c.Charged)
 		}
 		if c.Kill || c.Close {
-			select {
-			case <-l.killed:
-			default:
-				close(l.killed)
-			}
+			fs.killOnce.Do(func() { close(fs.killed) })
 			continue
 		}
 		if c.Push {
 			continue
 		}
-		l.bmu.Lock()
-		e, ok := l.ends[c.Seq]
-		delete(l.ends, c.Seq)
-		l.bmu.Unlock()
+		fs.bmu.Lock()
+		e, ok := fs.ends[c.Seq]
+		delete(fs.ends, c.Seq)
+		fs.bmu.Unlock()
 		if !ok {
 			continue
 		}
-		if e.offset > l.applied.Load() {
-			l.applied.Store(e.offset)
-		}
+		fs.l.advance(e.offset)
 		select {
-		case <-l.slots:
+		case <-fs.slots:
 		default:
 		}
 		if e.ack {
-			l.ackSoon()
+			fs.ackSoon()
 		}
 	}
 }
 
-func (l *link) ackSoon() {
+func (fs *stream) ackSoon() {
 	select {
-	case l.ackNow <- struct{}{}:
+	case fs.ackNow <- struct{}{}:
 	default:
 	}
 }
 
 // acknowledge sends REPLCONF ACK <applied offset> every second and when
 // a GETACK asks.
-func (l *link) acknowledge(c *conn, stop chan struct{}) {
+func (fs *stream) acknowledge(c *conn, stop chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -202,9 +222,9 @@ func (l *link) acknowledge(c *conn, stop chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-		case <-l.ackNow:
+		case <-fs.ackNow:
 		}
-		if err := c.send("REPLCONF", "ACK", strconv.FormatInt(l.applied.Load(), 10)); err != nil {
+		if err := c.send("REPLCONF", "ACK", strconv.FormatInt(fs.l.applied.Load(), 10)); err != nil {
 			c.Close() // the session ends through its reader
 			return
 		}
@@ -214,9 +234,11 @@ func (l *link) acknowledge(c *conn, stop chan struct{}) {
 // detach closes the master's connection in the actor (the session's
 // cleanup).
 func (l *link) detach() {
-	if l.connID == 0 {
+	fs := l.fs
+	if fs == nil {
 		return
 	}
+	l.fs = nil
 	// Every batch submitted runs, as the master's: the actor takes its
 	// inbox in order, the close queues behind them and the next session's
 	// commands behind the close. So the offset a partial resync asks from
@@ -227,11 +249,10 @@ func (l *link) detach() {
 		l.m.offset, l.m.db = l.submitted, l.db
 	}
 	l.m.mu.Unlock()
-	l.m.a.Closed(l.connID)
-	if l.mem != nil && l.m.cfg.Clients != nil {
-		l.m.cfg.Clients.Release(l.mem)
+	l.m.a.Closed(fs.connID)
+	if fs.mem != nil && l.m.cfg.Clients != nil {
+		l.m.cfg.Clients.Release(fs.mem)
 	}
-	l.connID, l.mem = 0, nil
 }
 
 // readCommand reads one command of the master's stream (a RESP array of

@@ -156,14 +156,9 @@ type link struct {
 	// command up to which the actor has run; syncRead: RDB bytes read.
 	read, applied, syncRead atomic.Int64
 
-	// The master's connection in the actor, during a session's follow.
-	connID uint64
-	mem    *actor.ClientMem
-	slots  chan struct{}
-	bmu    sync.Mutex
-	ends   map[uint64]batchEnd
-	ackNow chan struct{}
-	killed chan struct{}
+	// fs is the session's master connection in the actor, while it
+	// follows (the link goroutine's).
+	fs *stream
 	// submitted: the stream offset at the end of the last batch submitted
 	// (the link goroutine's; read by detach on the same goroutine).
 	submitted int64
