@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,34 @@ type stream struct {
 	ackNow   chan struct{}
 	killed   chan struct{}
 	killOnce sync.Once
+}
+
+// reportError logs (at most once a second) an error reply to one of the
+// master's commands: a command Cellar lacks or refuses, after which the
+// replica differs from its master. A reply of the master's commands is
+// only ever a status, an integer, a bulk or an error, so an error is a
+// line starting with '-'.
+func (fs *stream) reportError(reply []byte) {
+	i := bytes.Index(reply, []byte("\r\n-"))
+	switch {
+	case len(reply) > 0 && reply[0] == '-':
+		i = 0
+	case i >= 0:
+		i += 2
+	default:
+		return
+	}
+	now := time.Now().UnixNano()
+	last := fs.l.m.errLogged.Load()
+	if now-last < int64(time.Second) || !fs.l.m.errLogged.CompareAndSwap(last, now) {
+		return
+	}
+	line := reply[i+1:]
+	if j := bytes.IndexByte(line, '\r'); j >= 0 {
+		line = line[:j]
+	}
+	fs.l.log().Error().Str("master", fs.l.addr).Str("error", string(line[:min(len(line), 200)])).
+		Msg("replica: a command of the master's stream failed on Cellar; the data may now differ from the master's")
 }
 
 // advance moves the applied offset up to off (never back).
@@ -187,6 +216,7 @@ func (fs *stream) Deliver(cs []actor.Completion) {
 		if c.Push {
 			continue
 		}
+		fs.reportError(c.Reply)
 		fs.bmu.Lock()
 		e, ok := fs.ends[c.Seq]
 		delete(fs.ends, c.Seq)

@@ -52,6 +52,9 @@ type Manager struct {
 	a   *actor.Actor
 	cfg Config
 	ids atomic.Uint64
+	// errLogged: when an error of the master's stream was last logged
+	// (unix ns), to log at most one a second.
+	errLogged atomic.Int64
 
 	mu     sync.Mutex
 	cur    *link

@@ -249,16 +249,28 @@ func compareAll(t *testing.T, ctx context.Context, redAddr, celAddr string) int 
 	return n
 }
 
-func firstKeyDiff(a, b []string) string {
-	for i := range max(len(a), len(b)) {
-		if i >= len(a) {
-			return "Cellar has " + b[i]
+// firstKeyDiff names up to 10 keys only Redis has and 10 only Cellar has.
+func firstKeyDiff(red, cel []string) string {
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, k := range list {
+			m[k] = true
 		}
-		if i >= len(b) || a[i] != b[i] {
-			return "Redis has " + a[i]
+		return m
+	}
+	rm, cm := in(red), in(cel)
+	var onlyR, onlyC []string
+	for _, k := range red {
+		if !cm[k] && len(onlyR) < 10 {
+			onlyR = append(onlyR, k)
 		}
 	}
-	return "none"
+	for _, k := range cel {
+		if !rm[k] && len(onlyC) < 10 {
+			onlyC = append(onlyC, k)
+		}
+	}
+	return fmt.Sprintf("only on Redis %q, only on Cellar %q", onlyR, onlyC)
 }
 
 func TestReplicaOfRedis(t *testing.T) {
