@@ -35,6 +35,18 @@ type stream struct {
 	ackNow   chan struct{}
 	killed   chan struct{}
 	killOnce sync.Once
+	// detached: the session ended (its batches may still run);
+	// releaseOnce gives its client memory back once none is left.
+	detached    bool
+	releaseOnce sync.Once
+}
+
+func (fs *stream) release() {
+	fs.releaseOnce.Do(func() {
+		if fs.mem != nil && fs.l.m.cfg.Clients != nil {
+			fs.l.m.cfg.Clients.Release(fs.mem)
+		}
+	})
 }
 
 // reportError logs (at most once a second) an error reply to one of the
@@ -220,7 +232,11 @@ func (fs *stream) Deliver(cs []actor.Completion) {
 		fs.bmu.Lock()
 		e, ok := fs.ends[c.Seq]
 		delete(fs.ends, c.Seq)
+		last := fs.detached && len(fs.ends) == 0
 		fs.bmu.Unlock()
+		if last {
+			fs.release()
+		}
 		if !ok {
 			continue
 		}
@@ -280,8 +296,14 @@ func (l *link) detach() {
 	}
 	l.m.mu.Unlock()
 	l.m.a.Closed(fs.connID)
-	if fs.mem != nil && l.m.cfg.Clients != nil {
-		l.m.cfg.Clients.Release(fs.mem)
+	// The client memory goes once the batches in flight ran: a released
+	// client's batches are skipped by the actor.
+	fs.bmu.Lock()
+	fs.detached = true
+	idle := len(fs.ends) == 0
+	fs.bmu.Unlock()
+	if idle {
+		fs.release()
 	}
 }
 

@@ -336,7 +336,13 @@ func (l *link) session() (synced bool, err error) {
 		m.replID = replID
 		m.mu.Unlock()
 		l.read.Store(offset)
-		l.applied.Store(offset)
+		if l.applied.Load() == 0 {
+			// A new link: nothing of it in flight. Otherwise the last
+			// session's batches may still be running, and their
+			// completions bring the applied offset up to where this
+			// stream continues (never ahead of what ran).
+			l.applied.Store(offset)
+		}
 		p = newPipe(0, nil, m.cfg.BacklogMaxBytes, true)
 		go p.pump(c.br)
 		c.br = bufio.NewReaderSize(p, 64<<10)
