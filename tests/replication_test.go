@@ -476,6 +476,15 @@ func TestReplicaOfSetting(t *testing.T) {
 	if got := cel.Get(ctx, "k").Val(); got != "v" {
 		t.Fatalf("k = %q", got)
 	}
+	// WAIT on the master: it asks with REPLCONF GETACK, Cellar acks the
+	// write's offset once it ran.
+	red.Set(ctx, "k2", "v2", 0)
+	if n, err := red.Wait(ctx, 1, time.Minute).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on the master: %d, %v", n, err)
+	}
+	if got := cel.Get(ctx, "k2").Val(); got != "v2" {
+		t.Fatalf("k2 = %q after WAIT", got)
+	}
 	host, port, _ := net.SplitHostPort(m.Addr)
 	role := cel.Do(ctx, "ROLE").Val().([]any)
 	if len(role) != 5 || role[0] != "slave" || role[1] != host || fmt.Sprint(role[2]) != port || role[3] != "connected" {
