@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"math"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // End is one end of a list: Left is the head (index 0), Right the tail.
@@ -30,7 +32,7 @@ var (
 	qTouch         = newQuery("UPDATE keys SET version = ?3 WHERE db = ?1 AND key = ?2")
 	qListInsert    = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListAt        = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos = ?2")
-	qListTake      = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2 RETURNING value")
+	qListDelAt     = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2")
 	qListSetAt     = newQuery("UPDATE list_items SET value = ?3 WHERE id = ?1 AND pos = ?2")
 	qListMovePos   = newQuery("UPDATE list_items SET pos = ?3 WHERE id = ?1 AND pos = ?2")
 	qListAsc       = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 ORDER BY pos ASC")
@@ -38,8 +40,8 @@ var (
 	qListDelRange  = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
 	qListFindAsc   = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos ASC LIMIT ?5 OFFSET ?6")
 	qListFindDesc  = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos DESC LIMIT ?5 OFFSET ?6")
-	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos")
-	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos")
+	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos, value")
+	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos, value")
 	qListShift     = newQuery("UPDATE list_items SET pos = pos + ?4 WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
 	qListUnparkBy  = newQuery("UPDATE list_items SET pos = pos + ?3 WHERE id = ?1 AND pos > ?2")
 	qListUnparkSeq = newQuery(`UPDATE list_items SET pos = r.np
@@ -51,6 +53,12 @@ var (
 	qListRefs    = newQuery("SELECT pos, value FROM list_items WHERE id = ?1 AND typeof(value) = 'integer'")
 	qListPutRef  = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListDropAll = newQuery("DELETE FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2)")
+
+	// Deleting list elements leaves their blobs to the garbage (blobs.go):
+	// these move the refs first, as no trigger does it (migration 10).
+	qListKeepRange = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND typeof(value) = 'integer'")
+	qListKeepAll   = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id = ?1 AND typeof(value) = 'integer'")
+	qListKeepDB    = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2) AND typeof(value) = 'integer'")
 )
 
 // listRef is a live, non-empty list as one statement found it.
@@ -284,21 +292,19 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if end == Right {
 			pos = l.tail
 		}
-		st := s.q(qListTake)
-		st.int(1, l.id)
-		st.int(2, pos)
-		row, err := st.step()
-		var v []byte
-		if row {
-			// The ref of a large value stays readable until the round's
-			// garbage collection (blobs.go).
-			v, err = s.colValue(st, 0, make([]byte, 0, st.colLen(0)))
-			for row && err == nil {
-				row, err = st.step()
+		v, ref, err := s.listAt(l.id, pos, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ref != 0 {
+			if err := s.keepRef(ref); err != nil {
+				return nil, err
 			}
 		}
-		st.reset()
-		if err != nil {
+		del := s.q(qListDelAt)
+		del.int(1, l.id)
+		del.int(2, pos)
+		if err := del.exec(); err != nil {
 			return nil, err
 		}
 		if end == Right {
@@ -320,11 +326,7 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		_, err = s.Delete(db, key)
 		return vals, err
 	}
-	st := s.q(qListDelRange)
-	st.int(1, l.id)
-	st.int(2, lo)
-	st.int(3, hi)
-	if err := st.exec(); err != nil {
+	if err := s.delRange(l.id, lo, hi); err != nil {
 		return nil, err
 	}
 	if end == Right {
@@ -378,15 +380,47 @@ func (s *Store) ListIndex(db int, key []byte, index int64, dst []byte) ([]byte, 
 	if index < 0 || index >= l.length() {
 		return dst, false, nil
 	}
+	v, _, err := s.listAt(l.id, l.head+index, dst)
+	return v, err == nil, err
+}
+
+// listAt appends the value at position pos of list id to dst and returns
+// the value's blob ref when it has one; a missing row means the list's
+// positions are corrupt.
+func (s *Store) listAt(id, pos int64, dst []byte) (v []byte, ref int64, err error) {
 	st := s.q(qListAt)
-	st.int(1, l.id)
-	st.int(2, l.head+index)
+	defer st.reset()
+	st.int(1, id)
+	st.int(2, pos)
 	row, err := st.step()
-	if row && err == nil {
-		dst, err = s.colValue(st, 0, dst)
+	if err != nil {
+		return dst, 0, err
 	}
-	st.reset()
-	return dst, row && err == nil, err
+	if !row {
+		return dst, 0, &Error{Code: codeCorrupt, Msg: "a list misses an element between its head and tail"}
+	}
+	if st.colType(0) == sqlite3.SQLITE_INTEGER {
+		ref = st.colInt(0)
+	}
+	v, err = s.colValue(st, 0, dst)
+	return v, ref, err
+}
+
+// delRange deletes list id's elements at positions lo..hi, their blobs
+// left to the garbage.
+func (s *Store) delRange(id, lo, hi int64) error {
+	keep := s.q(qListKeepRange)
+	keep.int(1, id)
+	keep.int(2, lo)
+	keep.int(3, hi)
+	if err := keep.exec(); err != nil {
+		return err
+	}
+	st := s.q(qListDelRange)
+	st.int(1, id)
+	st.int(2, lo)
+	st.int(3, hi)
+	return st.exec()
 }
 
 // ListSet replaces the element at index (negative from the tail): a
@@ -553,6 +587,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	st.blob(2, val)
 	st.int(3, limit)
 	var k, first, last int64
+	var refs []int64
 	for {
 		row, err := st.step()
 		if err != nil {
@@ -561,6 +596,9 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 		}
 		if !row {
 			break
+		}
+		if st.colType(1) == sqlite3.SQLITE_INTEGER {
+			refs = append(refs, st.colInt(1))
 		}
 		pos := st.colInt(0)
 		if k == 0 || pos < first {
@@ -574,6 +612,11 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	st.reset()
 	if k == 0 {
 		return 0, nil
+	}
+	for _, ref := range refs {
+		if err := s.keepRef(ref); err != nil {
+			return 0, err
+		}
 	}
 	s.dirty = true
 	if k == l.length() {
@@ -620,12 +663,8 @@ func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
 		if lo > hi {
 			return nil
 		}
-		st := s.q(qListDelRange)
-		st.int(1, l.id)
-		st.int(2, lo)
-		st.int(3, hi)
 		s.dirty = true
-		return st.exec()
+		return s.delRange(l.id, lo, hi)
 	}
 	if err := del(l.head, l.head+start-1); err != nil {
 		return err
@@ -714,6 +753,11 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 }
 
 func (s *Store) dropList(id int64) error {
+	keep := s.q(qListKeepAll)
+	keep.int(1, id)
+	if err := keep.exec(); err != nil {
+		return err
+	}
 	st := s.q(qListDrop)
 	st.int(1, id)
 	return st.exec()
@@ -748,6 +792,11 @@ func (s *Store) copyList(from, to int64) error {
 }
 
 func (s *Store) dropAllLists(db int) error {
+	keep := s.q(qListKeepDB)
+	keep.int(1, int64(db))
+	if err := keep.exec(); err != nil {
+		return err
+	}
 	st := s.q(qListDropAll)
 	st.int(1, int64(db))
 	return st.exec()
