@@ -61,6 +61,18 @@ var (
 	qListKeepDB    = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2) AND typeof(value) = 'integer'")
 )
 
+// A pop from a cached list reads its element and leaves the row in SQLite:
+// the cached entry counts it as stale (centry.lstale/rstale), outside
+// head..tail where no list statement but the unbounded ones looks, and the
+// write-back deletes the stale rows in one range per end (settle). A queue's
+// pop then costs one index lookup. Everything that could see a stale row
+// settles first: the write-back runs before any statement on the keys
+// table (so before an uncached list's bounds are read from its rows, and
+// before every key-level command), and the list commands whose statements
+// are not bounded by head..tail, or that move rows, settle their list
+// (settleList). A stale row's blob ref goes to the garbage when the row is
+// deleted, never before, so it stays valid while the row exists.
+
 // listRef is a live, non-empty list as one statement found it.
 type listRef struct {
 	id         int64
@@ -110,6 +122,41 @@ func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
 	l = listRef{id: id, head: head, tail: tail}
 	s.cachedList(db, key, l, exp)
 	return l, true, nil
+}
+
+// openSettled is openList for the commands whose statements could see a
+// stale row: the list's stale rows are deleted first.
+func (s *Store) openSettled(db int, key []byte) (l listRef, ok bool, err error) {
+	if l, ok, err = s.openList(db, key); ok {
+		err = s.settleList(db, key, l.id)
+	}
+	return l, ok, err
+}
+
+// settleList deletes the stale rows of the list at key, if it is cached
+// with some.
+func (s *Store) settleList(db int, key []byte, id int64) error {
+	if e := s.cache.coll(db, key, id); e != nil {
+		return s.settle(e)
+	}
+	return nil
+}
+
+// settle deletes cached list e's stale rows.
+func (s *Store) settle(e *centry) error {
+	if e.lstale > 0 {
+		if err := s.delRange(e.id, e.head-e.lstale, e.head-1); err != nil {
+			return err
+		}
+		e.lstale = 0
+	}
+	if e.rstale > 0 {
+		if err := s.delRange(e.id, e.tail+1, e.tail+e.rstale); err != nil {
+			return err
+		}
+		e.rstale = 0
+	}
+	return nil
 }
 
 // cachedList caches live list l's key row.
@@ -184,6 +231,9 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		s.Created(db)
 		s.recordNew(db, key)
 		l = listRef{id: id, head: 0, tail: -1}
+	} else if err := s.settleList(db, key, l.id); err != nil {
+		// The new elements' positions may hold stale rows.
+		return 0, err
 	}
 	for _, v := range vals {
 		var pos int64
@@ -296,15 +346,9 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		if ref != 0 {
-			if err := s.keepRef(ref); err != nil {
-				return nil, err
-			}
-		}
-		del := s.q(qListDelAt)
-		del.int(1, l.id)
-		del.int(2, pos)
-		if err := del.exec(); err != nil {
+		if e := s.cache.coll(db, key, l.id); e != nil {
+			e.stale(end, 1)
+		} else if err := s.delAt(l.id, pos, ref); err != nil {
 			return nil, err
 		}
 		if end == Right {
@@ -326,7 +370,9 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		_, err = s.Delete(db, key)
 		return vals, err
 	}
-	if err := s.delRange(l.id, lo, hi); err != nil {
+	if e := s.cache.coll(db, key, l.id); e != nil {
+		e.stale(end, n)
+	} else if err := s.delRange(l.id, lo, hi); err != nil {
 		return nil, err
 	}
 	if end == Right {
@@ -406,17 +452,40 @@ func (s *Store) listAt(id, pos int64, dst []byte) (v []byte, ref int64, err erro
 	return v, ref, err
 }
 
+// stale counts n rows popped from end of cached list e as stale.
+func (e *centry) stale(end End, n int64) {
+	if end == Left {
+		e.lstale += n
+	} else {
+		e.rstale += n
+	}
+}
+
+// delAt deletes list id's element at pos, whose value has blob ref ref (0
+// when inline).
+func (s *Store) delAt(id, pos, ref int64) error {
+	if ref != 0 {
+		if err := s.keepRef(ref); err != nil {
+			return err
+		}
+	}
+	st := s.q(qListDelAt)
+	st.int(1, id)
+	st.int(2, pos)
+	return st.exec()
+}
+
 // delRange deletes list id's elements at positions lo..hi, their blobs
 // left to the garbage.
 func (s *Store) delRange(id, lo, hi int64) error {
-	keep := s.q(qListKeepRange)
+	keep := s.prepared(qListKeepRange)
 	keep.int(1, id)
 	keep.int(2, lo)
 	keep.int(3, hi)
 	if err := keep.exec(); err != nil {
 		return err
 	}
-	st := s.q(qListDelRange)
+	st := s.prepared(qListDelRange)
 	st.int(1, id)
 	st.int(2, lo)
 	st.int(3, hi)
@@ -426,7 +495,7 @@ func (s *Store) delRange(id, lo, hi int64) error {
 // ListSet replaces the element at index (negative from the tail): a
 // missing key is ErrNoSuchKey, an index outside the list ErrIndexRange.
 func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil {
 		return err
 	}
@@ -480,7 +549,7 @@ func (s *Store) find(id, lo, hi int64, val []byte, desc bool, skip, limit int64,
 // pivot and returns the new length: 0 for a missing key, -1 when pivot is
 // not in the list. The shorter side of the list moves to make room.
 func (s *Store) ListInsert(db int, key []byte, before bool, pivot, val []byte) (int64, error) {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -567,7 +636,7 @@ func (s *Store) repack(l listRef, lo, hi, newLo int64) error {
 // (count > 0), the last -count from the tail (count < 0), or all (0). It
 // returns how many it removed; a list left empty is deleted.
 func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, error) {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -642,7 +711,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 // ListTrim keeps only the elements from index start to stop (LTRIM's
 // semantics); a list left empty is deleted. A missing key is not an error.
 func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return err
 	}
