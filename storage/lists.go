@@ -785,6 +785,11 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 		return nil, false, err
 	}
 	if string(src) == string(dst) {
+		// The element moves to the position past the other end, where a
+		// stale row may be.
+		if err := s.settleList(db, src, sl.id); err != nil {
+			return nil, false, err
+		}
 		pos := sl.head
 		if from == Right {
 			pos = sl.tail
