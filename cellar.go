@@ -87,6 +87,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
+		Users:                cfg.Users,
+		ACLFile:              cfg.ACLFile,
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,

@@ -31,7 +31,13 @@ type Config struct {
 	SnapshotFilename string `koanf:"snapshot_filename"`
 	Durability       string `koanf:"durability"`
 	RequirePass      string `koanf:"requirepass"`
-	LogLevel         string `koanf:"loglevel"`
+	// Users are ACL users, each in Redis's "user" line format without
+	// the word "user" ("alice on >secret ~app:* +@read"); ACLFile is an
+	// ACL file in Redis's format instead (read at start and by ACL LOAD,
+	// written by ACL SAVE). requirepass stays the default user's password.
+	Users    []string `koanf:"users"`
+	ACLFile  string   `koanf:"aclfile"`
+	LogLevel string   `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -175,6 +181,7 @@ func DefaultConfig() Config {
 		DBFilename:             "cellar.db",
 		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
+		Users:                  []string{},
 		LogLevel:               "info",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,

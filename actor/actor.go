@@ -89,6 +89,9 @@ type Actor struct {
 	scripts scripting
 	busyMs  atomic.Int64
 
+	// acl is the users and the ACL LOG (acl.go, aclcmd.go).
+	acl aclState
+
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
 	cmdStats []cmdStat
@@ -144,6 +147,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)
 	}
 	a.setNotify(flags)
+	if err := a.initACL(); err != nil {
+		return nil, err
+	}
 	a.blk.queues = map[waitKey]*waitQueue{}
 	a.blk.readySet = map[waitKey]bool{}
 	a.blk.timer = time.NewTimer(time.Hour)

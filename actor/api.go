@@ -54,6 +54,12 @@ func ParseDurability(s string) (Durability, error) {
 type Config struct {
 	Durability  Durability
 	RequirePass string
+	// Users are ACL users in Redis's "user" lines ("alice on >pw ~* +@all",
+	// the leading "user" optional); ACLFile is an ACL file in Redis's
+	// format, read at start and by ACL LOAD, written by ACL SAVE. At most
+	// one of the two.
+	Users   []string
+	ACLFile string
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64

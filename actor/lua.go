@@ -713,7 +713,11 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 		return fail(ErrScriptArity)
 	case cmd.Is(FlagNoScript):
 		return fail(ErrScriptNoScript)
-	case cmd.Is(FlagWrite) && r.readOnly:
+	}
+	if e, refused := a.aclScriptRefuse(r.ctx.s, cmd, args); refused {
+		return fail(e)
+	}
+	if cmd.Is(FlagWrite) && r.readOnly {
 		return fail(ErrScriptReadOnly)
 	}
 	if cmd.Is(FlagWrite) {

@@ -522,9 +522,10 @@ func (a *Actor) params() []Param {
 		a.busyParam("busy-reply-threshold"),
 		{Name: "save", Get: func() string { return "" }},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
-			a.cfg.RequirePass = v
+			a.setRequirePass(v)
 			return nil
 		}},
+		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
