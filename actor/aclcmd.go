@@ -694,6 +694,7 @@ func (a *Actor) aclRefuse(s *session, cmd *Command, args [][]byte) (string, bool
 	if d == aclOK {
 		return "", false
 	}
+	s.lastCmd = cmd.Name // the entry's client line names it, as Redis's does
 	ctx := "toplevel"
 	if s.tx != nil {
 		ctx = "multi"
