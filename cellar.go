@@ -89,6 +89,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		RequirePass:          cfg.RequirePass,
 		Users:                cfg.Users,
 		ACLFile:              cfg.ACLFile,
+		NoProtectedMode:      !cfg.ProtectedMode,
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,

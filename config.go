@@ -35,9 +35,13 @@ type Config struct {
 	// the word "user" ("alice on >secret ~app:* +@read"); ACLFile is an
 	// ACL file in Redis's format instead (read at start and by ACL LOAD,
 	// written by ACL SAVE). requirepass stays the default user's password.
-	Users    []string `koanf:"users"`
-	ACLFile  string   `koanf:"aclfile"`
-	LogLevel string   `koanf:"loglevel"`
+	Users   []string `koanf:"users"`
+	ACLFile string   `koanf:"aclfile"`
+	// ProtectedMode is Redis's protected-mode: while the default user has
+	// no password, clients from addresses other than 127.0.0.1 and ::1
+	// are refused with Redis's -DENIED text and closed.
+	ProtectedMode bool   `koanf:"protected_mode"`
+	LogLevel      string `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -182,6 +186,7 @@ func DefaultConfig() Config {
 		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
 		Users:                  []string{},
+		ProtectedMode:          true,
 		LogLevel:               "info",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,

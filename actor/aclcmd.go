@@ -41,6 +41,7 @@ func (a *Actor) initACL() error {
 	a.acl.users = map[string]*aclUser{}
 	a.acl.def = a.acl.newDefaultUser()
 	a.acl.users["default"] = a.acl.def
+	a.protectedMode = !a.cfg.NoProtectedMode
 	a.setRequirePass(a.cfg.RequirePass)
 	if a.cfg.ACLFile != "" && len(a.cfg.Users) > 0 {
 		return fmt.Errorf("actor: users are defined both in the configuration and in the ACL file %s; define them in one place", a.cfg.ACLFile)
@@ -86,6 +87,7 @@ func (a *Actor) initACL() error {
 			if msg := a.loadACLFile(nil); msg != "" {
 				return fmt.Errorf("actor: aclfile: %s", msg)
 			}
+			a.updateGate()
 		} else if !os.IsNotExist(err) {
 			return fmt.Errorf("actor: aclfile: %w", err)
 		}
@@ -106,6 +108,7 @@ func (a *Actor) setRequirePass(p string) {
 		a.acl.apply(u, []byte("nopass"))
 	}
 	u.refresh()
+	a.updateGate()
 }
 
 // authRequired is Redis's rule: a new connection starts authenticated
@@ -231,7 +234,8 @@ func (a *Actor) dropUser(u *aclUser, cur *session) {
 		if s.user != u {
 			continue
 		}
-		s.user, s.authed = a.acl.def, false
+		s.user = a.acl.def
+		s.setAuthed(false)
 		if s == cur {
 			s.closing = true
 		} else {
@@ -318,6 +322,7 @@ func cmdACLSetUser(c *Ctx) error {
 	} else {
 		a.acl.users[string(name)] = u
 	}
+	a.updateGate()
 	c.w.OK()
 	return nil
 }
@@ -526,6 +531,7 @@ func cmdACLLoad(c *Ctx) error {
 	if msg := c.a.loadACLFile(c.s); msg != "" {
 		return ReplyError("ERR " + msg)
 	}
+	c.a.updateGate()
 	c.w.OK()
 	return nil
 }
@@ -675,7 +681,8 @@ func cmdACLLog(c *Ctx) error {
 func (a *Actor) authenticate(s *session, cmdName []byte, user, pass []byte) bool {
 	u := a.acl.users[string(user)]
 	if u != nil && u.checkPassword(pass) {
-		s.user, s.authed = u, true
+		s.user = u
+		s.setAuthed(true)
 		return true
 	}
 	ctx := "toplevel"

@@ -89,8 +89,11 @@ type Actor struct {
 	scripts scripting
 	busyMs  atomic.Int64
 
-	// acl is the users and the ACL LOG (acl.go, aclcmd.go).
-	acl aclState
+	// acl is the users and the ACL LOG (acl.go, aclcmd.go); gate what the
+	// loops read of it, and of protected-mode (gate.go).
+	acl           aclState
+	gate          Gate
+	protectedMode bool
 
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.

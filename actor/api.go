@@ -60,6 +60,10 @@ type Config struct {
 	// one of the two.
 	Users   []string
 	ACLFile string
+	// NoProtectedMode is protected-mode no: without it, while the
+	// default user has no password, clients from other addresses than
+	// 127.0.0.1 and ::1 are refused with Redis's -DENIED text.
+	NoProtectedMode bool
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
@@ -200,6 +204,11 @@ type ConnInfo struct {
 	Sink      Sink
 	// Mem is the connection's share of the client memory budget.
 	Mem *ClientMem
+	// Authed is whether the client is authenticated, set by the loop as
+	// the Gate said when it accepted the connection and kept up to date by
+	// the actor; the loop holds an unauthenticated client to small
+	// requests (nil: the actor decides alone).
+	Authed *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.

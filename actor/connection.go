@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,8 @@ type session struct {
 	db     int
 	resp   int
 	authed bool
+	// authFlag is authed as the connection's loop sees it (ConnInfo.Authed).
+	authFlag *atomic.Bool
 	// user is the ACL user the client runs as (acl.go); the default user
 	// until AUTH or HELLO names another.
 	user    *aclUser
@@ -78,13 +81,20 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 		// A caller without a loop (tests) has nothing that could evict.
 		info.Mem = a.cfg.Clients.Register(info.ID, func() {})
 	}
+	// The loop decided, when it accepted the connection, whether it
+	// starts authenticated; the session agrees with it.
+	authed := !a.authRequired()
+	if info.Authed != nil {
+		authed = info.Authed.Load()
+	}
 	a.sessions[info.ID] = &session{
 		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
 		created: now, lastActive: now,
-		resp:   2,
-		authed: !a.authRequired(),
-		user:   a.acl.def,
-		mem:    info.Mem,
+		resp:     2,
+		authed:   authed,
+		authFlag: info.Authed,
+		user:     a.acl.def,
+		mem:      info.Mem,
 	}
 }
 
@@ -130,9 +140,9 @@ var connectionCommands = []*Command{
 	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing, InSubscribed: true},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
 	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true, InSubscribed: true},
-	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true},
-	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
-	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true, Authenticates: true},
+	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello, Authenticates: true},
+	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth, Authenticates: true},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
 	{Name: "client", Summary: "Inspects and controls client connections.", Subs: []*Command{
 		{Name: "client|id", Summary: "Returns the connection's client id.", Handler: cmdClientID},
@@ -199,7 +209,8 @@ func cmdReset(c *Ctx) error {
 	s := c.s
 	c.a.resetState(s)
 	s.db, s.resp, s.name = 0, 2, ""
-	s.authed, s.user = !c.a.authRequired(), c.a.acl.def
+	s.setAuthed(!c.a.authRequired())
+	s.user = c.a.acl.def
 	s.noTouch = false
 	s.mem.SetNoEvict(false)
 	c.w.Proto = 2

@@ -526,6 +526,7 @@ func (a *Actor) params() []Param {
 			return nil
 		}},
 		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
+		a.protectedParam(),
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},

@@ -35,6 +35,10 @@ type conn struct {
 	need   int      // inbound bytes to wait for before parsing again
 	big    []byte   // a large request being received (receiveBig)
 	mem    *actor.ClientMem
+	// authed is whether the client has authenticated (shared with the
+	// actor, which sets it): until it has, requests are held to Redis's
+	// limits before authentication.
+	authed *atomic.Bool
 	// held: inbound bytes the connection holds while its input waits
 	// (0 when it is being parsed).
 	held int64
@@ -125,6 +129,8 @@ func (c *conn) parse() (wait bool) {
 		return false
 	}
 	c.lp.srv.netIn.Add(uint64(len(buf)))
+	unauth := !c.authed.Load()
+	c.parser.SetUnauthenticated(unauth)
 	b := c.lp.newBatch()
 	consumed := 0
 	var perr error
@@ -155,11 +161,13 @@ func (c *conn) parse() (wait bool) {
 				continue
 			}
 		}
-		if actor.IsBlocking(actor.Lookup(c.args[0])) {
+		if cmd := actor.Lookup(c.args[0]); actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
 			// A blocking command travels in a batch of its own, so the
 			// replies to the commands before it leave without waiting for
 			// it; and, like Redis with a blocked client, nothing more is
-			// read until it has its reply.
+			// read until it has its reply. So does AUTH (or HELLO, RESET)
+			// before authentication: what follows it is parsed with the
+			// limits its outcome sets.
 			if len(b.ends) > 0 {
 				c.submit(b)
 				b = c.lp.newBatch()

@@ -84,6 +84,8 @@ type Server struct {
 	// scripts says whether the actor runs a script past
 	// busy-reply-threshold (conn.busy answers for it then).
 	scripts *actor.ScriptWatch
+	// gate is the actor's word on authentication and protected mode.
+	gate *actor.Gate
 
 	engine gnet.Engine
 	booted chan struct{}
@@ -117,6 +119,7 @@ func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 		log:      log,
 		act:      act,
 		scripts:  act.Scripts(),
+		gate:     act.Gate(),
 		booted:   make(chan struct{}),
 		runErr:   make(chan error, 1),
 		loops:    map[gnet.EventLoop]*eventLoop{},
@@ -280,11 +283,20 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 // closed.
 var errMaxClients = []byte("-" + string(actor.ErrMaxClients) + "\r\n")
 
+// deniedReply is protected mode's refusal.
+var deniedReply = []byte(actor.DeniedText)
+
 // OnOpen admits a connection, or refuses it when maxclients is reached.
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if s.clients.Load() >= int64(s.cfg.MaxClients) || s.stopping.Load() {
 		s.rejected.Add(1)
 		return errMaxClients, gnet.Close
+	}
+	remote := addrString(gc.RemoteAddr())
+	if s.gate.DenyRemote() && !actor.IsLoopback(remote) {
+		s.rejected.Add(1)
+		s.log.Info().Str("addr", remote).Msg("protected mode: refused a client from a non-loopback address")
+		return deniedReply, gnet.Close
 	}
 	s.clients.Add(1)
 	lp := s.loopFor(gc.EventLoop())
@@ -300,11 +312,13 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		expect: 1,
 	}
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
+	c.authed = new(atomic.Bool)
+	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
 	s.act.Open(actor.ConnInfo{
-		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: localAddr(gc),
-		FD: gc.Fd(), Sink: lp, Mem: c.mem,
+		ID: c.id, Addr: remote, LocalAddr: localAddr(gc),
+		FD: gc.Fd(), Sink: lp, Mem: c.mem, Authed: c.authed,
 	})
 	return nil, gnet.None
 }

@@ -3,15 +3,18 @@ package tests
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/cellar-db/cellar"
+	"github.com/cellar-db/cellar/actor"
 )
 
 // ACL over the wire, in what a single connection cannot show (compat's
@@ -273,4 +276,93 @@ func TestACLNoFile(t *testing.T) {
 func sha256hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// dialFrom connects to addr from the local address from (an address of the
+// loopback interface other than 127.0.0.1: to Redis 7.0, and so to Cellar,
+// only 127.0.0.1 and ::1 are local clients).
+func dialFrom(t *testing.T, from, addr string) *rawConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s from %s: %v", addr, from, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return rawOn(t, c)
+}
+
+func TestProtectedMode(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.Bind = "0.0.0.0" })
+	_, port, _ := net.SplitHostPort(s.addr)
+	target := "127.0.0.1:" + port
+	far := dialFrom(t, "127.0.0.2", target)
+	if got := far.read(); got != actor.DeniedText {
+		t.Fatalf("non-loopback client got %q", got)
+	}
+	far.expectClosed()
+	local := s.raw()
+	local.expect("+PONG\r\n", "PING")
+	if got := local.do("INFO", "stats"); !strings.Contains(got, "rejected_connections:1\r\n") {
+		t.Fatalf("INFO stats: %q", got)
+	}
+	// A password on the default user lifts it; so does protected-mode no.
+	local.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "pw")
+	dialFrom(t, "127.0.0.2", target).expect("-NOAUTH Authentication required.\r\n", "PING")
+	local.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "")
+	if got := dialFrom(t, "127.0.0.2", target).read(); got != actor.DeniedText {
+		t.Fatalf("after requirepass \"\": %q", got)
+	}
+	local.expect("+OK\r\n", "CONFIG", "SET", "protected-mode", "no")
+	local.expect(array(bulk("protected-mode"), bulk("no")), "CONFIG", "GET", "protected-mode")
+	dialFrom(t, "127.0.0.2", target).expect("+PONG\r\n", "PING")
+}
+
+func TestProtectedModeOffInConfig(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.ProtectedMode = false })
+	_, port, _ := net.SplitHostPort(s.addr)
+	dialFrom(t, "127.0.0.2", "127.0.0.1:"+port).expect("+PONG\r\n", "PING")
+}
+
+// TestUnauthenticatedLimits: before AUTH, Redis 7.0 refuses requests of
+// more than 10 arguments or with a bulk over 16 KiB, and closes.
+func TestUnauthenticatedLimits(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.RequirePass = "pw" })
+	args11 := []string{"MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"}
+	r := s.raw()
+	r.send([]byte("*11\r\n"))
+	if got := r.read(); got != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
+		t.Fatalf("*11 before AUTH: %q", got)
+	}
+	r.expectClosed()
+	r = s.raw()
+	r.send([]byte("*2\r\n$3\r\nGET\r\n$16385\r\n"))
+	if got := r.read(); got != "-ERR Protocol error: unauthenticated bulk length\r\n" {
+		t.Fatalf("16385-byte bulk before AUTH: %q", got)
+	}
+	r.expectClosed()
+	// At the limits: answered (NOAUTH), the connection stays.
+	r = s.raw()
+	r.expect("-NOAUTH Authentication required.\r\n", "GET", strings.Repeat("k", 16384))
+	r.expect("-NOAUTH Authentication required.\r\n", args11[:10]...)
+	// AUTH pipelined with a large request in the same write: the request
+	// after AUTH is parsed as an authenticated client's.
+	r.send(append(encode("AUTH", "pw"), encode(args11...)...))
+	if got := r.read(); got != "+OK\r\n" {
+		t.Fatalf("AUTH: %q", got)
+	}
+	if got := r.read(); got != "+OK\r\n" {
+		t.Fatalf("MSET after AUTH: %q", got)
+	}
+	r.expect(bulk(strings.Repeat("v", 20000)), "ECHO", strings.Repeat("v", 20000))
+	// RESET logs out again.
+	r.expect("+RESET\r\n", "RESET")
+	r.send([]byte("*11\r\n"))
+	if got := r.read(); got != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
+		t.Fatalf("*11 after RESET: %q", got)
+	}
+	r.expectClosed()
+	// Without a password nobody is held to them.
+	s2 := startServer(t)
+	s2.raw().expect("+OK\r\n", args11...)
 }
