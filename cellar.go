@@ -13,6 +13,7 @@ package cellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -59,6 +60,13 @@ type Server struct {
 func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	proxyFrom, err := loop.ParseProxyFrom(cfg.ProxyProtocolFrom)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ProxyProtocol && len(proxyFrom) == 0 {
+		return nil, errors.New("cellar: proxy_protocol needs the load balancers' addresses in proxy_protocol_from")
 	}
 	dur, _ := actor.ParseDurability(cfg.Durability)
 	store, err := storage.Open(storage.Options{
@@ -149,6 +157,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxBacklog:      cfg.MaxBacklog,
 		Clients:         clients,
 		TCPKeepAlive:    cfg.TCPKeepAlive,
+		ProxyProtocol:   cfg.ProxyProtocol,
+		ProxyFrom:       proxyFrom,
 	}, act, log.With().Str("pkg", "loop").Logger())
 	go func() {
 		act.Run()

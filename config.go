@@ -40,8 +40,17 @@ type Config struct {
 	// ProtectedMode is Redis's protected-mode: while the default user has
 	// no password, clients from addresses other than 127.0.0.1 and ::1
 	// are refused with Redis's -DENIED text and closed.
-	ProtectedMode bool   `koanf:"protected_mode"`
-	LogLevel      string `koanf:"loglevel"`
+	ProtectedMode bool `koanf:"protected_mode"`
+	// ProxyProtocol: connections from the load balancers named in
+	// ProxyProtocolFrom (addresses or CIDR networks) must start with a
+	// PROXY protocol header, version 1 or 2 (HAProxy's send-proxy,
+	// send-proxy-v2); the client's address it names is the one CLIENT
+	// LIST, ACL LOG, protected mode and the logs see. An invalid header,
+	// or a header from another address, closes the connection with a log
+	// line; other addresses connect directly as usual.
+	ProxyProtocol     bool     `koanf:"proxy_protocol"`
+	ProxyProtocolFrom []string `koanf:"proxy_protocol_from"`
+	LogLevel          string   `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -187,6 +196,7 @@ func DefaultConfig() Config {
 		Durability:             "everysec",
 		Users:                  []string{},
 		ProtectedMode:          true,
+		ProxyProtocolFrom:      []string{},
 		LogLevel:               "info",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,

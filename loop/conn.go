@@ -27,6 +27,7 @@ const (
 // conn is the loop's state for one connection. Only its loop touches it.
 type conn struct {
 	id     uint64
+	addr   string // the client's address: the peer's, or a PROXY header's
 	lp     *eventLoop
 	gc     gnet.Conn
 	state  connState
@@ -67,6 +68,12 @@ type conn struct {
 	outPaused bool
 	outSince  time.Time
 
+	// opened: the actor has the session (Actor.Open); not yet while a
+	// PROXY header is awaited. proxyCheck: the start of the input is yet
+	// to be looked at for a PROXY header, which is required (proxyWant,
+	// from a balancer) or refused (proxy.go).
+	opened, proxyCheck, proxyWant bool
+
 	// inTraffic is set while gnet's OnTraffic runs for this connection: a
 	// close requested then is returned to gnet as an action (wantClose)
 	// rather than done re-entrantly.
@@ -91,6 +98,9 @@ func (c *conn) readable() {
 func (c *conn) parse() (wait bool) {
 	if c.state != stateOpen || c.lp.srv.stopping.Load() {
 		return true
+	}
+	if c.proxyCheck && !c.proxyHeader() {
+		return c.state != stateOpen
 	}
 	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 || c.outPaused {
 		return true
@@ -466,6 +476,7 @@ var (
 	errOutputBuffer = errors.New("output buffer limit")
 	errKilled       = errors.New("killed by CLIENT KILL")
 	errEvicted      = errors.New("maxmemory_clients: evicted, using the most client memory")
+	errDenied       = errors.New("protected mode: not a loopback address")
 )
 
 // closeNow asks gnet to close the connection; gnet then calls OnClose,
@@ -495,7 +506,9 @@ func (c *conn) teardown(err error) {
 	}
 	c.state = stateClosed
 	srv := c.lp.srv
-	srv.act.Closed(c.id)
+	if c.opened {
+		srv.act.Closed(c.id)
+	}
 	delete(c.lp.conns, c.id)
 	srv.budget.Release(c.mem)
 	srv.held.Add(-c.held)
@@ -511,7 +524,7 @@ func (c *conn) teardown(err error) {
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
-		e.Uint64("client", c.id).AnErr("reason", err).Msg("connection closed")
+		e.Uint64("client", c.id).Str("addr", c.addr).AnErr("reason", err).Msg("connection closed")
 	}
 }
 

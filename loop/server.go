@@ -46,6 +46,10 @@ type Config struct {
 	// output to it, and close the connections it evicts.
 	Clients      *actor.MemBudget
 	TCPKeepAlive time.Duration
+	// ProxyProtocol: connections from ProxyFrom must start with a PROXY
+	// protocol header (v1 or v2) naming the real client (proxy.go).
+	ProxyProtocol bool
+	ProxyFrom     []*net.IPNet
 }
 
 func (c Config) withDefaults() Config {
@@ -293,7 +297,10 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		return errMaxClients, gnet.Close
 	}
 	remote := addrString(gc.RemoteAddr())
-	if s.gate.DenyRemote() && !actor.IsLoopback(remote) {
+	// A balancer's connection is admitted once its PROXY header names the
+	// client (proxy.go); any other is admitted (or refused) now.
+	proxied := s.cfg.ProxyProtocol && s.proxyAllowed(remote)
+	if !proxied && s.gate.DenyRemote() && !actor.IsLoopback(remote) {
 		s.rejected.Add(1)
 		s.log.Info().Str("addr", remote).Msg("protected mode: refused a client from a non-loopback address")
 		return deniedReply, gnet.Close
@@ -307,6 +314,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		id:     s.nextID.Add(1),
 		lp:     lp,
 		gc:     gc,
+		addr:   remote,
 		parser: proto.NewParser(s.cfg.Limits),
 		state:  stateOpen,
 		expect: 1,
@@ -316,11 +324,37 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
-	s.act.Open(actor.ConnInfo{
-		ID: c.id, Addr: remote, LocalAddr: localAddr(gc),
-		FD: gc.Fd(), Sink: lp, Mem: c.mem, Authed: c.authed,
-	})
+	if s.cfg.ProxyProtocol {
+		c.proxyCheck, c.proxyWant = true, proxied
+	}
+	if !proxied {
+		c.open()
+	}
 	return nil, gnet.None
+}
+
+// admit applies protected mode to a balancer's client once its PROXY
+// header named it, and opens its session; false when it was refused.
+func (c *conn) admit() bool {
+	srv := c.lp.srv
+	if srv.gate.DenyRemote() && !actor.IsLoopback(c.addr) {
+		srv.rejected.Add(1)
+		srv.log.Info().Str("addr", c.addr).Msg("protected mode: refused a client from a non-loopback address")
+		c.gc.Write(deniedReply)
+		c.closeNow(errDenied)
+		return false
+	}
+	c.open()
+	return true
+}
+
+// open tells the actor of the connection: from now on it has a session.
+func (c *conn) open() {
+	c.opened = true
+	c.lp.srv.act.Open(actor.ConnInfo{
+		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
+		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
+	})
 }
 
 // evictFunc is how the client memory budget closes connection id, from

@@ -366,3 +366,137 @@ func TestUnauthenticatedLimits(t *testing.T) {
 	s2 := startServer(t)
 	s2.raw().expect("+OK\r\n", args11...)
 }
+
+// proxyV2 builds a PROXY protocol v2 header for a TCP client (IPv4 or
+// IPv6) or, with src nil, a LOCAL one.
+func proxyV2(src net.IP, sport int, tlv []byte) []byte {
+	h := []byte("\r\n\r\n\x00\r\nQUIT\n")
+	if src == nil {
+		return append(h, 0x20, 0x00, 0, 0)
+	}
+	var body []byte
+	fam := byte(0x11)
+	if v4 := src.To4(); v4 != nil {
+		body = append(append(body, v4...), 127, 0, 0, 1)
+	} else {
+		fam = 0x21
+		body = append(append(body, src.To16()...), net.IPv6loopback...)
+	}
+	body = append(body, byte(sport>>8), byte(sport), 0x18, 0xEB)
+	body = append(body, tlv...)
+	h = append(h, 0x21, fam, byte(len(body)>>8), byte(len(body)))
+	return append(h, body...)
+}
+
+func TestProxyProtocol(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) {
+		c.Bind = "0.0.0.0"
+		c.ProxyProtocol = true
+		c.ProxyProtocolFrom = []string{"127.0.0.3/32", "::1"}
+	})
+	_, port, _ := net.SplitHostPort(s.addr)
+	target := "127.0.0.1:" + port
+	clientLine := func(r *rawConn) string {
+		r.send(encode("CLIENT", "INFO"))
+		return r.read()
+	}
+
+	// Protected mode (no password) judges the client's address: a
+	// non-loopback client behind the balancer is refused...
+	lb := dialFrom(t, "127.0.0.3", target)
+	lb.send([]byte("PROXY TCP4 203.0.113.7 127.0.0.1 51234 6379\r\n"))
+	if got := lb.read(); got != actor.DeniedText {
+		t.Fatalf("proxied remote client under protected mode: %q", got)
+	}
+	lb.expectClosed()
+	// ...a loopback one is not; header and command in one write.
+	lb = dialFrom(t, "127.0.0.3", target)
+	lb.send(append([]byte("PROXY TCP4 127.0.0.1 127.0.0.1 40000 6379\r\n"), encode("PING")...))
+	if got := lb.read(); got != "+PONG\r\n" {
+		t.Fatalf("after a v1 header: %q", got)
+	}
+	if got := clientLine(lb); !strings.Contains(got, "addr=127.0.0.1:40000 ") {
+		t.Fatalf("CLIENT INFO: %q", got)
+	}
+
+	admin := s.raw()
+	admin.expect("+OK\r\n", "CONFIG", "SET", "requirepass", "pw")
+	admin.expect("+OK\r\n", "AUTH", "pw")
+	admin.expect("+OK\r\n", "ACL", "SETUSER", "ro", "on", ">ro", "~*", "+get", "+client|info")
+
+	// v1, TCP6, the header split over two writes.
+	lb = dialFrom(t, "127.0.0.3", target)
+	lb.send([]byte("PROXY TCP6 2001:db8::5 ::1 4242 "))
+	lb.send(append([]byte("6379\r\n"), encode("AUTH", "pw")...))
+	if got := lb.read(); got != "+OK\r\n" {
+		t.Fatalf("AUTH after a TCP6 header: %q", got)
+	}
+	if got := clientLine(lb); !strings.Contains(got, "addr=[2001:db8::5]:4242 ") {
+		t.Fatalf("CLIENT INFO after TCP6: %q", got)
+	}
+	// v2, IPv4 with a TLV; the ACL LOG names the client's address.
+	lb = dialFrom(t, "127.0.0.3", target)
+	lb.send(proxyV2(net.ParseIP("198.51.100.9"), 61000, []byte{0x04, 0x00, 0x01, 0x00}))
+	lb.expect("+OK\r\n", "AUTH", "ro", "ro")
+	lb.expect("-NOPERM this user has no permissions to run the 'set' command\r\n", "SET", "k", "v")
+	if got := admin.do("ACL", "LOG", "1"); !strings.Contains(got, "addr=198.51.100.9:61000 ") {
+		t.Fatalf("ACL LOG: %q", got)
+	}
+	if got := admin.do("CLIENT", "LIST"); !strings.Contains(got, "addr=198.51.100.9:61000 ") || !strings.Contains(got, "addr=[2001:db8::5]:4242 ") {
+		t.Fatalf("CLIENT LIST: %q", got)
+	}
+	// v2 IPv6, and LOCAL (a balancer's health check keeps its own address).
+	lb = dialFrom(t, "127.0.0.3", target)
+	lb.send(proxyV2(net.ParseIP("2001:db8::77"), 1234, nil))
+	lb.expect("+OK\r\n", "AUTH", "pw")
+	if got := clientLine(lb); !strings.Contains(got, "addr=[2001:db8::77]:1234 ") {
+		t.Fatalf("CLIENT INFO after v2 TCP6: %q", got)
+	}
+	lb = dialFrom(t, "127.0.0.3", target)
+	lb.send(proxyV2(nil, 0, nil))
+	lb.expect("+OK\r\n", "AUTH", "pw")
+	if got := clientLine(lb); !strings.Contains(got, "addr=127.0.0.3:") {
+		t.Fatalf("CLIENT INFO after v2 LOCAL: %q", got)
+	}
+
+	// Invalid headers from the balancer close the connection, with a log
+	// line; so does no header at all.
+	for _, bad := range [][]byte{
+		[]byte("PROXY TCP4 203.0.113.7 127.0.0.1 51234\r\n"),
+		[]byte("PROXY TCP4 2001:db8::1 127.0.0.1 1 2\r\n"),
+		[]byte("PROXY TCP4 203.0.113.7 127.0.0.1 051234 6379\r\n"),
+		[]byte("PROXY " + strings.Repeat("x", 120)),
+		append([]byte("\r\n\r\n\x00\r\nQUIT\n"), 0x31, 0x11, 0, 12),
+		encode("PING"),
+	} {
+		lb = dialFrom(t, "127.0.0.3", target)
+		lb.send(bad)
+		lb.expectClosed()
+	}
+	waitFor(t, 5*time.Second, "the invalid header log line", func() bool {
+		return strings.Contains(s.logBuf.String(), "invalid PROXY protocol header")
+	})
+
+	// Another address: a header closes the connection with a log line;
+	// plain requests are served as a direct client's.
+	other := dialFrom(t, "127.0.0.2", target)
+	other.send([]byte("PROXY TCP4 10.0.0.1 127.0.0.1 1 2\r\n"))
+	other.expectClosed()
+	waitFor(t, 5*time.Second, "the not-allowed log line", func() bool {
+		return strings.Contains(s.logBuf.String(), "PROXY protocol header from an address not in proxy_protocol_from")
+	})
+	other = dialFrom(t, "127.0.0.2", target)
+	other.expect("+OK\r\n", "AUTH", "pw")
+	if got := clientLine(other); !strings.Contains(got, "addr=127.0.0.2:") {
+		t.Fatalf("CLIENT INFO direct: %q", got)
+	}
+}
+
+func TestProxyProtocolNeedsBalancers(t *testing.T) {
+	cfg := cellar.DefaultConfig()
+	cfg.Port, cfg.Dir = 0, t.TempDir()
+	cfg.ProxyProtocol = true
+	if _, err := cellar.Start(cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "proxy_protocol_from") {
+		t.Fatalf("proxy_protocol without balancers: %v", err)
+	}
+}
