@@ -98,6 +98,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Users:                cfg.Users,
 		ACLFile:              cfg.ACLFile,
 		NoProtectedMode:      !cfg.ProtectedMode,
+		IdleTimeout:          int(cfg.Timeout / time.Second),
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,

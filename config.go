@@ -57,7 +57,10 @@ type Config struct {
 	ProtoMaxBulkLen        int64         `koanf:"proto_max_bulk_len"`
 	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
 	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
-	ShutdownTimeout        time.Duration `koanf:"shutdown_timeout"`
+	// Timeout is Redis's timeout: a client idle this long is closed
+	// (blocked and subscribed clients excepted); 0 never. Whole seconds.
+	Timeout         time.Duration `koanf:"timeout"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// DebugAddr, when set (host:port), serves Go's pprof profiles over HTTP
 	// there, for profiling a running server. Keep it on loopback.
 	DebugAddr string `koanf:"debug_addr"`
@@ -427,6 +430,8 @@ func (c Config) Validate() error {
 		return bad("maxmemory_clients", "must be 0 (no limit) or at least 1048576, not %d", c.MaxMemoryClients)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
+	case c.Timeout < 0 || c.Timeout%time.Second != 0:
+		return bad("timeout", "must be 0 (never) or a whole number of seconds, not %s", c.Timeout)
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", "must be positive")
 	case c.Storage.FlushInterval <= 0 || c.Storage.FlushInterval > time.Minute:

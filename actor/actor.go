@@ -81,8 +81,10 @@ type Actor struct {
 	logPos      redo.Position
 	trimRunning bool
 	nextSweep   time.Time
-	sweepMore   bool
-	lastSync    time.Time
+	// nextIdleCheck: when closeIdle looks for idle clients next.
+	nextIdleCheck time.Time
+	sweepMore     bool
+	lastSync      time.Time
 
 	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
 	// busy-reply-threshold in milliseconds (CONFIG SET changes it).

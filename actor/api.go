@@ -64,6 +64,9 @@ type Config struct {
 	// default user has no password, clients from other addresses than
 	// 127.0.0.1 and ::1 are refused with Redis's -DENIED text.
 	NoProtectedMode bool
+	// IdleTimeout is Redis's timeout in seconds: a client idle longer is
+	// closed (blocked and subscribed ones excepted); 0 never.
+	IdleTimeout int
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64

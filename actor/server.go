@@ -527,6 +527,14 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
 		a.protectedParam(),
+		{Name: "timeout", Get: func() string { return strconv.Itoa(a.cfg.IdleTimeout) }, Set: func(v string) error {
+			nv, err := redisParamByName["timeout"].normalize(v)
+			if err != nil {
+				return err
+			}
+			a.cfg.IdleTimeout, _ = strconv.Atoi(nv)
+			return nil
+		}},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},

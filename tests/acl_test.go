@@ -500,3 +500,32 @@ func TestProxyProtocolNeedsBalancers(t *testing.T) {
 		t.Fatalf("proxy_protocol without balancers: %v", err)
 	}
 }
+
+// TestIdleTimeout: Redis's timeout closes idle clients, not blocked ones
+// nor subscribers.
+func TestIdleTimeout(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.Timeout = time.Second })
+	admin := s.raw()
+	admin.expect(array(bulk("timeout"), bulk("1")), "CONFIG", "GET", "timeout")
+	blocked, sub := s.raw(), s.raw()
+	blocked.send(encode("BLPOP", "q", "0"))
+	sub.expect(array(bulk("subscribe"), bulk("ch"), integer(1)), "SUBSCRIBE", "ch")
+	waitFor(t, 5*time.Second, "BLPOP to block", func() bool {
+		return strings.Contains(admin.do("INFO", "clients"), "blocked_clients:1\r\n")
+	})
+	idle := s.raw()
+	idle.expect("+PONG\r\n", "PING")
+	idle.expectClosed() // after a second or two of silence
+	admin.expectClosed() // idle too
+	admin = s.raw()
+	admin.expect(integer(1), "RPUSH", "q", "x")
+	if got := blocked.read(); got != array(bulk("q"), bulk("x")) {
+		t.Fatalf("blocked client: %q", got)
+	}
+	admin.expect(integer(1), "PUBLISH", "ch", "m")
+	if got := sub.read(); got != array(bulk("message"), bulk("ch"), bulk("m")) {
+		t.Fatalf("subscriber: %q", got)
+	}
+	admin.expect("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n", "CONFIG", "SET", "timeout", "-1")
+	admin.expect("+OK\r\n", "CONFIG", "SET", "timeout", "0")
+}
