@@ -515,7 +515,7 @@ func TestIdleTimeout(t *testing.T) {
 	})
 	idle := s.raw()
 	idle.expect("+PONG\r\n", "PING")
-	idle.expectClosed() // after a second or two of silence
+	idle.expectClosed()  // after a second or two of silence
 	admin.expectClosed() // idle too
 	admin = s.raw()
 	admin.expect(integer(1), "RPUSH", "q", "x")
