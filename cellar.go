@@ -99,6 +99,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		ACLFile:              cfg.ACLFile,
 		NoProtectedMode:      !cfg.ProtectedMode,
 		IdleTimeout:          int(cfg.Timeout / time.Second),
+		RenameCommands:       cfg.RenameCommands,
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,

@@ -50,7 +50,12 @@ type Config struct {
 	// line; other addresses connect directly as usual.
 	ProxyProtocol     bool     `koanf:"proxy_protocol"`
 	ProxyProtocolFrom []string `koanf:"proxy_protocol_from"`
-	LogLevel          string   `koanf:"loglevel"`
+	// RenameCommands is Redis's rename-command: command name → its new
+	// name, or "" to disable it ({flushall: "", config: "cfg-3f9a"}). The
+	// old name is then unknown everywhere (clients, MULTI, scripts); ACL
+	// rules keep using the real names.
+	RenameCommands map[string]string `koanf:"rename_commands"`
+	LogLevel       string            `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -200,6 +205,7 @@ func DefaultConfig() Config {
 		Users:                  []string{},
 		ProtectedMode:          true,
 		ProxyProtocolFrom:      []string{},
+		RenameCommands:         map[string]string{},
 		LogLevel:               "info",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,

@@ -495,7 +495,7 @@ func cmdACLDryRun(c *Ctx) error {
 		return errACLNoUser(c.args[2])
 	}
 	argv := c.args[3:]
-	cmd := Lookup(argv[0])
+	cmd := c.a.Lookup(argv[0])
 	if cmd != nil && cmd.subs != nil {
 		if len(argv) < 2 {
 			cmd = nil
@@ -722,7 +722,7 @@ func (a *Actor) aclExecRefuse(s *session, args [][]byte) (string, bool) {
 	if s.user.open {
 		return "", false
 	}
-	cmd := Lookup(args[0])
+	cmd := a.Lookup(args[0])
 	if cmd == nil {
 		return "", false
 	}

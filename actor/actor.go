@@ -96,6 +96,8 @@ type Actor struct {
 	acl           aclState
 	gate          Gate
 	protectedMode bool
+	// renamed is the command policy (rename.go); nil without renames.
+	renamed *renames
 
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
@@ -153,6 +155,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	}
 	a.setNotify(flags)
 	if err := a.initACL(); err != nil {
+		return nil, err
+	}
+	if err := a.setRenames(cfg.RenameCommands); err != nil {
 		return nil, err
 	}
 	a.blk.queues = map[waitKey]*waitQueue{}

@@ -67,6 +67,9 @@ type Config struct {
 	// IdleTimeout is Redis's timeout in seconds: a client idle longer is
 	// closed (blocked and subscribed ones excepted); 0 never.
 	IdleTimeout int
+	// RenameCommands is Redis's rename-command: a command's new name, ""
+	// to disable it (rename.go).
+	RenameCommands map[string]string
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64

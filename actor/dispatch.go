@@ -66,7 +66,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	a.stats.commands++
 	// A command refused before it runs also fails the transaction it
 	// would have been queued in (flagTx; multi.go).
-	cmd := Lookup(args[0])
+	cmd := a.Lookup(args[0])
 	if cmd == nil {
 		flagTx(s)
 		w.Error(errUnknownCommand(args).Error())

@@ -171,7 +171,7 @@ func (c *conn) parse() (wait bool) {
 				continue
 			}
 		}
-		if cmd := actor.Lookup(c.args[0]); actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
+		if cmd := c.lp.srv.act.Lookup(c.args[0]); actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
 			// A blocking command travels in a batch of its own, so the
 			// replies to the commands before it leave without waiting for
 			// it; and, like Redis with a blocked client, nothing more is
@@ -219,7 +219,7 @@ func (c *conn) parse() (wait bool) {
 // writes away. It returns nil for a command that goes to the actor.
 func (c *conn) busy(args [][]byte) []byte {
 	w := c.lp.srv.scripts
-	cmd := actor.Lookup(args[0])
+	cmd := c.lp.srv.act.Lookup(args[0])
 	if cmd == nil {
 		return nil
 	}
@@ -319,7 +319,7 @@ func (c *conn) receiveBig() (wait bool) {
 		c.inflight++
 		batch := &actor.Batch{ConnID: c.id, Seq: c.nextSeq, Args: argv, Ends: []int32{int32(len(argv))},
 			Bytes: int64(cap(c.big) + 24*len(argv) + 128)}
-		if actor.IsBlocking(actor.Lookup(argv[0])) {
+		if actor.IsBlocking(c.lp.srv.act.Lookup(argv[0])) {
 			c.barrier = c.nextSeq
 		}
 		c.big, c.need = nil, 0

@@ -529,3 +529,49 @@ func TestIdleTimeout(t *testing.T) {
 	admin.expect("-ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive\r\n", "CONFIG", "SET", "timeout", "-1")
 	admin.expect("+OK\r\n", "CONFIG", "SET", "timeout", "0")
 }
+
+// TestRenameCommands: Redis's rename-command, in the configuration.
+func TestRenameCommands(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) {
+		c.RenameCommands = map[string]string{"flushall": "", "config": "cfg-3f9a", "blpop": "waitpop"}
+	})
+	r := s.raw()
+	r.expect("-ERR unknown command 'FLUSHALL', with args beginning with: \r\n", "FLUSHALL")
+	r.expect("-ERR unknown command 'config', with args beginning with: 'get' 'maxclients' \r\n", "config", "get", "maxclients")
+	r.expect(array(bulk("maxclients"), bulk("10000")), "CFG-3F9A", "GET", "maxclients")
+	// In a transaction and in a script the old names are unknown too.
+	r.expect("+OK\r\n", "MULTI")
+	r.expect("-ERR unknown command 'flushall', with args beginning with: \r\n", "flushall")
+	r.expect("-EXECABORT Transaction discarded because of previous errors.\r\n", "EXEC")
+	if got := r.do("EVAL", "return redis.pcall('flushall')", "0"); !strings.Contains(got, "Unknown Redis command called from script") {
+		t.Fatalf("flushall from a script: %q", got)
+	}
+	// A renamed blocking command still blocks (the loop knows it).
+	w := s.raw()
+	w.send(encode("WAITPOP", "q", "0"))
+	waitFor(t, 5*time.Second, "WAITPOP to block", func() bool {
+		return strings.Contains(r.do("INFO", "clients"), "blocked_clients:1\r\n")
+	})
+	r.expect(integer(1), "RPUSH", "q", "x")
+	if got := w.read(); got != array(bulk("q"), bulk("x")) {
+		t.Fatalf("WAITPOP: %q", got)
+	}
+	// ACL rules use the real names.
+	r.expect("+OK\r\n", "ACL", "SETUSER", "p", "on", ">p", "~*", "-@all", "+blpop", "+rpush")
+	u := s.raw()
+	u.expect("+OK\r\n", "AUTH", "p", "p")
+	u.expect(integer(1), "RPUSH", "q", "y")
+	u.expect(array(bulk("q"), bulk("y")), "WAITPOP", "q", "0")
+	u.expect("-NOPERM this user has no permissions to run the 'get' command\r\n", "GET", "q")
+}
+
+func TestRenameCommandsRefused(t *testing.T) {
+	for _, m := range []map[string]string{{"nosuch": "x"}, {"get": "set"}, {"get": "a", "set": "a"}} {
+		cfg := cellar.DefaultConfig()
+		cfg.Port, cfg.Dir = 0, t.TempDir()
+		cfg.RenameCommands = m
+		if _, err := cellar.Start(cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "rename_commands") {
+			t.Fatalf("rename_commands %v: %v", m, err)
+		}
+	}
+}
