@@ -1,0 +1,73 @@
+package actor
+
+import "testing"
+
+// The per-command ACL check: nothing for an open user (the default one),
+// a bitmap test and the key specs for the others.
+
+func benchUser(b *testing.B, rules ...string) *aclUser {
+	st := &aclState{}
+	u := st.newUser("u")
+	for _, r := range rules {
+		if err := st.apply(u, []byte(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	u.refresh()
+	return u
+}
+
+func BenchmarkACLCheckOpen(b *testing.B) {
+	u := benchUser(b, "on", "nopass", "+@all", "~*", "&*")
+	get, args := Lookup([]byte("get")), [][]byte{[]byte("get"), []byte("k:1")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := u.check(get, args); d != aclOK {
+			b.Fatal(d)
+		}
+	}
+}
+
+func BenchmarkACLCheckRestricted(b *testing.B) {
+	u := benchUser(b, "on", "nopass", "-@all", "+@read", "~k:*")
+	get, args := Lookup([]byte("get")), [][]byte{[]byte("get"), []byte("k:1")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := u.check(get, args); d != aclOK {
+			b.Fatal(d)
+		}
+	}
+}
+
+func TestACLCheckDenials(t *testing.T) {
+	st := &aclState{}
+	u := st.newUser("u")
+	for _, r := range []string{"on", "nopass", "-@all", "+get", "+set", "%R~r:*", "~k:*", "(~x:* +@list)"} {
+		if err := st.apply(u, []byte(r)); err != nil {
+			t.Fatal(r, err)
+		}
+	}
+	u.refresh()
+	for _, c := range []struct {
+		args []string
+		want aclDenial
+		pos  int
+	}{
+		{[]string{"get", "k:1"}, aclOK, 0},
+		{[]string{"get", "r:1"}, aclOK, 0},
+		{[]string{"set", "r:1", "v"}, aclDeniedKey, 1},
+		{[]string{"get", "z"}, aclDeniedKey, 1},
+		{[]string{"lpush", "x:1", "a"}, aclOK, 0},        // the selector
+		{[]string{"lpush", "k:1", "a"}, aclDeniedKey, 1}, // the selector's keys, the root's commands
+		{[]string{"del", "k:1"}, aclDeniedCmd, 0},
+	} {
+		args := make([][]byte, len(c.args))
+		for i, a := range c.args {
+			args[i] = []byte(a)
+		}
+		d, pos := u.check(Lookup(args[0]), args)
+		if d != c.want || pos != c.pos {
+			t.Errorf("%v: got %v at %d, want %v at %d", c.args, d, pos, c.want, c.pos)
+		}
+	}
+}
