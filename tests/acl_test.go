@@ -6,12 +6,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/actor"
@@ -573,5 +575,31 @@ func TestRenameCommandsRefused(t *testing.T) {
 		if _, err := cellar.Start(cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "rename_commands") {
 			t.Fatalf("rename_commands %v: %v", m, err)
 		}
+	}
+}
+
+// TestTCPKeepAlive: tcp_keepalive is set on every accepted connection (the
+// server runs in this process, so the test reads the option on its side of
+// the socket, by the fd CLIENT INFO reports).
+func TestTCPKeepAlive(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.TCPKeepAlive = 42 * time.Second })
+	r := s.raw()
+	r.expect(array(bulk("tcp-keepalive"), bulk("42")), "CONFIG", "GET", "tcp-keepalive")
+	line := r.do("CLIENT", "INFO")
+	i := strings.Index(line, " fd=")
+	if i < 0 {
+		t.Fatalf("CLIENT INFO: %q", line)
+	}
+	fd, err := strconv.Atoi(strings.Fields(line[i+4:])[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+	if err != nil || on != 1 {
+		t.Fatalf("SO_KEEPALIVE on fd %d: %d %v", fd, on, err)
+	}
+	idle, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+	if err != nil || idle != 42 {
+		t.Fatalf("TCP_KEEPIDLE on fd %d: %d %v", fd, idle, err)
 	}
 }
