@@ -841,3 +841,37 @@ func (st *aclState) internalUser() *aclUser {
 	u.refresh()
 	return u
 }
+
+// unrestrictedRead is Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for
+// read access: some selector allows the command and reads of every key
+// (allkeys, "~*" or "%R~*"). SORT's BY and GET patterns need it (they read
+// keys the command line does not name): Ctx.canReadAnyKey.
+func (u *aclUser) unrestrictedRead(cmd *Command, args [][]byte) bool {
+	if u.open {
+		return true
+	}
+	var keys []foundKey
+	keysDone := false
+	for _, s := range u.sels {
+		if !keysDone && !s.allKeys {
+			keys, keysDone = commandKeys(cmd, args), true
+		}
+		if d, _ := s.checkCmd(cmd, args, keys); d != aclOK {
+			continue
+		}
+		if s.allKeys {
+			return true
+		}
+		for _, p := range s.keys {
+			if p.perm&aclRead != 0 && p.pattern == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// canReadAnyKey says whether the running command's user may read any key
+// (SORT ... BY pattern / GET pattern refuse otherwise, with
+// ErrSortByACL and ErrSortGetACL).
+func (c *Ctx) canReadAnyKey() bool { return c.s.user.unrestrictedRead(c.cmd, c.args) }

@@ -71,3 +71,30 @@ func TestACLCheckDenials(t *testing.T) {
 		}
 	}
 }
+
+func TestACLUnrestrictedRead(t *testing.T) {
+	get, args := Lookup([]byte("get")), [][]byte{[]byte("get"), []byte("k")}
+	for _, c := range []struct {
+		rules []string
+		want  bool
+	}{
+		{[]string{"+@all", "~*"}, true},
+		{[]string{"+@all", "%R~*"}, true},
+		{[]string{"+@all", "%W~*"}, false},
+		{[]string{"+@all", "~k*"}, false},
+		{[]string{"-@all", "~*"}, false},
+		{[]string{"-@all", "~k", "(+get ~*)"}, true},
+	} {
+		st := &aclState{}
+		u := st.newUser("u")
+		for _, r := range c.rules {
+			if err := st.apply(u, []byte(r)); err != nil {
+				t.Fatal(r, err)
+			}
+		}
+		u.refresh()
+		if got := u.unrestrictedRead(get, args); got != c.want {
+			t.Errorf("%v: %v, want %v", c.rules, got, c.want)
+		}
+	}
+}

@@ -544,3 +544,10 @@ func errACLNoUser(name []byte) error {
 func errACLNoCommand(name []byte) error {
 	return ReplyError("ERR Command '" + cString(name, 1<<30) + "' not found")
 }
+
+// SORT's patterns read keys its arguments do not name; a user without read
+// access to every key may not use them (Ctx.canReadAnyKey).
+const (
+	ErrSortByACL  ReplyError = "ERR BY option of SORT denied due to insufficient ACL permissions."
+	ErrSortGetACL ReplyError = "ERR GET option of SORT denied due to insufficient ACL permissions."
+)
