@@ -717,8 +717,9 @@ func (a *Actor) aclRefuse(s *session, cmd *Command, args [][]byte) (string, bool
 }
 
 // aclExecRefuse is EXEC's check of each queued command when it runs: the
-// rules may have changed since it was queued.
-func (a *Actor) aclExecRefuse(s *session, args [][]byte) (string, bool) {
+// rules may have changed since it was queued. tx is the transaction EXEC
+// runs (the log's client line shows it, as Redis's does).
+func (a *Actor) aclExecRefuse(s *session, tx *txState, args [][]byte) (string, bool) {
 	if s.user.open {
 		return "", false
 	}
@@ -735,7 +736,10 @@ func (a *Actor) aclExecRefuse(s *session, args [][]byte) (string, bool) {
 	if d == aclOK {
 		return "", false
 	}
+	was := s.tx
+	s.tx = tx
 	a.logDenial(s, d, "multi", aclObject(d, cmd, args, pos), s.user.name)
+	s.tx = was
 	reason := "no permission to execute the command or subcommand"
 	switch d {
 	case aclDeniedKey:
