@@ -100,6 +100,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		NoProtectedMode:      !cfg.ProtectedMode,
 		IdleTimeout:          int(cfg.Timeout / time.Second),
 		RenameCommands:       cfg.RenameCommands,
+		TCPKeepAlive:         int(cfg.TCPKeepAlive / time.Second),
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,
@@ -158,7 +159,6 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		OutputSoftTime:  cfg.OutputBuffer.SoftSeconds,
 		MaxBacklog:      cfg.MaxBacklog,
 		Clients:         clients,
-		TCPKeepAlive:    cfg.TCPKeepAlive,
 		ProxyProtocol:   cfg.ProxyProtocol,
 		ProxyFrom:       proxyFrom,
 	}, act, log.With().Str("pkg", "loop").Logger())
@@ -280,7 +280,6 @@ func (s *Server) params() []actor.Param {
 		{Name: "client-output-buffer-limit", Get: str(fmt.Sprintf("normal %d %d %d slave 268435456 67108864 60 pubsub %d %d %d",
 			c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit, int64(c.OutputBuffer.SoftSeconds/time.Second),
 			c.OutputBuffer.PubsubHardLimit, c.OutputBuffer.PubsubSoftLimit, int64(c.OutputBuffer.PubsubSoftSeconds/time.Second)))},
-		{Name: "tcp-keepalive", Get: num(int64(c.TCPKeepAlive / time.Second))},
 		{Name: "loglevel", Get: str(c.LogLevel)},
 	}
 }

@@ -157,6 +157,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	if err := a.initACL(); err != nil {
 		return nil, err
 	}
+	a.gate.keepAlive.Store(int64(cfg.TCPKeepAlive))
 	if err := a.setRenames(cfg.RenameCommands); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,9 @@ type Config struct {
 	// RenameCommands is Redis's rename-command: a command's new name, ""
 	// to disable it (rename.go).
 	RenameCommands map[string]string
+	// TCPKeepAlive is tcp-keepalive in seconds (0: off), set on every
+	// accepted socket by the loops (Gate.TCPKeepAlive).
+	TCPKeepAlive int
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64

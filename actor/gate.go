@@ -2,6 +2,7 @@ package actor
 
 import (
 	"net"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -16,6 +17,26 @@ type Gate struct {
 	// denyRemote is protected mode in force: protected-mode yes and the
 	// default user without a password.
 	denyRemote atomic.Bool
+	// keepAlive is tcp-keepalive in seconds (0: off), for the sockets
+	// accepted from now on.
+	keepAlive atomic.Int64
+}
+
+// TCPKeepAlive is tcp-keepalive in seconds (0: off).
+func (g *Gate) TCPKeepAlive() int { return int(g.keepAlive.Load()) }
+
+// keepAliveParam is tcp-keepalive, applied to new connections.
+func (a *Actor) keepAliveParam() Param {
+	return Param{Name: "tcp-keepalive", Get: func() string { return strconv.FormatInt(a.gate.keepAlive.Load(), 10) },
+		Set: func(v string) error {
+			nv, err := redisParamByName["tcp-keepalive"].normalize(v)
+			if err != nil {
+				return err
+			}
+			n, _ := strconv.ParseInt(nv, 10, 64)
+			a.gate.keepAlive.Store(n)
+			return nil
+		}}
 }
 
 // AuthRequired reports whether a new connection must authenticate.

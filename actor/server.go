@@ -527,6 +527,7 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
 		a.protectedParam(),
+		a.keepAliveParam(),
 		{Name: "timeout", Get: func() string { return strconv.Itoa(a.cfg.IdleTimeout) }, Set: func(v string) error {
 			nv, err := redisParamByName["timeout"].normalize(v)
 			if err != nil {

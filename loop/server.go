@@ -44,8 +44,7 @@ type Config struct {
 	// Clients is the client memory budget (maxmemory_clients), shared
 	// with the actor: the loops charge each connection's input and unsent
 	// output to it, and close the connections it evicts.
-	Clients      *actor.MemBudget
-	TCPKeepAlive time.Duration
+	Clients *actor.MemBudget
 	// ProxyProtocol: connections from ProxyFrom must start with a PROXY
 	// protocol header (v1 or v2) naming the real client (proxy.go).
 	ProxyProtocol bool
@@ -149,9 +148,6 @@ func (s *Server) Start() error {
 	}
 	if s.cfg.Loops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.Loops))
-	}
-	if s.cfg.TCPKeepAlive > 0 {
-		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
 	}
 	// gnet reports a port in use as an unrelated setsockopt error; probing
 	// the address first gives the user the real reason.
@@ -319,6 +315,9 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		state:  stateOpen,
 		expect: 1,
 	}
+	if ka := s.gate.TCPKeepAlive(); ka > 0 {
+		setKeepAlive(gc.Fd(), ka)
+	}
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	c.authed = new(atomic.Bool)
 	c.authed.Store(!s.gate.AuthRequired())
@@ -331,6 +330,17 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		c.open()
 	}
 	return nil, gnet.None
+}
+
+// setKeepAlive turns TCP keepalive on for a client's socket, as Redis's
+// anetKeepAlive does: probes after idle seconds, then every third of it,
+// three unanswered ones closing the connection. It is best effort (a
+// socket that refuses it works without).
+func setKeepAlive(fd, idle int) {
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, idle)
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, max(idle/3, 1))
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 3)
 }
 
 // admit applies protected mode to a balancer's client once its PROXY

@@ -578,28 +578,43 @@ func TestRenameCommandsRefused(t *testing.T) {
 	}
 }
 
-// TestTCPKeepAlive: tcp_keepalive is set on every accepted connection (the
-// server runs in this process, so the test reads the option on its side of
-// the socket, by the fd CLIENT INFO reports).
+// TestTCPKeepAlive: tcp_keepalive is set on every accepted connection, as
+// Redis sets it (probes after that idle time, then every third of it); CONFIG
+// SET tcp-keepalive applies to the connections accepted after it. The
+// server runs in this process, so the test reads the options on its side
+// of the socket, by the fd CLIENT INFO reports.
 func TestTCPKeepAlive(t *testing.T) {
 	s := startServer(t, func(c *cellar.Config) { c.TCPKeepAlive = 42 * time.Second })
+	check := func(r *rawConn, on, idle, intvl int) {
+		t.Helper()
+		line := r.do("CLIENT", "INFO")
+		i := strings.Index(line, " fd=")
+		if i < 0 {
+			t.Fatalf("CLIENT INFO: %q", line)
+		}
+		fd, err := strconv.Atoi(strings.Fields(line[i+4:])[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		if err != nil || got != on {
+			t.Fatalf("SO_KEEPALIVE on fd %d: %d %v, want %d", fd, got, err, on)
+		}
+		if on == 0 {
+			return
+		}
+		for opt, want := range map[int]int{unix.TCP_KEEPIDLE: idle, unix.TCP_KEEPINTVL: intvl, unix.TCP_KEEPCNT: 3} {
+			if got, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, opt); err != nil || got != want {
+				t.Fatalf("TCP option %d on fd %d: %d %v, want %d", opt, fd, got, err, want)
+			}
+		}
+	}
 	r := s.raw()
 	r.expect(array(bulk("tcp-keepalive"), bulk("42")), "CONFIG", "GET", "tcp-keepalive")
-	line := r.do("CLIENT", "INFO")
-	i := strings.Index(line, " fd=")
-	if i < 0 {
-		t.Fatalf("CLIENT INFO: %q", line)
-	}
-	fd, err := strconv.Atoi(strings.Fields(line[i+4:])[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
-	if err != nil || on != 1 {
-		t.Fatalf("SO_KEEPALIVE on fd %d: %d %v", fd, on, err)
-	}
-	idle, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
-	if err != nil || idle != 42 {
-		t.Fatalf("TCP_KEEPIDLE on fd %d: %d %v", fd, idle, err)
-	}
+	check(r, 1, 42, 14)
+	r.expect("+OK\r\n", "CONFIG", "SET", "tcp-keepalive", "60")
+	check(s.raw(), 1, 60, 20)
+	check(r, 1, 42, 14) // an open connection keeps its own
+	r.expect("+OK\r\n", "CONFIG", "SET", "tcp-keepalive", "0")
+	check(s.raw(), 0, 0, 0)
 }
