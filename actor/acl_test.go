@@ -1,6 +1,10 @@
 package actor
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // The per-command ACL check: nothing for an open user (the default one),
 // a bitmap test and the key specs for the others.
@@ -95,6 +99,43 @@ func TestACLUnrestrictedRead(t *testing.T) {
 		u.refresh()
 		if got := u.unrestrictedRead(get, args); got != c.want {
 			t.Errorf("%v: %v, want %v", c.rules, got, c.want)
+		}
+	}
+}
+
+// A user's command rules as ACL GETUSER describes them give back exactly
+// its bitmap when applied to a fresh user (Redis checks the same, and
+// panics when they do not).
+func TestACLDescriptionRoundTrip(t *testing.T) {
+	for _, rules := range [][]string{
+		{"+@all"},
+		{"-@all"},
+		{"+@all", "-@dangerous", "-get", "+config|get"},
+		{"-@all", "+@read", "+@write", "-@dangerous", "+publish", "+client|id"},
+		{"-@all", "+@hash", "-hgetall", "+@list", "-@blocking", "+blpop"},
+		{"+@all", "-@read", "+get", "-client", "+client|list"},
+		{"allcommands", "-@slow", "+eval"},
+		{"nocommands", "+@fast", "-@write", "+select|0"},
+	} {
+		st := &aclState{}
+		u := st.newUser("u")
+		for _, r := range rules {
+			if err := st.apply(u, []byte(r)); err != nil {
+				t.Fatal(r, err)
+			}
+		}
+		desc := u.root().describeCommands()
+		v := st.newUser("v")
+		for _, r := range strings.Fields(desc) {
+			if err := st.apply(v, []byte(r)); err != nil {
+				t.Fatalf("%v described as %q: %q: %v", rules, desc, r, err)
+			}
+		}
+		if !slices.Equal(u.root().cmds, v.root().cmds) {
+			t.Errorf("%v described as %q, which gives another bitmap", rules, desc)
+		}
+		if again := v.root().describeCommands(); again != desc {
+			t.Errorf("%v: %q, then %q", rules, desc, again)
 		}
 	}
 }
