@@ -373,7 +373,8 @@ func checkKeys(k *koanf.Koanf) error {
 	known := knownKeys()
 	var unknown []string
 	for _, key := range k.Keys() {
-		if !known[key] {
+		// rename_commands is a map whose keys are command names.
+		if !known[key] && !strings.HasPrefix(key, "rename_commands.") {
 			unknown = append(unknown, key)
 		}
 	}
