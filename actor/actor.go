@@ -92,12 +92,21 @@ type Actor struct {
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
 	cmdStats []cmdStat
+	// errorStats counts error replies by their first word (INFO
+	// errorstats; at most maxErrorCodes codes), errorReplies all of them.
+	errorStats   map[string]uint64
+	errorReplies uint64
+	slow         slowlog        // SLOWLOG (slowlog.go)
+	lat          latencyMonitor // LATENCY (latency.go)
 }
 
 // cmdStat is one command's line of INFO commandstats.
 type cmdStat struct {
 	calls, rejected, failed uint64
 	took                    time.Duration
+	// hist is the command's execution times (LATENCY HISTOGRAM, INFO
+	// latencystats), made at its first call.
+	hist *Histogram
 }
 
 type stats struct {
@@ -157,6 +166,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
+	a.errorStats = map[string]uint64{}
+	a.applyOpsParams()
+	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
 		return nil, err
@@ -198,7 +210,9 @@ func (a *Actor) Run() {
 				a.spare = msgs
 				break
 			}
+			t0 := time.Now()
 			a.round(msgs)
+			a.lat.observe(evRound, time.Since(t0))
 		}
 		if a.ckptRest {
 			a.flush() // the second phase needs no transaction open

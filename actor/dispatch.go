@@ -69,14 +69,18 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	cmd := Lookup(args[0])
 	if cmd == nil {
 		flagTx(s)
-		w.Error(errUnknownCommand(args).Error())
+		e := errUnknownCommand(args).Error()
+		w.Error(e)
+		a.countError(e)
 		return false
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			flagTx(s)
-			w.Error(errUnknownSubcommand(cmd.Name, args[1]).Error())
+			e := errUnknownSubcommand(cmd.Name, args[1]).Error()
+			w.Error(e)
+			a.countError(e)
 			return false
 		}
 		cmd = sub
@@ -141,9 +145,11 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	defer a.commandDone(s)
 	began := time.Now()
 	err := c.run()
+	took := time.Since(began)
 	st := &a.cmdStats[cmd.idx]
 	st.calls++
-	st.took += time.Since(began)
+	st.took += took
+	a.timeCommand(s, cmd, args, st, took) // ops.go
 	if err != nil {
 		st.failed++
 	}
@@ -165,6 +171,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	w.Buf = w.Buf[:start] // drop anything half written
 	reply, fatal := replyFor(err)
 	w.Error(reply)
+	a.countError(reply)
 	switch {
 	case guard && fatal && a.st.Undo():
 		// Only this write is refused; the batch goes on.

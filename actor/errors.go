@@ -493,3 +493,13 @@ func errPrefixOverlapExisting(p []byte, old string) error {
 func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
+
+// Errors of the operators' commands (slowlog.go, latency.go, memory.go).
+const (
+	ErrSlowlogCount ReplyError = "ERR count should be greater than or equal to -1"
+)
+
+// errNoLatencySamples is LATENCY GRAPH's reply for an event without samples.
+func errNoLatencySamples(event string) error {
+	return ReplyError("ERR No samples available for event '" + event + "'")
+}

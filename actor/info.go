@@ -4,35 +4,47 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// infoSections are INFO's sections in Redis's order; "default" is all of
-// them here (Cellar has no module section worth printing). "cluster" is
-// there because clients and tools read cluster_enabled from it.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "commandstats", "cluster", "keyspace"}
+// infoSections are INFO's sections in Redis 7.0's order, with Cellar's
+// "offload" after "cpu". "cluster" is there because clients and tools read
+// cluster_enabled from it; "modules" is empty (Cellar has no modules).
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 // notDefault are the sections INFO and INFO default leave out, as Redis
 // does: only "all", "everything" or their name print them.
-var notDefault = map[string]bool{"commandstats": true}
+var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
 
-// INFO [section [section ...]]
+// INFO [section [section ...]], with Redis 7.0's rules: no section is
+// "default"; several may be named; "all" and "everything" are every
+// section, "default" the default ones; names are case-insensitive, and
+// unknown ones are ignored. Sections come out in Redis's order whatever
+// the order asked.
 func cmdInfo(c *Ctx) error {
-	want := map[string]bool{}
+	var all, def bool
+	var named []string
 	if len(c.args) == 1 {
-		want["default"] = true
+		def = true
 	}
-	for _, a := range c.args[1:] {
-		want[lower(a)] = true
+	for _, arg := range c.args[1:] {
+		switch name := lower(arg); name {
+		case "all", "everything":
+			all = true
+		case "default":
+			def = true
+		default:
+			named = append(named, name)
+		}
 	}
-	all := want["all"] || want["everything"]
-	def := want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] && !(def && !notDefault[sec]) {
+		if !all && !(def && !notDefault[sec]) && !slices.Contains(named, sec) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -191,6 +203,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("hot_cache_bytes", bytes)
 		kv("hot_cache_hits", hits)
 		kv("hot_cache_misses", misses)
+		kv("total_error_replies", a.errorReplies)
+		kv("unexpected_error_replies", 0)
 		kv("keyspace_hits", a.stats.keyspaceHits)
 		kv("keyspace_misses", a.stats.keyspaceMisses)
 		kv("pubsub_channels", len(a.ps.tables[subChannel]))
@@ -242,6 +256,45 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			}
 			fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 				cmd.Name, st.calls, usec, perCall, st.rejected, st.failed)
+		}
+		for _, cmd := range commands.list {
+			line(cmd)
+			for _, sub := range cmd.Subs {
+				line(sub)
+			}
+		}
+	case "modules":
+		b.WriteString("# Modules\r\n")
+	case "errorstats":
+		b.WriteString("# Errorstats\r\n")
+		codes := make([]string, 0, len(a.errorStats))
+		for code := range a.errorStats {
+			codes = append(codes, code)
+		}
+		sort.Strings(codes)
+		for _, code := range codes {
+			fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", code, a.errorStats[code])
+		}
+	case "latencystats":
+		b.WriteString("# Latencystats\r\n")
+		if a.storedParamValue("latency-tracking") != "yes" {
+			break
+		}
+		pcts := strings.Fields(a.storedParamValue("latency-tracking-info-percentiles"))
+		line := func(cmd *Command) {
+			h := a.cmdStats[cmd.idx].hist
+			if h == nil || h.Count() == 0 {
+				return
+			}
+			fmt.Fprintf(b, "latency_percentiles_usec_%s:", cmd.Name)
+			for i, p := range pcts {
+				f, _ := strconv.ParseFloat(p, 64)
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(b, "p%s=%.3f", strconv.FormatFloat(f, 'f', -1, 64), float64(h.Percentile(f))/1000)
+			}
+			b.WriteString("\r\n")
 		}
 		for _, cmd := range commands.list {
 			line(cmd)

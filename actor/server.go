@@ -741,6 +741,8 @@ func cmdConfigResetStat(c *Ctx) error {
 	s := &c.a.stats
 	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
 	clear(c.a.cmdStats)
+	clear(c.a.errorStats)
+	c.a.errorReplies = 0
 	c.w.OK()
 	return nil
 }

@@ -1,0 +1,47 @@
+package actor
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHistogramBucketsCoverEveryDuration(t *testing.T) {
+	prev := -1
+	for _, ns := range []uint64{0, 1, 7, 8, 9, 15, 16, 1000, 1023, 1024, 1025, 123456789, 1 << 44, 1<<45 - 1} {
+		i := histIndex(ns)
+		if i < prev {
+			t.Fatalf("index of %d is %d, below the previous %d", ns, i, prev)
+		}
+		prev = i
+		if up := histUpper(i); up < ns || (i > 0 && histUpper(i-1) >= ns) {
+			t.Fatalf("%d ns in bucket %d whose range ends at %d (previous ends at %d)", ns, i, up, histUpper(i-1))
+		}
+	}
+	for i := 1; i < histBuckets; i++ {
+		if histIndex(histUpper(i)) != i || histIndex(histUpper(i-1)+1) != i {
+			t.Fatalf("bucket %d's bounds do not map back to it", i)
+		}
+	}
+}
+
+func TestHistogramPercentilesAndCumulative(t *testing.T) {
+	var h Histogram
+	for i := 0; i < 90; i++ {
+		h.Record(3 * time.Microsecond)
+	}
+	for i := 0; i < 10; i++ {
+		h.Record(100 * time.Microsecond)
+	}
+	if p := h.Percentile(50); p < 3000 || p > 3300 {
+		t.Fatalf("p50 = %d ns, want about 3000", p)
+	}
+	if p := h.Percentile(99); p < 100000 || p > 110000 {
+		t.Fatalf("p99 = %d ns, want about 100000", p)
+	}
+	var got [][2]uint64
+	h.Cumulative(func(b, n uint64) { got = append(got, [2]uint64{b / 1024, n}) })
+	want := [][2]uint64{{4, 90}, {128, 100}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("cumulative = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,73 @@
+package actor
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// opsCommands are the commands operators run to see what the server is
+// doing: the slow log (slowlog.go), the latency monitor and histograms
+// (latency.go), memory reports (memory.go).
+var opsCommands = []*Command{
+	{Name: "slowlog", Summary: "Reads and resets the log of slow commands.", Subs: []*Command{
+		{Name: "slowlog|get", Summary: "Returns the newest entries of the slow log.", Handler: cmdSlowlogGet},
+		{Name: "slowlog|len", Summary: "Returns the number of entries in the slow log.", Handler: cmdSlowlogLen},
+		{Name: "slowlog|reset", Summary: "Empties the slow log.", Handler: cmdSlowlogReset},
+		{Name: "slowlog|help", Summary: "Lists the SLOWLOG subcommands.", Handler: cmdSlowlogHelp},
+	}},
+	{Name: "latency", Summary: "Reports latency spikes and command latency histograms.", Subs: []*Command{
+		{Name: "latency|latest", Summary: "Returns the latest spike of every event.", Handler: cmdLatencyLatest},
+		{Name: "latency|history", Summary: "Returns an event's spikes.", Handler: cmdLatencyHistory},
+		{Name: "latency|reset", Summary: "Forgets the spikes of events.", Handler: cmdLatencyReset},
+		{Name: "latency|graph", Summary: "Draws an event's spikes as text.", Handler: cmdLatencyGraph},
+		{Name: "latency|doctor", Summary: "Explains the spikes seen, with advice.", Handler: cmdLatencyDoctor},
+		{Name: "latency|histogram", Summary: "Returns commands' cumulative latency distributions.", Handler: cmdLatencyHistogram},
+		{Name: "latency|help", Summary: "Lists the LATENCY subcommands.", Handler: cmdLatencyHelp},
+	}},
+}
+
+// applyOpsParams reads the settings of the slow log and the latency
+// monitor from their stored CONFIG values; CONFIG SET of any stored
+// parameter calls it (configparams.go).
+func (a *Actor) applyOpsParams() {
+	a.slow.slowerThan, _ = strconv.ParseInt(a.storedParamValue("slowlog-log-slower-than"), 10, 64)
+	a.slow.maxLen, _ = strconv.Atoi(a.storedParamValue("slowlog-max-len"))
+	a.slow.trim()
+	th, _ := strconv.ParseInt(a.storedParamValue("latency-monitor-threshold"), 10, 64)
+	a.lat.thresholdMs.Store(th)
+}
+
+// maxErrorCodes bounds INFO errorstats' table, as Redis 7.0 bounds its
+// own (a client sending scripts that fail with made-up codes cannot grow
+// it): past it, new codes are counted only in total_error_replies.
+const maxErrorCodes = 128
+
+// countError counts an error reply (INFO errorstats): by its code, the
+// text up to the first space.
+func (a *Actor) countError(reply string) {
+	a.errorReplies++
+	code, _, _ := strings.Cut(reply, " ")
+	if n, ok := a.errorStats[code]; ok {
+		a.errorStats[code] = n + 1
+	} else if len(a.errorStats) < maxErrorCodes {
+		a.errorStats[code] = 1
+	}
+}
+
+// timeCommand records a command's execution time: its histogram, the
+// latency monitor's command events, the slow log.
+func (a *Actor) timeCommand(s *session, cmd *Command, args [][]byte, st *cmdStat, took time.Duration) {
+	if st.hist == nil {
+		st.hist = new(Histogram)
+	}
+	st.hist.Record(took)
+	if cmd.Is(FlagFast) {
+		a.lat.sample(evFastCommand, took)
+	} else {
+		a.lat.sample(evCommand, took)
+	}
+	if a.slow.slowerThan >= 0 {
+		a.logSlow(s, cmd, args, took)
+	}
+}

@@ -1,0 +1,202 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestInfoSectionRules checks INFO's 7.0 section rules against a real
+// redis-server: several sections in one call, default/all/everything,
+// names in any case and order, unknown names ignored; the sections come
+// out in Redis's order (Cellar's own Offload section aside).
+func TestInfoSectionRules(t *testing.T) {
+	s := startServer(t)
+	cel, red := dialRaw(t, s.addr), dialRaw(t, startRedis(t))
+	// Make errorstats and latencystats have something to print on both.
+	for _, r := range []*rawConn{cel, red} {
+		r.do("GET", "k")
+		r.do("NOSUCHCOMMAND")
+	}
+	for _, args := range [][]string{
+		{"INFO"}, {"INFO", "all"}, {"INFO", "everything"}, {"INFO", "default"},
+		{"INFO", "keyspace", "server", "nosuchsection"}, {"INFO", "nosuchsection"},
+		{"INFO", "default", "commandstats"}, {"INFO", "ERRORSTATS"}, {"INFO", "latencystats"},
+		{"INFO", "latencystats", "commandstats", "Errorstats", "server"}, {"INFO", "all", "default"},
+	} {
+		got, want := cel.do(args...), red.do(args...)
+		g := slices.DeleteFunc(headers(got), func(h string) bool { return h == "Offload" })
+		if w := headers(want); strings.Join(g, ",") != strings.Join(w, ",") {
+			t.Errorf("%v: sections %v, Redis's %v", args, g, w)
+		}
+	}
+	info := cel.do("INFO", "errorstats", "stats")
+	for _, want := range []string{"errorstat_ERR:count=1\r\n", "total_error_replies:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO errorstats stats lacks %q:\n%s", want, info)
+		}
+	}
+	lat := cel.do("INFO", "latencystats")
+	if !strings.Contains(lat, "latency_percentiles_usec_get:p50=") || !strings.Contains(lat, ",p99.9=") {
+		t.Errorf("INFO latencystats has no line for GET with Redis's percentiles:\n%s", lat)
+	}
+}
+
+// slowScript runs for at least ms milliseconds, by the server's clock.
+func slowScript(ms int) string {
+	return fmt.Sprintf("local t=redis.call('time') local s=t[1]*1000000+t[2] "+
+		"while true do local n=redis.call('time') if n[1]*1000000+n[2]-s >= %d then break end end return 1", ms*1000)
+}
+
+// TestSlowlog produces slow-log entries on purpose and checks them: ids,
+// arguments truncated as Redis truncates them (32 arguments, 128 bytes
+// each), the client's address and name, the length bound, RESET, and
+// the error and help texts byte for byte against a real redis-server.
+func TestSlowlog(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	red := dialRaw(t, startRedis(t))
+	for _, args := range [][]string{{"SLOWLOG", "HELP"}, {"SLOWLOG", "GET", "-2"}, {"SLOWLOG", "GET", "x"},
+		{"SLOWLOG", "GET", "1", "2"}, {"SLOWLOG", "NOPE"}, {"SLOWLOG", "LEN", "x"}, {"SLOWLOG"}} {
+		if got, want := r.do(args...), red.do(args...); got != want {
+			t.Errorf("%v: got %q, Redis %q", args, got, want)
+		}
+	}
+
+	// A slow command is logged with the default threshold (10 ms).
+	r.expect(":1\r\n", "EVAL", slowScript(15), "0")
+	ctx := context.Background()
+	c := s.client()
+	entries, err := c.SlowLogGet(ctx, -1).Result()
+	if err != nil || len(entries) != 1 || entries[0].Args[0] != "EVAL" || entries[0].Duration.Milliseconds() < 15 {
+		t.Fatalf("after a 15 ms EVAL: %+v, %v", entries, err)
+	}
+	first := entries[0].ID
+
+	// Everything is logged at 0; long argument lists and values are cut.
+	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-log-slower-than", "0")
+	r.expect("+OK\r\n", "CLIENT", "SETNAME", "slowpoke")
+	args := []string{"RPUSH", "list"}
+	for i := 0; i < 40; i++ {
+		args = append(args, strconv.Itoa(i))
+	}
+	r.do(args...)
+	long := strings.Repeat("v", 200)
+	r.do("SET", "k", long)
+	r.do("AUTH", "secret")
+	addr := strings.Fields(strings.TrimPrefix(r.do("CLIENT", "INFO"), "$"))[2] // "addr=..."
+	entries, err = c.SlowLogGet(ctx, 4).Result()
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("SLOWLOG GET 4: %+v, %v", entries, err)
+	}
+	auth, set, push := entries[1], entries[2], entries[3] // [0] is CLIENT INFO
+	if !(push.ID > first && set.ID == push.ID+1 && auth.ID == set.ID+1) {
+		t.Errorf("ids %d %d %d after %d: not increasing by one", push.ID, set.ID, auth.ID, first)
+	}
+	if len(push.Args) != 32 || push.Args[31] != "... (11 more arguments)" || push.Args[30] != "28" {
+		t.Errorf("42 arguments logged as %q", push.Args)
+	}
+	if set.Args[2] != strings.Repeat("v", 128)+"... (72 more bytes)" {
+		t.Errorf("a 200-byte value logged as %q", set.Args[2])
+	}
+	if strings.Join(auth.Args, " ") != "AUTH (redacted)" {
+		t.Errorf("AUTH logged as %q", auth.Args)
+	}
+	if "addr="+push.ClientAddr != addr || push.ClientName != "slowpoke" {
+		t.Errorf("client %q %q, want %s and slowpoke", push.ClientAddr, push.ClientName, addr)
+	}
+
+	// The length bound, then RESET.
+	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-max-len", "5")
+	r.expect(":5\r\n", "SLOWLOG", "LEN")
+	for i := 0; i < 20; i++ {
+		r.do("PING")
+	}
+	r.expect(":5\r\n", "SLOWLOG", "LEN")
+	r.expect("+OK\r\n", "SLOWLOG", "RESET")
+	if got := r.do("SLOWLOG", "LEN"); got != ":1\r\n" { // the RESET itself, logged after it ran
+		t.Errorf("after RESET: %q", got)
+	}
+	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-log-slower-than", "-1")
+	r.expect("+OK\r\n", "SLOWLOG", "RESET")
+	r.do("PING")
+	r.expect(":0\r\n", "SLOWLOG", "LEN")
+}
+
+// TestLatencyMonitor produces latency spikes on purpose (a script that
+// runs for 25 ms by the server's clock) and reads them back with LATENCY
+// LATEST, HISTORY, DOCTOR and RESET; LATENCY HISTOGRAM and the texts
+// that do not depend on timing are compared with a real redis-server.
+func TestLatencyMonitor(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	red := dialRaw(t, startRedis(t))
+	for _, args := range [][]string{{"LATENCY", "HELP"}, {"LATENCY", "DOCTOR"}, {"LATENCY", "LATEST"},
+		{"LATENCY", "HISTORY", "command"}, {"LATENCY", "GRAPH", "command"}, {"LATENCY", "RESET"},
+		{"LATENCY", "RESET", "command", "nosuch"}, {"LATENCY", "HISTOGRAM", "nosuchcommand"}, {"LATENCY", "HISTORY"}} {
+		if got, want := r.do(args...), red.do(args...); got != want {
+			t.Errorf("%v: got %q, Redis %q", args, got, want)
+		}
+	}
+	r.expect("+OK\r\n", "CONFIG", "SET", "latency-monitor-threshold", "5")
+	for _, args := range [][]string{{"LATENCY", "DOCTOR"}} {
+		red.do("CONFIG", "SET", "latency-monitor-threshold", "5")
+		if got, want := r.do(args...), red.do(args...); got != want {
+			t.Errorf("%v with nothing seen: got %q, Redis %q", args, got, want)
+		}
+	}
+	r.expect(":1\r\n", "EVAL", slowScript(25), "0")
+	c := s.client()
+	ctx := context.Background()
+	latest, err := c.Do(ctx, "LATENCY", "LATEST").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string][]any{}
+	for _, e := range latest {
+		ev := e.([]any)
+		events[ev[0].(string)] = ev
+	}
+	for _, name := range []string{"command", "actor-round"} {
+		ev := events[name]
+		if ev == nil || ev[2].(int64) < 25 || ev[3].(int64) < 25 {
+			t.Errorf("LATENCY LATEST %s: %v (all: %v)", name, ev, latest)
+		}
+	}
+	hist, err := c.Do(ctx, "LATENCY", "HISTORY", "command").Slice()
+	if err != nil || len(hist) != 1 || hist[0].([]any)[1].(int64) < 25 {
+		t.Errorf("LATENCY HISTORY command: %v, %v", hist, err)
+	}
+	doc := r.do("LATENCY", "DOCTOR")
+	if !strings.Contains(doc, "1. actor-round: 1 latency spikes") || !strings.Contains(doc, "command: 1 latency spikes") {
+		t.Errorf("LATENCY DOCTOR:\n%s", doc)
+	}
+	if g := r.do("LATENCY", "GRAPH", "command"); !strings.Contains(g, "command - high ") {
+		t.Errorf("LATENCY GRAPH command: %q", g)
+	}
+	r.expect(":2\r\n", "LATENCY", "RESET")
+	r.expect("*0\r\n", "LATENCY", "LATEST")
+
+	h, err := c.Do(ctx, "LATENCY", "HISTOGRAM", "eval", "set").Result()
+	m, ok := h.(map[any]any)
+	if err != nil || !ok || len(m) != 1 {
+		t.Fatalf("LATENCY HISTOGRAM eval set: %#v, %v", h, err)
+	}
+	ev := m["eval"].(map[any]any)
+	buckets := ev["histogram_usec"].(map[any]any)
+	if ev["calls"].(int64) != 1 || len(buckets) != 1 {
+		t.Errorf("eval's histogram: %#v", ev)
+	}
+	for bound, n := range buckets {
+		if bound.(int64) < 25000 || n.(int64) != 1 {
+			t.Errorf("eval's bucket %v: %v", bound, n)
+		}
+	}
+}
+
+var _ = redis.Nil
