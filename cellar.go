@@ -30,6 +30,7 @@ import (
 	"github.com/cellar-db/cellar/actor"
 	"github.com/cellar-db/cellar/loop"
 	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/ops"
 	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
@@ -48,6 +49,7 @@ type Server struct {
 	net   *loop.Server
 
 	debug     *http.Server
+	ops       *ops.Server // the HTTP port (nil when off)
 	actorDone chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
@@ -168,6 +170,21 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 			}
 		}()
 	}
+	if cfg.HTTP.Enabled {
+		s.ops = ops.New(ops.Config{
+			Addr:          net.JoinHostPort(cfg.HTTP.Bind, strconv.Itoa(cfg.HTTP.Port)),
+			Pprof:         cfg.HTTP.Pprof,
+			HealthTimeout: cfg.HTTP.HealthTimeout,
+		}, act, pool, log.With().Str("pkg", "ops").Logger())
+		if err := s.ops.Start(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			defer cancel()
+			s.Shutdown(ctx)
+			return nil, fmt.Errorf("cellar: http port: %w", err)
+		}
+		s.ops.SetReady()
+		log.Info().Str("addr", s.ops.Addr().String()).Msg("serving /metrics, /healthz and /readyz")
+	}
 	log.Info().Str("addr", s.net.Addr().String()).Str("db", cfg.DBPath()).
 		Str("durability", cfg.Durability).Str("version", Version).Msg("Cellar is ready to accept connections")
 	return s, nil
@@ -179,6 +196,23 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 // Scripts is the running script's watch: whether one makes the server
 // busy, and the switches that stop it (safe from any goroutine).
 func (s *Server) Scripts() *actor.ScriptWatch { return s.act.Scripts() }
+
+// HTTPAddr is where the HTTP port listens; nil when it is off.
+func (s *Server) HTTPAddr() net.Addr {
+	if s.ops == nil {
+		return nil
+	}
+	return s.ops.Addr()
+}
+
+// Drain makes /readyz answer 503 from now on, while clients are still
+// served: the first step of a graceful stop behind a load balancer.
+// Shutdown drains too.
+func (s *Server) Drain() {
+	if s.ops != nil {
+		s.ops.Drain()
+	}
+}
 
 // Done is closed once the server has shut down.
 func (s *Server) Done() <-chan struct{} { return s.done }
@@ -194,6 +228,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		defer close(s.done)
+		s.Drain()
 		if s.debug != nil {
 			s.debug.Close()
 		}
@@ -214,6 +249,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if err := s.net.Stop(ctx); err != nil && s.stopErr == nil {
 			s.stopErr = err
+		}
+		if s.ops != nil {
+			s.ops.Close()
 		}
 		s.log.Info().Msg("Cellar stopped")
 	})

@@ -72,6 +72,25 @@ type Config struct {
 	// Transactions bounds what MULTI and WATCH let one client hold.
 	Transactions TransactionsConfig `koanf:"transactions"`
 	Lua          LuaConfig          `koanf:"lua"`
+	// HTTP is the port for metrics and health checks (ops/).
+	HTTP HTTPConfig `koanf:"http"`
+}
+
+// HTTPConfig is Cellar's HTTP port: /metrics (Prometheus), /healthz,
+// /readyz and, with Pprof, /debug/pprof/. Off unless Enabled.
+type HTTPConfig struct {
+	Enabled bool   `koanf:"enabled"`
+	Bind    string `koanf:"bind"`
+	// Port 0 picks a free port (tests).
+	Port  int  `koanf:"port"`
+	Pprof bool `koanf:"pprof"`
+	// HealthTimeout is how long /healthz and /metrics wait for the actor
+	// to answer.
+	HealthTimeout time.Duration `koanf:"health_timeout"`
+	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
+	// Cellar still serves, before the graceful stop begins: time for a
+	// load balancer's health check to take it out of rotation.
+	DrainDelay time.Duration `koanf:"drain_delay"`
 }
 
 // LuaConfig tunes scripting (EVAL, FCALL).
@@ -193,6 +212,7 @@ func DefaultConfig() Config {
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
+		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
 	}
 }
 
@@ -369,6 +389,14 @@ func (c Config) Validate() error {
 		return bad("port", "must be between 0 and 65535, not %d", c.Port)
 	case c.Bind == "":
 		return bad("bind", "must not be empty")
+	case c.HTTP.Enabled && (c.HTTP.Port < 0 || c.HTTP.Port > 65535):
+		return bad("http.port", "must be between 0 and 65535, not %d", c.HTTP.Port)
+	case c.HTTP.Enabled && c.HTTP.Bind == "":
+		return bad("http.bind", "must not be empty")
+	case c.HTTP.HealthTimeout <= 0:
+		return bad("http.health_timeout", "must be positive, not %s", c.HTTP.HealthTimeout)
+	case c.HTTP.DrainDelay < 0:
+		return bad("http.drain_delay", "must not be negative, not %s", c.HTTP.DrainDelay)
 	case c.Dir == "":
 		return bad("dir", "must not be empty")
 	case c.DBFilename == "" || strings.ContainsRune(c.DBFilename, '/'):

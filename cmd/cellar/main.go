@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/diode"
@@ -72,6 +73,17 @@ func run(args []string) int {
 	select {
 	case s := <-sig:
 		log.Info().Str("signal", s.String()).Msg("shutting down")
+		// Not ready first, so a load balancer stops sending clients, then
+		// the graceful stop (docs/architecture.md, "Shutdown").
+		srv.Drain()
+		if d := cfg.HTTP.DrainDelay; d > 0 && cfg.HTTP.Enabled {
+			log.Info().Dur("drain_delay", d).Msg("draining: /readyz answers 503")
+			select {
+			case <-time.After(d):
+			case <-sig: // a second signal stops at once
+			case <-srv.Done():
+			}
+		}
 	case <-srv.Done():
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
