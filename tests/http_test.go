@@ -115,9 +115,9 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// lookTool finds a program that scripts/deps.sh installs (from the named
-// Debian package), and skips the test with a clear message when it is not
-// installed.
+// lookTool finds a program that scripts/deps.sh installs from the named
+// Debian package (also in /usr/sbin, which a user's PATH may lack); the
+// test fails when it is not installed.
 func lookTool(t testing.TB, name, pkg string) string {
 	t.Helper()
 	for _, p := range []string{name, "/usr/sbin/" + name, "/usr/bin/" + name} {
@@ -125,7 +125,7 @@ func lookTool(t testing.TB, name, pkg string) string {
 			return path
 		}
 	}
-	t.Skipf("%s is not installed (Debian package %s; scripts/deps.sh installs it)", name, pkg)
+	t.Fatalf("%s is not installed (Debian package %s): run scripts/deps.sh (make test does)", name, pkg)
 	return ""
 }
 
