@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -97,6 +98,7 @@ type Actor struct {
 	errorStats   map[string]uint64
 	errorReplies uint64
 	slow         slowlog        // SLOWLOG (slowlog.go)
+	startHeap    uint64         // the Go heap when the actor was made (MEMORY STATS)
 	lat          latencyMonitor // LATENCY (latency.go)
 }
 
@@ -167,6 +169,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
 	a.errorStats = map[string]uint64{}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a.startHeap = ms.HeapAlloc
 	a.applyOpsParams()
 	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())

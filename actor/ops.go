@@ -25,6 +25,14 @@ var opsCommands = []*Command{
 		{Name: "latency|histogram", Summary: "Returns commands' cumulative latency distributions.", Handler: cmdLatencyHistogram},
 		{Name: "latency|help", Summary: "Lists the LATENCY subcommands.", Handler: cmdLatencyHelp},
 	}},
+	{Name: "memory", Summary: "Reports memory and storage use.", Subs: []*Command{
+		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage},
+		{Name: "memory|stats", Summary: "Reports the heap, client buffers, caches and database files.", Handler: cmdMemoryStats},
+		{Name: "memory|doctor", Summary: "Looks for memory problems.", Handler: cmdMemoryDoctor},
+		{Name: "memory|purge", Summary: "Returns freed heap memory to the operating system.", Handler: cmdMemoryPurge},
+		{Name: "memory|malloc-stats", Summary: "Reports the Go allocator's statistics.", Handler: cmdMemoryMallocStats},
+		{Name: "memory|help", Summary: "Lists the MEMORY subcommands.", Handler: cmdMemoryHelp},
+	}},
 }
 
 // applyOpsParams reads the settings of the slow log and the latency

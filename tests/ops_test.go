@@ -199,4 +199,50 @@ func TestLatencyMonitor(t *testing.T) {
 	}
 }
 
-var _ = redis.Nil
+// TestMemoryCommands compares MEMORY's texts and errors with a real
+// redis-server, and checks that USAGE and STATS report real sizes.
+func TestMemoryCommands(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	red := dialRaw(t, startRedis(t))
+	for _, args := range [][]string{{"MEMORY", "HELP"}, {"MEMORY", "USAGE", "missing"}, {"MEMORY", "USAGE", "k", "SAMPLES", "x"},
+		{"MEMORY", "USAGE", "k", "SAMPLES", "-1"}, {"MEMORY", "USAGE", "k", "SAMPLES"}, {"MEMORY", "USAGE", "k", "FOO", "1"},
+		{"MEMORY", "DOCTOR"}, {"MEMORY", "PURGE"}, {"MEMORY", "NOPE"}, {"MEMORY", "USAGE"}} {
+		if got, want := r.do(args...), red.do(args...); got != want {
+			t.Errorf("%v: got %q, Redis %q", args, got, want)
+		}
+	}
+	ctx := context.Background()
+	c := s.client()
+	c.Set(ctx, "str", strings.Repeat("x", 1000), 0)
+	for i := 0; i < 200; i++ {
+		c.HSet(ctx, "h", "field"+strconv.Itoa(i), strings.Repeat("v", 100))
+		c.RPush(ctx, "l", strings.Repeat("e", 50))
+		c.ZAdd(ctx, "z", redis.Z{Score: float64(i), Member: "m" + strconv.Itoa(i)})
+		c.XAdd(ctx, &redis.XAddArgs{Stream: "s", Values: []string{"f", strings.Repeat("s", 40)}})
+	}
+	for key, least := range map[string]int64{"str": 1000, "h": 200 * 105, "l": 200 * 50, "z": 200 * 2, "s": 200 * 41} {
+		n, err := c.MemoryUsage(ctx, key).Result()
+		if err != nil || n < least || n > 1<<24 {
+			t.Errorf("MEMORY USAGE %s: %d, %v (want at least %d)", key, n, err, least)
+		}
+		all, err := c.MemoryUsage(ctx, key, 0).Result()
+		if err != nil || all < least {
+			t.Errorf("MEMORY USAGE %s SAMPLES 0: %d, %v", key, all, err)
+		}
+	}
+	stats, err := c.Do(ctx, "MEMORY", "STATS").Result()
+	m, ok := stats.(map[any]any)
+	if err != nil || !ok {
+		t.Fatalf("MEMORY STATS: %#v, %v", stats, err)
+	}
+	if m["keys.count"] != int64(5) || m["clients.normal"].(int64) <= 0 || m["dataset.bytes"].(int64) <= 0 || m["total.allocated"].(int64) <= 0 {
+		t.Errorf("MEMORY STATS: %v", m)
+	}
+	if doc := r.do("MEMORY", "DOCTOR"); !strings.Contains(doc, "Hi Sam, I can't find any memory issue") {
+		t.Errorf("MEMORY DOCTOR with data: %q", doc)
+	}
+	if ms := r.do("MEMORY", "MALLOC-STATS"); !strings.Contains(ms, "heap_alloc: ") {
+		t.Errorf("MEMORY MALLOC-STATS: %q", ms)
+	}
+}
