@@ -100,6 +100,7 @@ type Actor struct {
 	slow         slowlog        // SLOWLOG (slowlog.go)
 	startHeap    uint64         // the Go heap when the actor was made (MEMORY STATS)
 	lat          latencyMonitor // LATENCY (latency.go)
+	monitors     []*session     // MONITOR's clients (monitor.go)
 }
 
 // cmdStat is one command's line of INFO commandstats.

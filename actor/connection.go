@@ -52,6 +52,8 @@ type session struct {
 	// clients may then run only the commands flagged InSubscribed).
 	subs       *subscriptions
 	subscribed bool
+	// monitor: the client ran MONITOR (monitor.go).
+	monitor bool
 	// seq is the sequence number of the client's last batch the actor ran:
 	// a push to it is written after that batch's replies.
 	seq uint64
@@ -212,6 +214,7 @@ func (a *Actor) resetState(s *session) {
 	a.resetTx(s)
 	a.unsubscribeAll(s)
 	a.disableTracking(s)
+	a.stopMonitor(s)
 	s.reply = replyOn
 }
 
@@ -442,6 +445,9 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	// In Redis's order (CLIENT LIST's flags).
 	var fl [8]byte
 	flags := fl[:0]
+	if s.monitor {
+		flags = append(flags, 'O')
+	}
 	if s.subscribed {
 		flags = append(flags, 'P')
 	}

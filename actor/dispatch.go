@@ -123,6 +123,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		w.Error(reply)
 		return true
 	}
+	if len(a.monitors) > 0 && cmd.Is(FlagSkipMonitor) {
+		a.feedScript(s, cmd, args) // monitor.go
+	}
 	a.st.Now = a.nowMs
 	f := a.enter()
 	defer a.leave()
@@ -150,6 +153,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	st.calls++
 	st.took += took
 	a.timeCommand(s, cmd, args, st, took) // ops.go
+	if len(a.monitors) > 0 && !cmd.Is(FlagSkipMonitor) {
+		a.feedMonitors(s, cmd, args) // monitor.go
+	}
 	if err != nil {
 		st.failed++
 	}

@@ -25,6 +25,7 @@ var opsCommands = []*Command{
 		{Name: "latency|histogram", Summary: "Returns commands' cumulative latency distributions.", Handler: cmdLatencyHistogram},
 		{Name: "latency|help", Summary: "Lists the LATENCY subcommands.", Handler: cmdLatencyHelp},
 	}},
+	{Name: "monitor", Summary: "Streams every command the server runs to this client.", Handler: cmdMonitor},
 	{Name: "memory", Summary: "Reports memory and storage use.", Subs: []*Command{
 		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage},
 		{Name: "memory|stats", Summary: "Reports the heap, client buffers, caches and database files.", Handler: cmdMemoryStats},

@@ -3,12 +3,17 @@ package tests
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cellar-db/cellar"
+	"github.com/cellar-db/cellar/internal/wait"
 )
 
 // TestInfoSectionRules checks INFO's 7.0 section rules against a real
@@ -244,5 +249,110 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	if ms := r.do("MEMORY", "MALLOC-STATS"); !strings.Contains(ms, "heap_alloc: ") {
 		t.Errorf("MEMORY MALLOC-STATS: %q", ms)
+	}
+}
+
+// monitorAddr is the client part of a MONITOR line.
+var monitorAddr = regexp.MustCompile(`^\[(\d+) [^\]]+\]`)
+
+// monitorLines reads n MONITOR lines from m and returns them without the
+// timestamp, with the client's address (but "lua") replaced by ADDR.
+func monitorLines(t *testing.T, m *rawConn, n int) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < n; i++ {
+		line := m.read()
+		_, rest, ok := strings.Cut(line, " ")
+		if !strings.HasPrefix(line, "+") || !ok {
+			t.Fatalf("MONITOR line %q", line)
+		}
+		if !strings.HasPrefix(rest[strings.IndexByte(rest, ' ')+1:], "lua]") {
+			rest = monitorAddr.ReplaceAllString(rest, "[$1 ADDR]")
+		}
+		out = append(out, rest)
+	}
+	return out
+}
+
+// TestMonitor compares what MONITOR shows with a real redis-server's
+// (timestamps aside): quoting, the database, the client's address, "lua"
+// for a script's calls, the commands of an EXEC, administrative commands
+// left out; a second MONITOR is ignored and RESET ends it.
+func TestMonitor(t *testing.T) {
+	s := startServer(t)
+	red := startRedis(t)
+	run := func(addr string) []string {
+		m, c := dialRaw(t, addr), dialRaw(t, addr)
+		m.expect("+OK\r\n", "MONITOR")
+		c.do("CLIENT", "INFO")
+		c.do("SET", "a b", "x\ny\"\\\x01")
+		c.do("SELECT", "3")
+		c.do("GET", "k")
+		c.do("CONFIG", "GET", "maxclients") // administrative: not shown
+		c.do("EVAL", "return redis.call('get', KEYS[1])", "1", "k")
+		c.do("MULTI")
+		c.do("INCR", "n")
+		c.do("EXEC")
+		c.do("SELECT", "0")
+		// CLIENT INFO above, then these; CONFIG is left out.
+		return monitorLines(t, m, 10)
+	}
+	got, want := run(s.addr), run(red)
+	if strings.Join(got, "") != strings.Join(want, "") {
+		t.Errorf("MONITOR:\n%q\nRedis:\n%q", got, want)
+	}
+
+	m := s.raw()
+	m.expect("+OK\r\n", "MONITOR")
+	m.send(encode("MONITOR")) // ignored, no reply
+	m.expect("+RESET\r\n", "RESET")
+	s.raw().do("SET", "after", "reset")
+	m.expect("+PONG\r\n", "PING") // nothing from the SET came before
+}
+
+// TestMonitorBounded: a monitor that does not read while another client
+// writes hard is disconnected at the output hard limit, and the writer
+// goes on unhindered.
+func TestMonitorBounded(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) {
+		c.OutputBuffer.HardLimit = 1 << 20
+		c.OutputBuffer.SoftLimit = 0
+	})
+	needCellar(t, s)
+	m := s.raw()
+	m.expect("+OK\r\n", "MONITOR")
+	// The monitor now reads nothing. 20 000 SETs of 200 bytes make about
+	// 5 MB of MONITOR lines.
+	w := s.raw()
+	val := strings.Repeat("v", 200)
+	var batch []byte
+	for i := 0; i < 20000; i++ {
+		batch = append(batch, encode("SET", "k"+strconv.Itoa(i), val)...)
+	}
+	w.send(batch)
+	for i := 0; i < 20000; i++ {
+		if got := w.read(); got != "+OK\r\n" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	c := s.client()
+	wait.For(t, 20*time.Second, "the monitor to be disconnected", func() bool {
+		list, _ := c.ClientList(context.Background()).Result()
+		return !strings.Contains(list, "flags=O")
+	})
+	if !strings.Contains(s.logBuf.String(), "output buffer hard limit") {
+		t.Errorf("no log line for the disconnected monitor:\n%s", s.logBuf.String())
+	}
+	// It got some lines, then the connection closed.
+	m.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	n := 0
+	for {
+		if _, err := m.reply(); err != nil {
+			break
+		}
+		n++
+	}
+	if n >= 20000 {
+		t.Errorf("the monitor got all %d lines: not bounded", n)
 	}
 }
