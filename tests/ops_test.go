@@ -356,3 +356,40 @@ func TestMonitorBounded(t *testing.T) {
 		t.Errorf("the monitor got all %d lines: not bounded", n)
 	}
 }
+
+// TestClientListBufferFields: CLIENT LIST's qbuf-free, obl, oll and omem
+// come from the loops: a client that does not read its replies shows
+// them unsent (obl, omem) and queued (oll); an idle one shows none, and
+// room in its query buffer.
+func TestClientListBufferFields(t *testing.T) {
+	s := startServer(t, func(c *cellar.Config) { c.OutputBuffer.SoftLimit = 0 })
+	needCellar(t, s)
+	admin := s.client(func(o *redis.Options) { o.PoolSize = 1 })
+	r := s.raw()
+	r.expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
+	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	if free := clientField(t, admin, id, "qbuf-free"); free <= 0 {
+		t.Errorf("qbuf-free of an idle client: %d", free)
+	}
+	for _, f := range []string{"obl", "oll", "omem"} {
+		if n := clientField(t, admin, id, f); n != 0 {
+			t.Errorf("%s of an idle client: %d", f, n)
+		}
+	}
+	// 32 MB of replies the client does not read.
+	var batch []byte
+	for i := 0; i < 32; i++ {
+		batch = append(batch, encode("GET", "big")...)
+	}
+	r.send(batch)
+	wait.For(t, 20*time.Second, "unsent replies in CLIENT LIST", func() bool {
+		return clientField(t, admin, id, "obl") > 0 && clientField(t, admin, id, "oll") > 0 &&
+			clientField(t, admin, id, "omem") >= clientField(t, admin, id, "obl")
+	})
+	for i := 0; i < 32; i++ {
+		r.read()
+	}
+	wait.For(t, 20*time.Second, "the replies to be gone from CLIENT LIST", func() bool {
+		return clientField(t, admin, id, "obl") == 0 && clientField(t, admin, id, "oll") == 0
+	})
+}
