@@ -118,6 +118,13 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxWatchedKeys:     cfg.Transactions.MaxWatchedKeys,
 		MaxScripts:         cfg.Lua.MaxScripts,
 		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
+
+		StoredParams: map[string]string{
+			"slowlog-log-slower-than":   strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
+			"slowlog-max-len":           strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
+			"latency-monitor-threshold": strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+		},
+		RewriteConfig: s.rewriter(),
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err == nil {
 		var n int
@@ -196,6 +203,14 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 // Scripts is the running script's watch: whether one makes the server
 // busy, and the switches that stop it (safe from any goroutine).
 func (s *Server) Scripts() *actor.ScriptWatch { return s.act.Scripts() }
+
+// rewriter is CONFIG REWRITE's writer, nil without a configuration file.
+func (s *Server) rewriter() func(map[string]string) error {
+	if s.cfg.File == "" {
+		return nil
+	}
+	return func(values map[string]string) error { return rewriteConfig(s.cfg.File, values) }
+}
 
 // HTTPAddr is where the HTTP port listens; nil when it is off.
 func (s *Server) HTTPAddr() net.Addr {

@@ -74,6 +74,24 @@ type Config struct {
 	Lua          LuaConfig          `koanf:"lua"`
 	// HTTP is the port for metrics and health checks (ops/).
 	HTTP HTTPConfig `koanf:"http"`
+	// Slowlog is Redis's slow log (SLOWLOG): commands that ran for at
+	// least LogSlowerThan microseconds (negative: none; 0: all) are kept,
+	// the last MaxLen of them. CONFIG SET slowlog-* changes them.
+	Slowlog SlowlogConfig `koanf:"slowlog"`
+	// LatencyMonitorThreshold is Redis's latency-monitor-threshold, in
+	// milliseconds: events that take at least that long are sampled for
+	// LATENCY (0: off).
+	LatencyMonitorThreshold int64 `koanf:"latency_monitor_threshold"`
+
+	// File is the YAML file the configuration was loaded from ("" when
+	// none); CONFIG REWRITE writes to it.
+	File string `koanf:"-"`
+}
+
+// SlowlogConfig is the slow log's settings.
+type SlowlogConfig struct {
+	LogSlowerThan int64 `koanf:"log_slower_than"`
+	MaxLen        int64 `koanf:"max_len"`
 }
 
 // HTTPConfig is Cellar's HTTP port: /metrics (Prometheus), /healthz,
@@ -213,6 +231,7 @@ func DefaultConfig() Config {
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
+		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
 }
 
@@ -333,6 +352,7 @@ func LoadConfig(args, environ []string, usage *strings.Builder) (Config, error) 
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return def, &ConfigError{Msg: strings.ReplaceAll(err.Error(), "\n", " ")}
 	}
+	cfg.File = path
 	return cfg, cfg.Validate()
 }
 
@@ -395,6 +415,12 @@ func (c Config) Validate() error {
 		return bad("http.bind", "must not be empty")
 	case c.HTTP.HealthTimeout <= 0:
 		return bad("http.health_timeout", "must be positive, not %s", c.HTTP.HealthTimeout)
+	case c.Slowlog.LogSlowerThan < -1:
+		return bad("slowlog.log_slower_than", "must be -1 (off) or more, not %d", c.Slowlog.LogSlowerThan)
+	case c.Slowlog.MaxLen < 0:
+		return bad("slowlog.max_len", "must not be negative, not %d", c.Slowlog.MaxLen)
+	case c.LatencyMonitorThreshold < 0:
+		return bad("latency_monitor_threshold", "must not be negative, not %d", c.LatencyMonitorThreshold)
 	case c.HTTP.DrainDelay < 0:
 		return bad("http.drain_delay", "must not be negative, not %s", c.HTTP.DrainDelay)
 	case c.Dir == "":

@@ -170,6 +170,18 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
 	a.errorStats = map[string]uint64{}
+	a.storedParams = storedParams{}
+	for name, v := range cfg.StoredParams {
+		rp := redisParamByName[name]
+		if rp == nil {
+			return nil, fmt.Errorf("actor: no parameter %q", name)
+		}
+		n, err := rp.normalize(v)
+		if err != nil {
+			return nil, fmt.Errorf("actor: %s: %w", name, err)
+		}
+		a.storedParams[name] = n
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	a.startHeap = ms.HeapAlloc

@@ -503,3 +503,12 @@ const (
 func errNoLatencySamples(event string) error {
 	return ReplyError("ERR No samples available for event '" + event + "'")
 }
+
+// ErrNoConfigFile is CONFIG REWRITE's reply when Cellar was started
+// without a configuration file.
+const ErrNoConfigFile ReplyError = "ERR The server is running without a config file"
+
+// errRewriteConfig is CONFIG REWRITE's reply when writing the file failed.
+func errRewriteConfig(err error) error {
+	return ReplyError("ERR Rewriting config file: " + err.Error())
+}

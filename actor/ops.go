@@ -80,3 +80,21 @@ func (a *Actor) timeCommand(s *session, cmd *Command, args [][]byte, st *cmdStat
 		a.logSlow(s, cmd, args, took)
 	}
 }
+
+// CONFIG REWRITE: the owner writes the current values into the YAML file
+// Cellar was started with (rewrite.go in the root package), synchronously
+// as Redis does; the file is small.
+func cmdConfigRewrite(c *Ctx) error {
+	if c.a.cfg.RewriteConfig == nil {
+		return ErrNoConfigFile
+	}
+	values := map[string]string{}
+	for _, p := range c.a.params() {
+		values[p.Name] = p.Get()
+	}
+	if err := c.a.cfg.RewriteConfig(values); err != nil {
+		return errRewriteConfig(err)
+	}
+	c.w.OK()
+	return nil
+}

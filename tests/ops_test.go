@@ -3,6 +3,8 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -392,4 +394,79 @@ func TestClientListBufferFields(t *testing.T) {
 	wait.For(t, 20*time.Second, "the replies to be gone from CLIENT LIST", func() bool {
 		return clientField(t, admin, id, "obl") == 0 && clientField(t, admin, id, "oll") == 0
 	})
+}
+
+// TestConfigRewrite: CONFIG REWRITE writes what CONFIG SET changed into
+// the YAML file Cellar was started with, keeping its comments and the keys
+// it does not touch, adding keys the file lacked; the file then loads
+// with those values. Without a file it refuses with Redis's text.
+func TestConfigRewrite(t *testing.T) {
+	s := startServer(t)
+	s.raw().expect("-ERR The server is running without a config file\r\n", "CONFIG", "REWRITE")
+
+	path := filepath.Join(t.TempDir(), "cellar.yaml")
+	orig := "# Cellar for the rewrite test.\n" +
+		"durability: everysec # the default, said aloud\n" +
+		"\n" +
+		"# Blocked clients.\n" +
+		"blocking:\n" +
+		"  max_keys_per_wait: 64 # kept\n" +
+		"  max_total_waiters: 50000\n" +
+		"loglevel: warn\n"
+	if err := os.WriteFile(path, []byte(orig), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	loaded, err := cellar.LoadConfig([]string{"--config", path}, nil, &usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startServer(t, func(c *cellar.Config) {
+		dir, port := c.Dir, c.Port
+		*c = loaded
+		c.Dir, c.Port = dir, port
+	})
+	r := f.raw()
+	r.expect("+OK\r\n", "CONFIG", "SET", "durability", "always", "blocking-max-total-waiters", "100",
+		"slowlog-log-slower-than", "5", "maxmemory-clients", "64mb", "busy-reply-threshold", "2000")
+	r.expect("+OK\r\n", "CONFIG", "REWRITE")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, want := range []string{"# Cellar for the rewrite test.", "durability: always # the default, said aloud",
+		"# Blocked clients.", "max_keys_per_wait: 64 # kept", "max_total_waiters: 100", "loglevel: warn",
+		"slowlog:\n  log_slower_than: 5\n", "maxmemory_clients: 67108864", "busy_reply_threshold: 2s"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the rewritten file lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "max_len") || strings.Contains(text, "tracking_table_max_keys") {
+		t.Errorf("the rewrite added settings at their defaults:\n%s", text)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("the file's mode became %v", fi.Mode().Perm())
+	}
+	again, err := cellar.LoadConfig([]string{"--config", path}, nil, &usage)
+	if err != nil {
+		t.Fatalf("the rewritten file does not load: %v\n%s", err, text)
+	}
+	if again.Durability != "always" || again.Blocking.MaxTotalWaiters != 100 || again.Slowlog.LogSlowerThan != 5 ||
+		again.MaxMemoryClients != 64<<20 || again.Lua.BusyReplyThreshold != 2*time.Second || again.Blocking.MaxKeysPerWait != 64 {
+		t.Errorf("the rewritten file loads as %+v", again)
+	}
+	// A second rewrite with nothing changed leaves the file as it is.
+	r.expect("+OK\r\n", "CONFIG", "REWRITE")
+	if data2, _ := os.ReadFile(path); string(data2) != text {
+		t.Errorf("a second rewrite changed the file:\n%s\nthen:\n%s", text, data2)
+	}
+	// A server started from the rewritten file has the values.
+	g := startServer(t, func(c *cellar.Config) {
+		dir, port := c.Dir, c.Port
+		*c = again
+		c.Dir, c.Port = dir, port
+	})
+	g.raw().expect("*2\r\n$23\r\nslowlog-log-slower-than\r\n$1\r\n5\r\n", "CONFIG", "GET", "slowlog-log-slower-than")
+	g.raw().expect("*2\r\n$10\r\ndurability\r\n$6\r\nalways\r\n", "CONFIG", "GET", "durability")
 }
