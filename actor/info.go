@@ -203,8 +203,6 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("hot_cache_bytes", bytes)
 		kv("hot_cache_hits", hits)
 		kv("hot_cache_misses", misses)
-		kv("total_error_replies", a.errorReplies)
-		kv("unexpected_error_replies", 0)
 		kv("keyspace_hits", a.stats.keyspaceHits)
 		kv("keyspace_misses", a.stats.keyspaceMisses)
 		kv("pubsub_channels", len(a.ps.tables[subChannel]))
@@ -214,6 +212,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("tracking_total_keys", len(a.track.keys))
 		kv("tracking_total_items", a.track.items)
 		kv("tracking_total_prefixes", len(a.track.prefixes))
+		kv("unexpected_error_replies", 0)
+		kv("total_error_replies", a.errorReplies)
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		kv("role", "master")

@@ -47,9 +47,9 @@ func (a *Actor) applyOpsParams() {
 	a.lat.thresholdMs.Store(th)
 }
 
-// maxErrorCodes bounds INFO errorstats' table, as Redis 7.0 bounds its
-// own (a client sending scripts that fail with made-up codes cannot grow
-// it): past it, new codes are counted only in total_error_replies.
+// maxErrorCodes bounds INFO errorstats' table (a client sending scripts
+// that fail with made-up codes cannot grow it): past it, new codes are
+// counted only in total_error_replies.
 const maxErrorCodes = 128
 
 // countError counts an error reply (INFO errorstats): by its code, the
