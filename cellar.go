@@ -125,6 +125,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 			"latency-monitor-threshold": strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
 		},
 		RewriteConfig: s.rewriter(),
+		ConfigFile:    cfg.File,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err == nil {
 		var n int
@@ -349,8 +350,12 @@ func parseLogLevel(s string) (zerolog.Level, error) {
 	return zerolog.InfoLevel, fmt.Errorf("must be debug, info, warn or error, not %q", s)
 }
 
-// NewLogger makes the server logger at cfg's level, writing to w.
+// NewLogger makes the server logger at cfg's level and in its format
+// (JSON lines, or zerolog's console format), writing to w.
 func NewLogger(cfg Config, w zerolog.LevelWriter) zerolog.Logger {
 	lvl, _ := parseLogLevel(cfg.LogLevel)
+	if cfg.LogFormat == "console" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}).Level(lvl).With().Timestamp().Logger()
+	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

@@ -32,6 +32,9 @@ type Config struct {
 	Durability       string `koanf:"durability"`
 	RequirePass      string `koanf:"requirepass"`
 	LogLevel         string `koanf:"loglevel"`
+	// LogFormat is "json" (one JSON object per line, for log collectors)
+	// or "console" (human-readable, for a terminal).
+	LogFormat string `koanf:"log_format"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -213,6 +216,7 @@ func DefaultConfig() Config {
 		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
 		LogLevel:               "info",
+		LogFormat:              "json",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
@@ -504,6 +508,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" && c.LogFormat != "" {
+		return bad("log_format", "must be json or console, not %q", c.LogFormat)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return bad("loglevel", "%v", err)

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -99,6 +101,7 @@ type Actor struct {
 	errorReplies uint64
 	slow         slowlog        // SLOWLOG (slowlog.go)
 	startHeap    uint64         // the Go heap when the actor was made (MEMORY STATS)
+	runID        string         // INFO run_id: 40 random hex digits, new at each start
 	lat          latencyMonitor // LATENCY (latency.go)
 	monitors     []*session     // MONITOR's clients (monitor.go)
 }
@@ -185,6 +188,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	a.startHeap = ms.HeapAlloc
+	var id [20]byte
+	crand.Read(id[:])
+	a.runID = hex.EncodeToString(id[:])
 	a.applyOpsParams()
 	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())

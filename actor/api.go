@@ -138,6 +138,8 @@ type Config struct {
 	// into the configuration file Cellar was started with (CONFIG
 	// REWRITE); nil when it was started without one.
 	RewriteConfig func(values map[string]string) error
+	// ConfigFile is the configuration file's path, for INFO ("" if none).
+	ConfigFile string
 }
 
 func (c Config) withDefaults() Config {

@@ -70,13 +70,22 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("arch_bits", 64)
 		kv("multiplexing_api", "epoll")
 		kv("process_id", os.Getpid())
+		supervised := "no"
+		if os.Getenv("NOTIFY_SOCKET") != "" {
+			supervised = "systemd"
+		}
+		kv("process_supervised", supervised)
+		kv("run_id", a.runID)
 		kv("tcp_port", a.cfg.Port)
 		kv("server_time_usec", now.UnixMicro())
 		up := int64(now.Sub(a.start) / time.Second)
 		kv("uptime_in_seconds", up)
 		kv("uptime_in_days", up/86400)
 		kv("hz", int(time.Second/a.cfg.SweepInterval))
+		kv("configured_hz", int(time.Second/a.cfg.SweepInterval))
 		kv("executable", executable())
+		kv("config_file", a.cfg.ConfigFile)
+		kv("io_threads_active", 0)
 		kv("cellar_version", a.cfg.Version)
 		kv("cellar_storage", "sqlite "+a.st.Path())
 	case "clients":

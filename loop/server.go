@@ -302,10 +302,14 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	gc.SetContext(c)
 	lp.conns[c.id] = c
+	addr := addrString(gc.RemoteAddr())
 	s.act.Open(actor.ConnInfo{
-		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: localAddr(gc),
+		ID: c.id, Addr: addr, LocalAddr: localAddr(gc),
 		FD: gc.Fd(), Sink: lp, Mem: c.mem,
 	})
+	if e := s.log.Debug(); e.Enabled() {
+		e.Uint64("client", c.id).Str("addr", addr).Msg("connection opened")
+	}
 	return nil, gnet.None
 }
 
