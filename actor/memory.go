@@ -44,7 +44,7 @@ func cmdMemoryUsage(c *Ctx) error {
 		i++
 	}
 	key := c.args[2]
-	m, ok, err := c.st.Lookup(c.db, key) // no keyspace hit or miss, as Redis's NOTOUCH lookup
+	m, ok, err := c.readKey(key) // a hit or a miss, as Redis's lookup counts it
 	if err != nil {
 		return err
 	}
