@@ -85,7 +85,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		IdleTimeout: cfg.Offload.IdleTimeout,
 	})
 	s := &Server{cfg: cfg, log: log, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
-	clients := actor.NewMemBudget(cfg.MaxMemoryClients, log.With().Str("pkg", "clients").Logger())
+	clients := actor.NewMemBudget(cfg.MaxMemoryClients, sampledWarnings(log.With().Str("pkg", "clients").Logger()))
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
@@ -156,7 +156,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxBacklog:      cfg.MaxBacklog,
 		Clients:         clients,
 		TCPKeepAlive:    cfg.TCPKeepAlive,
-	}, act, log.With().Str("pkg", "loop").Logger())
+	}, act, sampledWarnings(log.With().Str("pkg", "loop").Logger()))
 	go func() {
 		act.Run()
 		close(s.actorDone)
@@ -204,6 +204,16 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 // Scripts is the running script's watch: whether one makes the server
 // busy, and the switches that stop it (safe from any goroutine).
 func (s *Server) Scripts() *actor.ScriptWatch { return s.act.Scripts() }
+
+// sampledWarnings limits l's warnings to bursts of 50 a second, then one
+// in 100: the per-client warnings (a client closed at a limit, evicted)
+// cannot flood the log when many clients misbehave at once. Other levels
+// pass untouched.
+func sampledWarnings(l zerolog.Logger) zerolog.Logger {
+	return l.Sample(zerolog.LevelSampler{WarnSampler: &zerolog.BurstSampler{
+		Burst: 50, Period: time.Second, NextSampler: &zerolog.BasicSampler{N: 100},
+	}})
+}
 
 // rewriter is CONFIG REWRITE's writer, nil without a configuration file.
 func (s *Server) rewriter() func(map[string]string) error {
