@@ -104,6 +104,7 @@ type Actor struct {
 	runID        string         // INFO run_id: 40 random hex digits, new at each start
 	lat          latencyMonitor // LATENCY (latency.go)
 	monitors     []*session     // MONITOR's clients (monitor.go)
+	inst         instant        // INFO's instantaneous_* (ops.go)
 }
 
 // cmdStat is one command's line of INFO commandstats.

@@ -117,6 +117,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("used_memory_rss_human", human(rss))
 		kv("used_memory_peak", ms.HeapSys)
 		kv("used_memory_peak_human", human(ms.HeapSys))
+		kv("used_memory_startup", a.startHeap)
+		sysMem := systemMemory()
+		kv("total_system_memory", sysMem)
+		kv("total_system_memory_human", human(sysMem))
 		// maxmemory and its policy are stored, not applied (configparams.go).
 		maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
 		kv("maxmemory", maxmem)
@@ -124,6 +128,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
+		kv("mem_fragmentation_ratio", strconv.FormatFloat(float64(rss)/float64(max(ms.HeapAlloc, 1)), 'f', 2, 64))
 		kv("mem_allocator", "go-"+runtime.Version())
 		// Scripting: counts only (the Lua states live in Go's heap, in
 		// used_memory; their share is not measured apart).
@@ -198,10 +203,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", a.stats.connsReceived)
 		kv("total_commands_processed", a.stats.commands)
+		kv("instantaneous_ops_per_sec", int64(mean(a.inst.ops[:])))
 		kv("actor_rounds", a.stats.rounds)
 		kv("backlog_bytes", a.Backlog())
 		kv("total_net_input_bytes", in)
 		kv("total_net_output_bytes", out)
+		kv("instantaneous_input_kbps", strconv.FormatFloat(mean(a.inst.in[:]), 'f', 2, 64))
+		kv("instantaneous_output_kbps", strconv.FormatFloat(mean(a.inst.out[:]), 'f', 2, 64))
 		kv("rejected_connections", rejected)
 		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
@@ -354,6 +362,24 @@ func residentBytes() uint64 {
 	}
 	pages, _ := strconv.ParseUint(f[1], 10, 64)
 	return pages * uint64(os.Getpagesize())
+}
+
+// systemMemory is the machine's memory, from /proc/meminfo (0 if unknown).
+func systemMemory() uint64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseUint(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 // human formats bytes as Redis's bytesToHuman does (B, K, M, G with two

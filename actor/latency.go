@@ -17,9 +17,10 @@ import (
 // as in Redis), "actor-round" (a whole round of the actor: every command
 // run in it and the redo log write), "flush" (committing the open SQLite
 // transaction, on the actor), "checkpoint" (phase 1 on the offload pool)
-// and "checkpoint-finish" (phase 2, on the actor), and "fsync" (the redo
+// and "checkpoint-finish" (phase 2, on the actor), "fsync" (the redo
 // log's or the WAL's fsync on the offload pool, which replies wait for
-// with durability always).
+// with durability always), and "expire-cycle" (a slice of the active
+// expiry, as in Redis).
 //
 // The timings of rounds, flushes, fsyncs and checkpoints also go to
 // histograms (always, threshold or not) that the metrics endpoint reads.
@@ -34,10 +35,11 @@ const (
 	evFsync
 	evCheckpoint
 	evCheckpointFinish
+	evExpireCycle
 	numEvents
 )
 
-var eventNames = [numEvents]string{"command", "fast-command", "actor-round", "flush", "fsync", "checkpoint", "checkpoint-finish"}
+var eventNames = [numEvents]string{"command", "fast-command", "actor-round", "flush", "fsync", "checkpoint", "checkpoint-finish", "expire-cycle"}
 
 const latencySamples = 160
 

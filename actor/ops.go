@@ -98,3 +98,39 @@ func cmdConfigRewrite(c *Ctx) error {
 	c.w.OK()
 	return nil
 }
+
+// instant is INFO's instantaneous_* figures, as Redis computes them: every
+// housekeeping tick (about 100 ms) a rate since the last tick goes into a
+// ring of 16, and INFO reports their mean.
+type instant struct {
+	lastT           time.Time
+	lastOps, lastIn uint64
+	lastOut         uint64
+	ops, in, out    [16]float64
+	idx             int
+}
+
+func (a *Actor) sampleInstant(now time.Time) {
+	m := &a.inst
+	var in, out uint64
+	if a.net != nil {
+		in, out = a.net.NetInputBytes(), a.net.NetOutputBytes()
+	}
+	if !m.lastT.IsZero() {
+		if secs := now.Sub(m.lastT).Seconds(); secs > 0 {
+			m.ops[m.idx] = float64(a.stats.commands-m.lastOps) / secs
+			m.in[m.idx] = float64(in-m.lastIn) / secs / 1024
+			m.out[m.idx] = float64(out-m.lastOut) / secs / 1024
+			m.idx = (m.idx + 1) % len(m.ops)
+		}
+	}
+	m.lastT, m.lastOps, m.lastIn, m.lastOut = now, a.stats.commands, in, out
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
