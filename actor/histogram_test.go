@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,29 @@ func TestHistogramPercentilesAndCumulative(t *testing.T) {
 	want := [][2]uint64{{4, 90}, {128, 100}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("cumulative = %v, want %v", got, want)
+	}
+}
+
+// TestLatencyGraphMatchesRedis: the drawing of one 20 ms sample a second
+// old is what Redis 7.0 printed for the same sample.
+func TestLatencyGraphMatchesRedis(t *testing.T) {
+	e := &latencyEvent{max: 20}
+	e.samples[0] = latencySample{at: 1000, ms: 20}
+	e.idx = 1
+	want := "command - high 20 ms, low 20 ms (all time high 20 ms)\n" +
+		strings.Repeat("-", 80) + "\n" +
+		" \n \n \n_\n \n1\ns\n"
+	if got := latencyGraph("command", e, 1001); got != want {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+	// Several samples: the highest reaches the top row, '|' fills below.
+	e = &latencyEvent{max: 90}
+	for i, ms := range []int64{10, 50, 90} {
+		e.samples[i] = latencySample{at: 1000 + int64(i), ms: ms}
+	}
+	e.idx = 3
+	got := latencyGraph("fsync", e, 1002)
+	if !strings.Contains(got, "\n  #\n") || !strings.Contains(got, "\n_||\n") || !strings.HasSuffix(got, "210\nsss\n") {
+		t.Fatalf("three samples drawn as\n%s", got)
 	}
 }

@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,8 +211,8 @@ func cmdLatencyReset(c *Ctx) error {
 	return nil
 }
 
-// LATENCY GRAPH event: Cellar draws each sample as a bar of '#', newest
-// last (Redis draws a sparkline; the header line is Redis's).
+// LATENCY GRAPH event: Redis's ASCII sparkline of the event's samples,
+// 80 columns by 4 rows, each labelled with how long ago it was.
 func cmdLatencyGraph(c *Ctx) error {
 	m := &c.a.lat
 	m.mu.Lock()
@@ -220,22 +221,92 @@ func cmdLatencyGraph(c *Ctx) error {
 	if i < 0 || m.events[i] == nil {
 		return errNoLatencySamples(string(c.args[2]))
 	}
-	e := m.events[i]
+	c.w.Verbatim("txt", latencyGraph(eventNames[i], m.events[i], time.Now().Unix()))
+	return nil
+}
+
+// latencyGraph draws e's samples as Redis's LATENCY GRAPH does.
+func latencyGraph(name string, e *latencyEvent, now int64) string {
 	h := e.history()
 	lo, hi := h[0].ms, h[0].ms
-	for _, s := range h {
+	labels := make([]string, len(h))
+	values := make([]float64, len(h))
+	for j, s := range h {
 		lo, hi = min(lo, s.ms), max(hi, s.ms)
+		ago := now - s.at
+		switch {
+		case ago < 60:
+			labels[j] = strconv.FormatInt(ago, 10) + "s"
+		case ago < 3600:
+			labels[j] = strconv.FormatInt(ago/60, 10) + "m"
+		case ago < 86400:
+			labels[j] = strconv.FormatInt(ago/3600, 10) + "h"
+		default:
+			labels[j] = strconv.FormatInt(ago/86400, 10) + "d"
+		}
+		values[j] = float64(s.ms)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s - high %d ms, low %d ms (all time high %d ms)\n", eventNames[i], hi, lo, e.max)
-	b.WriteString(strings.Repeat("-", 80) + "\n")
-	now := time.Now().Unix()
-	for _, s := range h {
-		bar := int(s.ms * 60 / max(hi, 1))
-		fmt.Fprintf(&b, "%6ds ago %6d ms %s\n", now-s.at, s.ms, strings.Repeat("#", max(bar, 1)))
+	fmt.Fprintf(&b, "%s - high %d ms, low %d ms (all time high %d ms)\n", name, hi, lo, e.max)
+	b.WriteString(strings.Repeat("-", graphCols) + "\n")
+	for j := 0; j < len(h); j += graphCols {
+		if j != 0 {
+			b.WriteByte('\n')
+		}
+		end := min(j+graphCols, len(h))
+		sparkline(&b, values[j:end], labels[j:end], float64(lo), float64(hi), graphRows)
 	}
-	c.w.Verbatim("txt", b.String())
-	return nil
+	return b.String()
+}
+
+const (
+	graphCols = 80
+	graphRows = 4
+)
+
+// sparkline renders values (between lo and hi) as rows of "_o#" filled
+// columns, '|' below the top, then each value's label written downwards
+// under a blank line: the layout of Redis's sparklines.
+func sparkline(b *strings.Builder, values []float64, labels []string, lo, hi float64, rows int) {
+	const fill = "_o#"
+	steps := len(fill) * rows
+	rel := hi - lo
+	if rel == 0 {
+		rel = 1
+	}
+	line := make([]byte, len(values))
+	for row := 0; ; row++ {
+		more := false
+		for j := range line {
+			line[j] = ' '
+		}
+		for j, v := range values {
+			step := int((v - lo) * float64(steps) / rel)
+			step = max(0, min(step, steps-1))
+			switch {
+			case row < rows:
+				more = true
+				k := step - (rows-row-1)*len(fill)
+				if k >= 0 && k < len(fill) {
+					line[j] = fill[k]
+				} else if k >= len(fill) {
+					line[j] = '|'
+				}
+			case row-rows < 1: // the blank line above the labels
+				more = true
+			default:
+				if k := row - rows - 1; k < len(labels[j]) {
+					more = true
+					line[j] = labels[j][k]
+				}
+			}
+		}
+		if !more {
+			return
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
 }
 
 // LATENCY DOCTOR: Redis's report, for Cellar's events, with advice about
