@@ -70,3 +70,18 @@ func TestLatencyGraphMatchesRedis(t *testing.T) {
 		t.Fatalf("three samples drawn as\n%s", got)
 	}
 }
+
+// BenchmarkTimeCommand is what each command pays for SLOWLOG, LATENCY and
+// the latency histograms (with the slow log on at its default threshold
+// and the latency monitor off).
+func BenchmarkTimeCommand(b *testing.B) {
+	a := &Actor{}
+	a.slow.slowerThan = 10000
+	s := &session{}
+	cmd := &Command{Name: "get"}
+	st := &cmdStat{}
+	args := [][]byte{[]byte("get"), []byte("k")}
+	for i := 0; b.Loop(); i++ {
+		a.timeCommand(s, cmd, args, st, time.Duration(i&1023)*time.Microsecond/100)
+	}
+}
