@@ -43,6 +43,9 @@ func (a *Actor) logSlow(s *session, cmd *Command, args [][]byte, took time.Durat
 	}
 	l := &a.slow
 	e := slowEntry{id: l.nextID, at: time.Now().Unix(), micros: micros, addr: s.addr, name: s.name}
+	if a.depth > 1 && a.inScript() {
+		e.addr, e.name = "?:0", "" // a script's call: Redis's script client
+	}
 	l.nextID++
 	n := min(len(args), slowlogMaxArgs)
 	e.args = make([][]byte, n)

@@ -118,6 +118,25 @@ func TestSlowlog(t *testing.T) {
 		t.Errorf("client %q %q, want %s and slowpoke", push.ClientAddr, push.ClientName, addr)
 	}
 
+	// A script's calls are logged with Redis's script client's address;
+	// EXEC is not logged, what it ran is.
+	r.do("EVAL", "redis.call('set', 'a', 'b') return 1", "0")
+	r.do("MULTI")
+	r.do("INCR", "n")
+	r.do("EXEC")
+	entries, err = c.SlowLogGet(ctx, 4).Result()
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("SLOWLOG GET 4: %+v, %v", entries, err)
+	}
+	var shape []string
+	for _, e := range entries {
+		shape = append(shape, strings.ToLower(strings.Join(e.Args, " "))+"@"+e.ClientAddr)
+	}
+	want := []string{"incr n@" + push.ClientAddr, "multi@" + push.ClientAddr, "eval redis.call('set', 'a', 'b') return 1 0@" + push.ClientAddr, "set a b@?:0"}
+	if strings.Join(shape, "|") != strings.Join(want, "|") {
+		t.Errorf("slow log of a script and a transaction:\n%q\nwant\n%q", shape, want)
+	}
+
 	// The length bound, then RESET.
 	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-max-len", "5")
 	r.expect(":5\r\n", "SLOWLOG", "LEN")
