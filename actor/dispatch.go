@@ -121,6 +121,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if keyspace && a.roundErr != nil {
 		reply, _ := replyFor(a.roundErr)
 		w.Error(reply)
+		a.countError(reply)
 		return true
 	}
 	if len(a.monitors) > 0 && cmd.Is(FlagSkipMonitor) {
