@@ -92,6 +92,20 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
+		for _, p := range a.cfg.Params {
+			if p.Name == "maxclients" {
+				kv("maxclients", p.Get())
+			}
+		}
+		// The largest input and output a client holds now (Redis: over
+		// the last few seconds).
+		var maxIn, maxOut int64
+		for _, s := range a.sessions {
+			maxIn = max(maxIn, s.mem.Part(MemQuery))
+			maxOut = max(maxOut, s.mem.Output())
+		}
+		kv("client_recent_max_input_buffer", maxIn)
+		kv("client_recent_max_output_buffer", maxOut)
 		kv("blocked_clients", a.blk.waiters+a.pause.sessions) // paused clients count, as in Redis
 		kv("tracking_clients", a.track.clients)
 		kv("clients_in_timeout_table", len(a.blk.timers))
