@@ -80,10 +80,15 @@ func TestSlowlog(t *testing.T) {
 	ctx := context.Background()
 	c := s.client()
 	entries, err := c.SlowLogGet(ctx, -1).Result()
-	if err != nil || len(entries) != 1 || entries[0].Args[0] != "EVAL" || entries[0].Duration.Milliseconds() < 15 {
+	var first int64 = -1
+	for _, e := range entries { // a loaded machine may make other commands slow too
+		if e.Args[0] == "EVAL" && e.Duration.Milliseconds() >= 15 {
+			first = e.ID
+		}
+	}
+	if err != nil || first < 0 {
 		t.Fatalf("after a 15 ms EVAL: %+v, %v", entries, err)
 	}
-	first := entries[0].ID
 
 	// Everything is logged at 0; long argument lists and values are cut.
 	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-log-slower-than", "0")
@@ -169,13 +174,13 @@ func TestLatencyMonitor(t *testing.T) {
 			t.Errorf("%v: got %q, Redis %q", args, got, want)
 		}
 	}
-	r.expect("+OK\r\n", "CONFIG", "SET", "latency-monitor-threshold", "5")
-	for _, args := range [][]string{{"LATENCY", "DOCTOR"}} {
-		red.do("CONFIG", "SET", "latency-monitor-threshold", "5")
-		if got, want := r.do(args...), red.do(args...); got != want {
-			t.Errorf("%v with nothing seen: got %q, Redis %q", args, got, want)
-		}
+	// On, with nothing seen (no event takes 100 s).
+	r.expect("+OK\r\n", "CONFIG", "SET", "latency-monitor-threshold", "100000")
+	red.do("CONFIG", "SET", "latency-monitor-threshold", "100000")
+	if got, want := r.do("LATENCY", "DOCTOR"), red.do("LATENCY", "DOCTOR"); got != want {
+		t.Errorf("LATENCY DOCTOR with nothing seen: got %q, Redis %q", got, want)
 	}
+	r.expect("+OK\r\n", "CONFIG", "SET", "latency-monitor-threshold", "5")
 	r.expect(":1\r\n", "EVAL", slowScript(25), "0")
 	c := s.client()
 	ctx := context.Background()
@@ -190,23 +195,32 @@ func TestLatencyMonitor(t *testing.T) {
 	}
 	for _, name := range []string{"command", "actor-round"} {
 		ev := events[name]
-		if ev == nil || ev[2].(int64) < 25 || ev[3].(int64) < 25 {
+		if ev == nil || ev[3].(int64) < 25 { // the all-time max (a later, smaller spike may be the latest)
 			t.Errorf("LATENCY LATEST %s: %v (all: %v)", name, ev, latest)
 		}
 	}
+	// Conditions that hold however loaded the machine is (a slow moment
+	// may add samples of its own).
 	hist, err := c.Do(ctx, "LATENCY", "HISTORY", "command").Slice()
-	if err != nil || len(hist) != 1 || hist[0].([]any)[1].(int64) < 25 {
+	found := false
+	for _, h := range hist {
+		found = found || h.([]any)[1].(int64) >= 25
+	}
+	if err != nil || !found {
 		t.Errorf("LATENCY HISTORY command: %v, %v", hist, err)
 	}
 	doc := r.do("LATENCY", "DOCTOR")
-	if !strings.Contains(doc, "1. actor-round: 1 latency spikes") || !strings.Contains(doc, "command: 1 latency spikes") {
+	if !strings.Contains(doc, "1. actor-round: ") || !strings.Contains(doc, " command: ") || !strings.Contains(doc, "latency spikes (average ") {
 		t.Errorf("LATENCY DOCTOR:\n%s", doc)
 	}
 	if g := r.do("LATENCY", "GRAPH", "command"); !strings.Contains(g, "command - high ") {
 		t.Errorf("LATENCY GRAPH command: %q", g)
 	}
-	r.expect(":2\r\n", "LATENCY", "RESET")
-	r.expect("*0\r\n", "LATENCY", "LATEST")
+	// At least the two events above (a loaded machine may have seen a slow
+	// flush or fsync too).
+	if n, err := c.Do(ctx, "LATENCY", "RESET").Int(); err != nil || n < len(latest) {
+		t.Errorf("LATENCY RESET: %d, %v (LATEST had %d events)", n, err, len(latest))
+	}
 
 	h, err := c.Do(ctx, "LATENCY", "HISTOGRAM", "eval", "set").Result()
 	m, ok := h.(map[any]any)
