@@ -56,6 +56,9 @@ type Config struct {
 	// rules keep using the real names.
 	RenameCommands map[string]string `koanf:"rename_commands"`
 	LogLevel       string            `koanf:"loglevel"`
+	// LogFormat is "json" (one JSON object per line, for log collectors)
+	// or "console" (human-readable, for a terminal).
+	LogFormat string `koanf:"log_format"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -99,6 +102,43 @@ type Config struct {
 	// Transactions bounds what MULTI and WATCH let one client hold.
 	Transactions TransactionsConfig `koanf:"transactions"`
 	Lua          LuaConfig          `koanf:"lua"`
+	// HTTP is the port for metrics and health checks (ops/).
+	HTTP HTTPConfig `koanf:"http"`
+	// Slowlog is Redis's slow log (SLOWLOG): commands that ran for at
+	// least LogSlowerThan microseconds (negative: none; 0: all) are kept,
+	// the last MaxLen of them. CONFIG SET slowlog-* changes them.
+	Slowlog SlowlogConfig `koanf:"slowlog"`
+	// LatencyMonitorThreshold is Redis's latency-monitor-threshold, in
+	// milliseconds: events that take at least that long are sampled for
+	// LATENCY (0: off).
+	LatencyMonitorThreshold int64 `koanf:"latency_monitor_threshold"`
+
+	// File is the YAML file the configuration was loaded from ("" when
+	// none); CONFIG REWRITE writes to it.
+	File string `koanf:"-"`
+}
+
+// SlowlogConfig is the slow log's settings.
+type SlowlogConfig struct {
+	LogSlowerThan int64 `koanf:"log_slower_than"`
+	MaxLen        int64 `koanf:"max_len"`
+}
+
+// HTTPConfig is Cellar's HTTP port: /metrics (Prometheus), /healthz,
+// /readyz and, with Pprof, /debug/pprof/. Off unless Enabled.
+type HTTPConfig struct {
+	Enabled bool   `koanf:"enabled"`
+	Bind    string `koanf:"bind"`
+	// Port 0 picks a free port (tests).
+	Port  int  `koanf:"port"`
+	Pprof bool `koanf:"pprof"`
+	// HealthTimeout is how long /healthz and /metrics wait for the actor
+	// to answer.
+	HealthTimeout time.Duration `koanf:"health_timeout"`
+	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
+	// Cellar still serves, before the graceful stop begins: time for a
+	// load balancer's health check to take it out of rotation.
+	DrainDelay time.Duration `koanf:"drain_delay"`
 }
 
 // LuaConfig tunes scripting (EVAL, FCALL).
@@ -207,6 +247,7 @@ func DefaultConfig() Config {
 		ProxyProtocolFrom:      []string{},
 		RenameCommands:         map[string]string{},
 		LogLevel:               "info",
+		LogFormat:              "json",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
 		ClientQueryBufferLimit: 1 << 30,
@@ -224,6 +265,8 @@ func DefaultConfig() Config {
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
+		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
+		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
 }
 
@@ -344,6 +387,7 @@ func LoadConfig(args, environ []string, usage *strings.Builder) (Config, error) 
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return def, &ConfigError{Msg: strings.ReplaceAll(err.Error(), "\n", " ")}
 	}
+	cfg.File = path
 	return cfg, cfg.Validate()
 }
 
@@ -401,6 +445,20 @@ func (c Config) Validate() error {
 		return bad("port", "must be between 0 and 65535, not %d", c.Port)
 	case c.Bind == "":
 		return bad("bind", "must not be empty")
+	case c.HTTP.Enabled && (c.HTTP.Port < 0 || c.HTTP.Port > 65535):
+		return bad("http.port", "must be between 0 and 65535, not %d", c.HTTP.Port)
+	case c.HTTP.Enabled && c.HTTP.Bind == "":
+		return bad("http.bind", "must not be empty")
+	case c.HTTP.HealthTimeout <= 0:
+		return bad("http.health_timeout", "must be positive, not %s", c.HTTP.HealthTimeout)
+	case c.Slowlog.LogSlowerThan < -1:
+		return bad("slowlog.log_slower_than", "must be -1 (off) or more, not %d", c.Slowlog.LogSlowerThan)
+	case c.Slowlog.MaxLen < 0:
+		return bad("slowlog.max_len", "must not be negative, not %d", c.Slowlog.MaxLen)
+	case c.LatencyMonitorThreshold < 0:
+		return bad("latency_monitor_threshold", "must not be negative, not %d", c.LatencyMonitorThreshold)
+	case c.HTTP.DrainDelay < 0:
+		return bad("http.drain_delay", "must not be negative, not %s", c.HTTP.DrainDelay)
 	case c.Dir == "":
 		return bad("dir", "must not be empty")
 	case c.DBFilename == "" || strings.ContainsRune(c.DBFilename, '/'):
@@ -484,6 +542,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" && c.LogFormat != "" {
+		return bad("log_format", "must be json or console, not %q", c.LogFormat)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return bad("loglevel", "%v", err)

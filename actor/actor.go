@@ -2,7 +2,10 @@ package actor
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -102,12 +105,25 @@ type Actor struct {
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
 	cmdStats []cmdStat
+	// errorStats counts error replies by their first word (INFO
+	// errorstats; at most maxErrorCodes codes), errorReplies all of them.
+	errorStats   map[string]uint64
+	errorReplies uint64
+	slow         slowlog        // SLOWLOG (slowlog.go)
+	startHeap    uint64         // the Go heap when the actor was made (MEMORY STATS)
+	runID        string         // INFO run_id: 40 random hex digits, new at each start
+	lat          latencyMonitor // LATENCY (latency.go)
+	monitors     []*session     // MONITOR's clients (monitor.go)
+	inst         instant        // INFO's instantaneous_* (ops.go)
 }
 
 // cmdStat is one command's line of INFO commandstats.
 type cmdStat struct {
 	calls, rejected, failed uint64
 	took                    time.Duration
+	// hist is the command's execution times (LATENCY HISTOGRAM, INFO
+	// latencystats), made at its first call.
+	hist *Histogram
 }
 
 type stats struct {
@@ -174,6 +190,27 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
+	a.errorStats = map[string]uint64{}
+	a.storedParams = storedParams{}
+	for name, v := range cfg.StoredParams {
+		rp := redisParamByName[name]
+		if rp == nil {
+			return nil, fmt.Errorf("actor: no parameter %q", name)
+		}
+		n, err := rp.normalize(v)
+		if err != nil {
+			return nil, fmt.Errorf("actor: %s: %w", name, err)
+		}
+		a.storedParams[name] = n
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a.startHeap = ms.HeapAlloc
+	var id [20]byte
+	crand.Read(id[:])
+	a.runID = hex.EncodeToString(id[:])
+	a.applyOpsParams()
+	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
 		return nil, err
@@ -215,7 +252,9 @@ func (a *Actor) Run() {
 				a.spare = msgs
 				break
 			}
+			t0 := time.Now()
 			a.round(msgs)
+			a.lat.observe(evRound, time.Since(t0))
 		}
 		if a.ckptRest {
 			a.flush() // the second phase needs no transaction open

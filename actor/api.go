@@ -148,6 +148,17 @@ type Config struct {
 	// TrackingTableMaxKeys bounds client-side caching's tracking table
 	// (tracking.go); 0: no limit.
 	TrackingTableMaxKeys int
+
+	// StoredParams are start values of Redis parameters the actor keeps
+	// (configparams.go), by Redis's name: the slow log's and the latency
+	// monitor's settings from the configuration file.
+	StoredParams map[string]string
+	// RewriteConfig writes the settings' current values, by CONFIG name,
+	// into the configuration file Cellar was started with (CONFIG
+	// REWRITE); nil when it was started without one.
+	RewriteConfig func(values map[string]string) error
+	// ConfigFile is the configuration file's path, for INFO ("" if none).
+	ConfigFile string
 }
 
 func (c Config) withDefaults() Config {

@@ -156,6 +156,7 @@ var families = [][]*Command{
 	scriptingCommands,
 	functionCommands,
 	aclCommands,
+	opsCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

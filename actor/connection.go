@@ -58,6 +58,8 @@ type session struct {
 	// clients may then run only the commands flagged InSubscribed).
 	subs       *subscriptions
 	subscribed bool
+	// monitor: the client ran MONITOR (monitor.go).
+	monitor bool
 	// seq is the sequence number of the client's last batch the actor ran:
 	// a push to it is written after that batch's replies.
 	seq uint64
@@ -227,6 +229,7 @@ func (a *Actor) resetState(s *session) {
 	a.resetTx(s)
 	a.unsubscribeAll(s)
 	a.disableTracking(s)
+	a.stopMonitor(s)
 	s.reply = replyOn
 }
 
@@ -446,6 +449,9 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	// In Redis's order (CLIENT LIST's flags).
 	var fl [8]byte
 	flags := fl[:0]
+	if s.monitor {
+		flags = append(flags, 'O')
+	}
 	if s.subscribed {
 		flags = append(flags, 'P')
 	}
@@ -491,21 +497,29 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	}
 	app("multi", num(multi))
 	// Redis's buffer fields from the client's memory accounting: qbuf is
-	// input not yet parsed, argv-mem parsed commands waiting to run, omem
-	// replies not yet sent (built, in flight or in the socket's buffer).
+	// input not yet parsed, qbuf-free the room left in the buffer it is
+	// read into, argv-mem parsed commands waiting to run, obl the replies
+	// in the socket's buffer not yet sent, oll the replies the loop holds
+	// for their turn plus one for unsent output, omem all replies not yet
+	// sent (built, in flight or in the socket's buffer). The loops set
+	// them (loop/conn.go).
 	var parts [memParts]int64
 	for p := range parts {
 		parts[p] = s.mem.Part(p)
 	}
 	omem := parts[MemReplies] + parts[MemOutput]
 	app("qbuf", num(parts[MemQuery]))
-	app("qbuf-free", "0")
+	app("qbuf-free", num(s.mem.queryFree.Load()))
 	app("argv-mem", num(parts[MemBatches]))
 	app("multi-mem", num(multiMem))
 	app("rbs", "0")
 	app("rbp", "0")
-	app("obl", "0")
-	app("oll", "0")
+	oll := s.mem.waiting.Load()
+	if parts[MemOutput] > 0 {
+		oll++
+	}
+	app("obl", num(parts[MemOutput]))
+	app("oll", num(oll))
 	app("omem", num(omem))
 	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]+parts[MemWatch]+parts[MemPubsub]))
 	app("events", "r")

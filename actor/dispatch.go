@@ -69,14 +69,18 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	cmd := a.Lookup(args[0])
 	if cmd == nil {
 		flagTx(s)
-		w.Error(errUnknownCommand(args).Error())
+		e := errUnknownCommand(args).Error()
+		w.Error(e)
+		a.countError(e)
 		return false
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			flagTx(s)
-			w.Error(errUnknownSubcommand(cmd.Name, args[1]).Error())
+			e := errUnknownSubcommand(cmd.Name, args[1]).Error()
+			w.Error(e)
+			a.countError(e)
 			return false
 		}
 		cmd = sub
@@ -126,7 +130,11 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if keyspace && a.roundErr != nil {
 		reply, _ := replyFor(a.roundErr)
 		w.Error(reply)
+		a.countError(reply)
 		return true
+	}
+	if len(a.monitors) > 0 && cmd.Is(FlagSkipMonitor) {
+		a.feedScript(s, cmd, args) // monitor.go
 	}
 	a.st.Now = a.nowMs
 	f := a.enter()
@@ -150,9 +158,14 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	defer a.commandDone(s)
 	began := time.Now()
 	err := c.run()
+	took := time.Since(began)
 	st := &a.cmdStats[cmd.idx]
 	st.calls++
-	st.took += time.Since(began)
+	st.took += took
+	a.timeCommand(s, cmd, args, st, took) // ops.go
+	if len(a.monitors) > 0 && !cmd.Is(FlagSkipMonitor) {
+		a.feedMonitors(s, cmd, args) // monitor.go
+	}
 	if err != nil {
 		st.failed++
 	}
@@ -174,6 +187,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	w.Buf = w.Buf[:start] // drop anything half written
 	reply, fatal := replyFor(err)
 	w.Error(reply)
+	a.countError(reply)
 	switch {
 	case guard && fatal && a.st.Undo():
 		// Only this write is refused; the batch goes on.

@@ -551,3 +551,22 @@ const (
 	ErrSortByACL  ReplyError = "ERR BY option of SORT denied due to insufficient ACL permissions."
 	ErrSortGetACL ReplyError = "ERR GET option of SORT denied due to insufficient ACL permissions."
 )
+
+// Errors of the operators' commands (slowlog.go, latency.go, memory.go).
+const (
+	ErrSlowlogCount ReplyError = "ERR count should be greater than or equal to -1"
+)
+
+// errNoLatencySamples is LATENCY GRAPH's reply for an event without samples.
+func errNoLatencySamples(event string) error {
+	return ReplyError("ERR No samples available for event '" + event + "'")
+}
+
+// ErrNoConfigFile is CONFIG REWRITE's reply when Cellar was started
+// without a configuration file.
+const ErrNoConfigFile ReplyError = "ERR The server is running without a config file"
+
+// errRewriteConfig is CONFIG REWRITE's reply when writing the file failed.
+func errRewriteConfig(err error) error {
+	return ReplyError("ERR Rewriting config file: " + err.Error())
+}

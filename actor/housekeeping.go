@@ -11,7 +11,9 @@ func (a *Actor) housekeeping(now time.Time) {
 	a.sweepMore = false
 	if a.roundErr == nil && !a.pause.on { // no active expiry during CLIENT PAUSE, as in Redis
 		a.st.Now = a.nowMs
+		t0 := time.Now()
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
+		a.lat.sample(evExpireCycle, time.Since(t0))
 		if err != nil {
 			a.roundErr = err
 		} else {
@@ -40,6 +42,7 @@ func (a *Actor) housekeeping(now time.Time) {
 		a.lastSync = now
 		a.durable.syncSoon(a.syncSeq())
 	}
+	a.sampleInstant(now) // INFO instantaneous_* (ops.go)
 }
 
 // closeIdle closes the clients idle for longer than timeout, as Redis's

@@ -117,6 +117,7 @@ func (a *Actor) flush() {
 			a.unflushed = 0
 			a.stats.flushes++
 			a.stats.lastFlushUsec = time.Since(t0).Microseconds()
+			a.lat.observe(evFlush, time.Since(t0))
 		}
 	}
 	after := a.afterFlush

@@ -32,6 +32,7 @@ var serverCommands = []*Command{
 		{Name: "config|get", Summary: "Returns the settings matching patterns.", Handler: cmdConfigGet},
 		{Name: "config|set", Summary: "Changes settings.", Handler: cmdConfigSet},
 		{Name: "config|resetstat", Summary: "Resets the counters INFO reports.", Handler: cmdConfigResetStat},
+		{Name: "config|rewrite", Summary: "Writes the settings changed at run time into the configuration file.", Handler: cmdConfigRewrite},
 		{Name: "config|help", Summary: "Lists the CONFIG subcommands.", Handler: cmdConfigHelp},
 	}},
 }
@@ -752,6 +753,8 @@ func cmdConfigResetStat(c *Ctx) error {
 	s := &c.a.stats
 	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
 	clear(c.a.cmdStats)
+	clear(c.a.errorStats)
+	c.a.errorReplies = 0
 	c.w.OK()
 	return nil
 }
@@ -762,6 +765,7 @@ func cmdConfigHelp(c *Ctx) error {
 		"GET <pattern> [<pattern> ...]", "    The settings whose names match a pattern, with their values.",
 		"SET <name> <value> [<name> <value> ...]", "    Change settings at run time; all change or none does.",
 		"RESETSTAT", "    Zero the counters INFO reports.",
+		"REWRITE", "    Write the current settings into the YAML configuration file Cellar was started with.",
 		"HELP", "    This help.",
 	})
 }

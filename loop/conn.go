@@ -388,6 +388,7 @@ func (c *conn) deliver(cmp actor.Completion) {
 		c.early = c.early[1:]
 		c.write(next)
 	}
+	c.mem.SetWaiting(int64(len(c.early)))
 	if c.state == stateOpen {
 		c.readable()
 	}
@@ -399,6 +400,7 @@ func (c *conn) wait(cmp actor.Completion, i int) {
 	c.early = append(c.early, actor.Completion{})
 	copy(c.early[i+1:], c.early[i:])
 	c.early[i] = cmp
+	c.mem.SetWaiting(int64(len(c.early)))
 }
 
 // account charges the input the connection holds, a bulk still arriving
@@ -411,6 +413,13 @@ func (c *conn) account(wait bool) {
 	}
 	n := int64(c.gc.InboundBuffered())
 	c.mem.Set(actor.MemQuery, n+int64(cap(c.big)))
+	// qbuf-free: the room left in the large request's own buffer, or in
+	// the loop's read buffer (one read's worth) for ordinary input.
+	if c.big != nil {
+		c.mem.SetQueryFree(int64(cap(c.big) - len(c.big)))
+	} else {
+		c.mem.SetQueryFree(max(0, readChunk-n))
+	}
 	if !wait {
 		n = 0
 	}

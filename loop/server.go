@@ -365,6 +365,9 @@ func (c *conn) open() {
 		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
 		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
 	})
+	if e := c.lp.srv.log.Debug(); e.Enabled() {
+		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")
+	}
 }
 
 // evictFunc is how the client memory budget closes connection id, from

@@ -25,7 +25,9 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import rq' >/dev/null 2>&1; } || need+=(python3-rq)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
-command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -14,18 +14,6 @@ import (
 	"github.com/cellar-db/cellar/actor"
 )
 
-// freePort returns a TCP port on 127.0.0.1 nobody listens on now (for a
-// program that cannot be told to pick one, such as HAProxy).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestProxyProtocolBehindHAProxy: the real HAProxy, in TCP mode with
 // send-proxy-v2 and send-proxy, in front of Cellar; Cellar sees the
 // client's own address.
