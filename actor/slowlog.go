@@ -76,12 +76,14 @@ func (l *slowlog) trim() {
 }
 
 // redacted says whether argument i of the command is a secret that logs
-// must not keep (Redis 7.0 hides AUTH's and HELLO AUTH's credentials and
-// CONFIG SET requirepass's value).
+// must not keep (Redis 7.0 hides AUTH's and HELLO AUTH's credentials,
+// every argument of ACL SETUSER and CONFIG SET requirepass's value).
 func redacted(cmd *Command, args [][]byte, i int) bool {
 	switch cmd.Name {
 	case "auth":
 		return i >= 1
+	case "acl|setuser":
+		return i >= 2
 	case "hello":
 		for j := 2; j+2 < len(args); j++ {
 			if strings.EqualFold(string(args[j]), "auth") && (i == j+1 || i == j+2) {

@@ -119,6 +119,10 @@ func TestSlowlog(t *testing.T) {
 	if strings.Join(auth.Args, " ") != "AUTH (redacted)" {
 		t.Errorf("AUTH logged as %q", auth.Args)
 	}
+	r.do("ACL", "SETUSER", "bob", "on", ">pw")
+	if e, err := c.SlowLogGet(ctx, 1).Result(); err != nil || len(e) != 1 || strings.Join(e[0].Args, " ") != "ACL SETUSER (redacted) (redacted) (redacted)" {
+		t.Errorf("ACL SETUSER logged as %+v (%v)", e, err)
+	}
 	if "addr="+push.ClientAddr != addr || push.ClientName != "slowpoke" {
 		t.Errorf("client %q %q, want %s and slowpoke", push.ClientAddr, push.ClientName, addr)
 	}
