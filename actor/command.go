@@ -150,6 +150,8 @@ var families = [][]*Command{
 	streamCommands,
 	scriptingCommands,
 	functionCommands,
+	bitmapCommands,
+	hllCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

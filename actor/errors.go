@@ -493,3 +493,30 @@ func errPrefixOverlapExisting(p []byte, old string) error {
 func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
+
+// Bitmaps, bit fields and HyperLogLogs (bitmaps.go, hyperloglog.go).
+const (
+	ErrBitValue         ReplyError = "ERR bit is not an integer or out of range"
+	ErrBitArg           ReplyError = "ERR The bit argument must be 1 or 0."
+	ErrBitOpNot         ReplyError = "ERR BITOP NOT must be called with a single source key."
+	ErrBitfieldType     ReplyError = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+	ErrBitfieldOverflow ReplyError = "ERR Invalid OVERFLOW type specified"
+	ErrBitfieldRO       ReplyError = "ERR BITFIELD_RO only supports the GET subcommand"
+	ErrNotHLL           ReplyError = "WRONGTYPE Key is not a valid HyperLogLog string value."
+	ErrInvalidHLL       ReplyError = "INVALIDOBJ Corrupted HLL object detected"
+	ErrPFDebugNoKey     ReplyError = "ERR The specified key does not exist"
+	ErrHLLNotSparse     ReplyError = "ERR HLL encoding is not sparse"
+)
+
+// errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.
+func errPFDebugArity(sub []byte) error {
+	return ReplyError("ERR Wrong number of arguments for the '" + cString(sub, 1<<30) + "' subcommand")
+}
+
+// errPFDebugUnknown is PFDEBUG's error for a subcommand it does not know.
+func errPFDebugUnknown(sub []byte) error {
+	return ReplyError("ERR Unknown PFDEBUG subcommand '" + cString(sub, 1<<30) + "'")
+}
+
+// errPFSelfTest is PFSELFTEST's failure.
+func errPFSelfTest(msg string) error { return ReplyError("ERR " + msg) }
