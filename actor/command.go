@@ -152,6 +152,7 @@ var families = [][]*Command{
 	functionCommands,
 	bitmapCommands,
 	hllCommands,
+	lcsCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -506,6 +506,9 @@ const (
 	ErrInvalidHLL       ReplyError = "INVALIDOBJ Corrupted HLL object detected"
 	ErrPFDebugNoKey     ReplyError = "ERR The specified key does not exist"
 	ErrHLLNotSparse     ReplyError = "ERR HLL encoding is not sparse"
+	ErrLCSNotString     ReplyError = "ERR The specified keys must contain string values"
+	ErrLCSIdxAndLen     ReplyError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 )
 
 // errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.
