@@ -153,6 +153,7 @@ var families = [][]*Command{
 	bitmapCommands,
 	hllCommands,
 	lcsCommands,
+	sortCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -509,6 +509,7 @@ const (
 	ErrLCSNotString     ReplyError = "ERR The specified keys must contain string values"
 	ErrLCSIdxAndLen     ReplyError = "ERR If you want both the length and indexes, please just use IDX."
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
 )
 
 // errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.

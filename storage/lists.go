@@ -752,3 +752,13 @@ func (s *Store) dropAllLists(db int) error {
 	st.int(1, int64(db))
 	return st.exec()
 }
+
+// ListReplace makes key a list of vals, whatever it held before (SORT ...
+// STORE); vals must not be empty.
+func (s *Store) ListReplace(db int, key []byte, vals [][]byte) error {
+	if _, err := s.remove(db, key, 0); err != nil {
+		return err
+	}
+	_, err := s.ListPush(db, key, Right, vals, false)
+	return err
+}
