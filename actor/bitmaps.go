@@ -19,10 +19,20 @@ var bitmapCommands = []*Command{
 	{Name: "bitfield_ro", Summary: "Reads integers of any width at bit offsets of a string key.", Handler: cmdBitFieldRO},
 }
 
-func init() {
-	notifyEvents["setbit"] = &eventSpec{class: notifyString, event: "setbit"}
-	notifyEvents["bitfield"] = &eventSpec{class: notifyString, event: "setbit"}
-	notifyEvents["bitop"] = &eventSpec{class: notifyString, event: "set"}
+var _ = addEvents(map[string]*eventSpec{
+	"setbit":   {class: notifyString, event: "setbit"},
+	"bitfield": {class: notifyString, event: "setbit"},
+	"bitop":    {class: notifyString, event: "set"},
+})
+
+// addEvents adds a family's keyspace notification events to notifyEvents
+// (notify.go). It runs as a package variable's initializer, so before the
+// command table is built (command.go's init).
+func addEvents(events map[string]*eventSpec) bool {
+	for name, spec := range events {
+		notifyEvents[name] = spec
+	}
+	return true
 }
 
 // bitOffset parses a bit offset as Redis's getBitOffsetFromArgument: an

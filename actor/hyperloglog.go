@@ -35,10 +35,10 @@ var hllCommands = []*Command{
 	{Name: "pfselftest", Summary: "Checks the HyperLogLog implementation.", Handler: cmdPFSelfTest},
 }
 
-func init() {
-	notifyEvents["pfadd"] = &eventSpec{class: notifyString, event: "pfadd"}
-	notifyEvents["pfmerge"] = &eventSpec{class: notifyString, event: "pfadd"}
-}
+var _ = addEvents(map[string]*eventSpec{
+	"pfadd":   {class: notifyString, event: "pfadd"},
+	"pfmerge": {class: notifyString, event: "pfadd"},
+})
 
 const (
 	hllP         = 14

@@ -15,9 +15,9 @@ var sortCommands = []*Command{
 	{Name: "sort_ro", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns them.", Handler: cmdSortRO},
 }
 
-func init() {
-	notifyEvents["sort"] = &eventSpec{class: notifyList, event: "sortstore"}
-}
+var _ = addEvents(map[string]*eventSpec{
+	"sort": {class: notifyList, event: "sortstore"},
+})
 
 // SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC]
 // [ALPHA] [STORE destination]

@@ -756,9 +756,15 @@ func (s *Store) dropAllLists(db int) error {
 // ListReplace makes key a list of vals, whatever it held before (SORT ...
 // STORE); vals must not be empty.
 func (s *Store) ListReplace(db int, key []byte, vals [][]byte) error {
-	if _, err := s.remove(db, key, 0); err != nil {
+	live, err := s.remove(db, key, 0)
+	if err != nil {
 		return err
 	}
-	_, err := s.ListPush(db, key, Right, vals, false)
+	if live {
+		// Overwritten, not new: no Created record.
+		defer func(was bool) { s.RecordNew = was }(s.RecordNew)
+		s.RecordNew = false
+	}
+	_, err = s.ListPush(db, key, Right, vals, false)
 	return err
 }
