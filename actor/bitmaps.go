@@ -54,10 +54,29 @@ func (c *Ctx) bitOffset(arg []byte, hash bool, width int) (uint64, error) {
 	return uint64(v), nil
 }
 
+// scratchString reads string key into the frame's value scratch (see
+// replyString), counting the lookup: no allocation per command, even for
+// a large value. The value is valid until the scratch's next use; the
+// store copies what SetString is given, so it may be written back.
+func (c *Ctx) scratchString(key []byte, count bool) ([]byte, bool, error) {
+	var v []byte
+	var ok bool
+	var err error
+	if count {
+		v, ok, err = c.getStringInto(key, c.f.val[:0])
+	} else {
+		v, ok, err = c.st.GetString(c.db, key, c.f.val[:0])
+	}
+	if cap(v) <= maxValScratch {
+		c.f.val = v[:0]
+	}
+	return v, ok, err
+}
+
 // growBits reads string key for a write reaching bit maxbit, padded with
 // zero bytes to cover it; grown says whether the key is new or longer.
 func (c *Ctx) growBits(key []byte, maxbit uint64) (v []byte, grown bool, err error) {
-	v, ok, err := c.st.GetString(c.db, key, nil)
+	v, ok, err := c.scratchString(key, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -105,7 +124,7 @@ func cmdGetBit(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, _, err := c.getString(c.args[1])
+	v, _, err := c.scratchString(c.args[1], true)
 	if err != nil {
 		return err
 	}
@@ -157,7 +176,7 @@ func (c *Ctx) unitArg(i int) (isBit bool, err error) {
 
 // BITCOUNT key [start end [BYTE|BIT]]
 func cmdBitCount(c *Ctx) error {
-	v, ok, err := c.getString(c.args[1])
+	v, ok, err := c.scratchString(c.args[1], true)
 	if err != nil {
 		return err
 	}
@@ -223,7 +242,7 @@ func cmdBitPos(c *Ctx) error {
 	if bit != 0 && bit != 1 {
 		return ErrBitArg
 	}
-	v, ok, err := c.getString(c.args[1])
+	v, ok, err := c.scratchString(c.args[1], true)
 	if err != nil {
 		return err
 	}
@@ -457,7 +476,7 @@ func bitfield(c *Ctx, readOnly bool) error {
 	grown := false
 	if !writes {
 		var err error
-		if v, _, err = c.getString(c.args[1]); err != nil {
+		if v, _, err = c.scratchString(c.args[1], true); err != nil {
 			return err
 		}
 	} else {

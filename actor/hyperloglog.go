@@ -458,10 +458,17 @@ func (c *Ctx) hllSparseMax() int {
 	return n
 }
 
-// readHLL reads key for PFCOUNT and PFMERGE: nil when missing, an error
-// when it is not an HLL.
-func (c *Ctx) readHLL(key []byte) ([]byte, error) {
-	v, ok, err := c.getString(key)
+// readHLL reads key for PFCOUNT and PFMERGE (into the value scratch with
+// scratch): nil when missing, an error when it is not an HLL.
+func (c *Ctx) readHLL(key []byte, scratch bool) ([]byte, error) {
+	var v []byte
+	var ok bool
+	var err error
+	if scratch {
+		v, ok, err = c.scratchString(key, true)
+	} else {
+		v, ok, err = c.getString(key)
+	}
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -474,7 +481,7 @@ func (c *Ctx) readHLL(key []byte) ([]byte, error) {
 // PFADD key [element ...]
 func cmdPFAdd(c *Ctx) error {
 	key := c.args[1]
-	v, ok, err := c.st.GetString(c.db, key, nil)
+	v, ok, err := c.scratchString(key, false)
 	if err != nil {
 		return err
 	}
@@ -509,7 +516,7 @@ func cmdPFCount(c *Ctx) error {
 	if len(c.args) > 2 {
 		var max [hllRegisters]uint8
 		for _, key := range c.args[1:] {
-			v, err := c.readHLL(key)
+			v, err := c.readHLL(key, true)
 			if err != nil {
 				return err
 			}
@@ -521,7 +528,7 @@ func cmdPFCount(c *Ctx) error {
 		return nil
 	}
 	key := c.args[1]
-	v, err := c.readHLL(key)
+	v, err := c.readHLL(key, true)
 	if err != nil {
 		return err
 	}
@@ -552,7 +559,7 @@ func cmdPFMerge(c *Ctx) error {
 	dense := false
 	var dest []byte
 	for i, key := range c.args[1:] {
-		v, err := c.readHLL(key)
+		v, err := c.readHLL(key, i > 0) // the destination's value is kept
 		if err != nil {
 			return err
 		}
