@@ -88,6 +88,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
+		EnableDebugCommand:   cfg.EnableDebugCommand,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,
 		PubsubSoftLimit:      cfg.OutputBuffer.PubsubSoftLimit,

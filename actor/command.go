@@ -154,6 +154,7 @@ var families = [][]*Command{
 	hllCommands,
 	lcsCommands,
 	sortCommands,
+	debugCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -510,6 +510,9 @@ const (
 	ErrLCSIdxAndLen     ReplyError = "ERR If you want both the length and indexes, please just use IDX."
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
+
+	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugReloadOption ReplyError = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 )
 
 // errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.

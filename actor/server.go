@@ -527,6 +527,7 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
+		{Name: "enable-debug-command", Get: func() string { return a.cfg.EnableDebugCommand }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
 		{Name: "sqlite-max-page-count", Get: func() string {
