@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,4 +342,40 @@ func bulkBody(t *testing.T, raw string) string {
 		t.Fatalf("bad bulk string: %q", raw)
 	}
 	return s[i+2 : i+2+n]
+}
+
+// TestBitAndLCSLimits checks the limits these commands share with Redis at
+// a small proto-max-bulk-len (1 MB on both servers): the last bit offset a
+// SETBIT or BITFIELD may reach and the first it may not, and LCS's table of
+// (len1+1)×(len2+1) 32-bit lengths just under and just over the limit.
+func TestBitAndLCSLimits(t *testing.T) {
+	redisAddr := startRedis(t, "--proto-max-bulk-len", "1mb")
+	s := startServer(t, func(c *cellar.Config) { c.ProtoMaxBulkLen = 1 << 20 })
+	cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)
+	a500, b500 := strings.Repeat("ab", 250), strings.Repeat("ba", 250)
+	a600, b600 := strings.Repeat("ab", 300), strings.Repeat("ba", 300)
+	for i, args := range [][]string{
+		{"SETBIT", "big", "8388607", "1"}, {"STRLEN", "big"}, {"GETBIT", "big", "8388607"},
+		{"SETBIT", "big", "8388608", "1"}, {"GETBIT", "big", "8388608"},
+		{"BITFIELD", "big", "SET", "u8", "8388600", "255"}, {"BITFIELD", "big", "GET", "u8", "8388608"},
+		{"BITFIELD", "big", "SET", "u8", "#1048576", "1"}, {"BITFIELD", "big", "SET", "u8", "#1048575", "1"},
+		{"STRLEN", "big"}, {"BITCOUNT", "big"}, {"BITPOS", "big", "1", "-2"},
+		{"MSET", "a500", a500, "b500", b500, "a600", a600, "b600", b600},
+		{"LCS", "a500", "b500", "LEN"}, {"LCS", "a600", "b600", "LEN"}, {"LCS", "a600", "b500", "LEN"},
+	} {
+		sameReply(t, cel, red, i, args)
+	}
+	for args, want := range map[[5]string]string{
+		{"SETBIT", "big", "8388608", "1"}: "-ERR bit offset is not an integer or out of range\r\n",
+		{"LCS", "a600", "b600", "LEN"}:    "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len\r\n",
+		{"LCS", "a500", "b500", "LEN"}:    ":499\r\n",
+	} {
+		cmd := args[:]
+		if cmd[4] == "" {
+			cmd = cmd[:4]
+		}
+		if got, err := cel.tryDo(cmd...); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", cmd, got, err, want)
+		}
+	}
 }
