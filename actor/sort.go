@@ -340,9 +340,12 @@ func sortCompare(alpha, byPattern, store bool) func(a, b *sortItem) int {
 
 // sortScore parses a value to sort by as Redis does with strtod: leading
 // white space allowed, the rest must be a number (read up to a NUL byte),
-// not NaN, not out of a double's range.
+// not NaN, not out of a double's range; an empty value is 0.
 func sortScore(b []byte) (float64, bool) {
 	b = cutNUL(b)
+	if len(b) == 0 {
+		return 0, true // strtod reads nothing and stops at the end
+	}
 	for len(b) > 0 && isCSpace(b[0]) {
 		b = b[1:]
 	}
