@@ -8,7 +8,9 @@ import (
 // Bitmaps and bit fields are strings: SETBIT, BITFIELD and BITOP read and
 // write the same bytes GET, SETRANGE and APPEND do, bit 0 being the most
 // significant bit of the first byte. They go through the string path
-// (GetString, SetString), so a write to a long string rewrites its value.
+// (GetString, SetString), so a write rewrites the value — except SETBIT and
+// GETBIT on a string too large for the hot cache, which read and write the
+// one byte in place (storage/inplace.go).
 var bitmapCommands = []*Command{
 	{Name: "setbit", Summary: "Sets or clears one bit of a string key, growing it as needed.", Handler: cmdSetBit},
 	{Name: "getbit", Summary: "Returns one bit of a string key.", Handler: cmdGetBit},
@@ -98,6 +100,9 @@ func cmdSetBit(c *Ctx) error {
 	if err != nil || on&^1 != 0 {
 		return ErrBitValue
 	}
+	if done, err := setBitInPlace(c, off, on == 1); done || err != nil {
+		return err
+	}
 	v, grown, err := c.growBits(c.args[1], off)
 	if err != nil {
 		return err
@@ -118,11 +123,47 @@ func cmdSetBit(c *Ctx) error {
 	return nil
 }
 
+// setBitInPlace is SETBIT on a string long enough to live in a blob of its
+// own, reading and writing just the byte of the bit (storage/inplace.go);
+// done is false when the ordinary path must run instead (a shorter or
+// cached value, growth, another type, no key).
+func setBitInPlace(c *Ctx, off uint64, on bool) (done bool, err error) {
+	var b [1]byte
+	i, mask := int64(off>>3), byte(1)<<(7-off&7)
+	size, inPlace, err := c.st.StringAt(c.db, c.args[1], i, b[:])
+	if err != nil || !inPlace || i >= size {
+		return false, err
+	}
+	old := b[0]&mask != 0
+	if old != on {
+		b[0] ^= mask
+		if done, err := c.st.PatchString(c.db, c.args[1], i, b[:]); err != nil || !done {
+			return false, err
+		}
+	}
+	c.w.Int(b2i(old))
+	return true, nil
+}
+
 // GETBIT key offset
 func cmdGetBit(c *Ctx) error {
 	off, err := c.bitOffset(c.args[2], false, 0)
 	if err != nil {
 		return err
+	}
+	var b [1]byte
+	size, inPlace, err := c.st.StringAt(c.db, c.args[1], int64(off>>3), b[:])
+	if err != nil {
+		return err
+	}
+	if inPlace {
+		c.countLookup(c.args[1], true, nil)
+		bit := int64(0)
+		if int64(off>>3) < size && b[0]&(1<<(7-off&7)) != 0 {
+			bit = 1
+		}
+		c.w.Int(bit)
+		return nil
 	}
 	v, _, err := c.scratchString(c.args[1], true)
 	if err != nil {

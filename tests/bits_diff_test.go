@@ -379,3 +379,50 @@ func TestBitAndLCSLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeBitmapMatchesRedis works on bitmaps too large for the hot cache
+// (128 KB and 1 MB), where SETBIT and GETBIT read and write one byte in
+// place (storage/inplace.go): random SETBIT and GETBIT over them, mixed
+// with the commands that read or rewrite the whole value (BITCOUNT, GET,
+// SETRANGE, APPEND, BITFIELD), must answer as Redis does, and the bytes
+// must be Redis's after a restart.
+func TestLargeBitmapMatchesRedis(t *testing.T) {
+	redisAddr := startRedis(t)
+	s := startServer(t)
+	cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)
+	r := rand.New(rand.NewPCG(11, 11))
+	keys := []string{"big1", "big2"}
+	sizes := []int{128 << 10, 1 << 20}
+	for i, k := range keys {
+		sameReply(t, cel, red, i, []string{"SETBIT", k, strconv.Itoa(sizes[i]*8 - 1), "1"})
+	}
+	for i := 0; i < 4000; i++ {
+		k := r.IntN(2)
+		off := strconv.Itoa(r.IntN(sizes[k] * 8))
+		var args []string
+		switch n := r.IntN(100); {
+		case n < 50:
+			args = []string{"SETBIT", keys[k], off, []string{"0", "1"}[r.IntN(2)]}
+		case n < 90:
+			args = []string{"GETBIT", keys[k], off}
+		case n < 93:
+			args = []string{"BITCOUNT", keys[k]}
+		case n < 95:
+			args = []string{"BITFIELD", keys[k], "INCRBY", "u16", off, "12345", "GET", "i32", off}
+		case n < 97:
+			args = []string{"SETRANGE", keys[k], strconv.Itoa(r.IntN(sizes[k])), "\xff\x00\xaa"}
+		case n < 98:
+			args = []string{"APPEND", keys[k], "x"}
+			sizes[k]++
+		default:
+			args = []string{"GET", keys[k]}
+		}
+		sameReply(t, cel, red, i, args)
+	}
+	s.stop()
+	s.start()
+	cel = dialRaw(t, s.addr)
+	for _, k := range keys {
+		sameReply(t, cel, red, 0, []string{"GET", k})
+	}
+}

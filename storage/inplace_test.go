@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"bytes"
+	"testing"
+)
+
+// A string too large for the hot cache is read and patched in place; a
+// short or cached one, a range past its end, another type or a missing
+// key is left to the ordinary path.
+func TestStringInPlace(t *testing.T) {
+	s := openTest(t)
+	big := bytes.Repeat([]byte{0x0f}, 100_000)
+	inTx(t, s, func() {
+		must(t, s.SetString(0, []byte("big"), big, 0, false))
+		must(t, s.SetString(0, []byte("small"), []byte("abc"), 0, false))
+		_, err := s.ListPush(0, []byte("l"), Right, [][]byte{[]byte("x")}, false)
+		must(t, err)
+	})
+	inTx(t, s, func() {
+		var b [3]byte
+		size, ok, err := s.StringAt(0, []byte("big"), 99_999, b[:])
+		must(t, err)
+		if !ok || size != 100_000 || b != [3]byte{0x0f, 0, 0} {
+			t.Fatalf("StringAt(big) = %d %v %x", size, ok, b)
+		}
+		done, err := s.PatchString(0, []byte("big"), 50_000, []byte{0xf0, 0xaa})
+		must(t, err)
+		if !done {
+			t.Fatal("PatchString(big) not done in place")
+		}
+		if done, _ := s.PatchString(0, []byte("big"), 99_999, []byte{1, 2}); done {
+			t.Fatal("PatchString past the end done")
+		}
+		for _, k := range []string{"small", "l", "missing"} {
+			if _, ok, err := s.StringAt(0, []byte(k), 0, b[:]); ok || err != nil {
+				t.Fatalf("StringAt(%s) in place: %v %v", k, ok, err)
+			}
+		}
+		if got := s.Touched(); len(got) != 1 || string(got[0].Key) != "big" || got[0].Kind != Written {
+			t.Fatalf("change record %+v", got)
+		}
+	})
+	want := bytes.Clone(big)
+	want[50_000], want[50_001] = 0xf0, 0xaa
+	var got []byte
+	inTx(t, s, func() {
+		var err error
+		got, _, err = s.GetString(0, []byte("big"), nil)
+		must(t, err)
+	})
+	if !bytes.Equal(got, want) {
+		t.Fatal("the patched value reads back different")
+	}
+}
