@@ -671,3 +671,24 @@ func signedOverflow(value, incr int64, width, how int) (int64, bool) {
 	}
 	return int64(sum), true
 }
+
+// bitfieldKeys is BITFIELD's key with the flags Redis's bitfieldGetKeys
+// gives it: read-only when every operation is a GET (or OVERFLOW), else
+// read-write (a syntax error counts as a write).
+func bitfieldKeys(argv [][]byte) []foundKey {
+	flags := []string{"RO", "ACCESS"}
+	for i := 2; i < len(argv); i++ {
+		rem := len(argv) - i - 1
+		switch {
+		case eqFold(argv[i], "GET") && rem >= 2:
+			i += 2
+			continue
+		case eqFold(argv[i], "OVERFLOW") && rem >= 1:
+			i++
+			continue
+		}
+		flags = []string{"RW", "ACCESS", "UPDATE"}
+		break
+	}
+	return []foundKey{{pos: 1, flags: flags}}
+}

@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,12 +203,9 @@ func writeKeySpec(c *Ctx, k keySpec) {
 	}
 	w.BulkString("flags")
 	w.Set(len(k.Flags))
-	for _, f := range k.Flags {
-		switch f {
-		case "RO", "RW", "OW", "RM":
-			w.Simple(f)
-		default:
-			w.Simple(strings.ToLower(f))
+	for _, f := range keyFlagOrder { // Redis's order, whatever the JSON's
+		if slices.Contains(k.Flags, f.spec) {
+			w.Simple(f.reply)
 		}
 	}
 	w.BulkString("begin_search")

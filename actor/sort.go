@@ -394,3 +394,25 @@ func nonZeroMantissa(s string) bool {
 	}
 	return false
 }
+
+// sortKeys finds SORT's keys as Redis's sortGetKeys does (its key specs
+// cannot: STORE may come anywhere): the key sorted and, for SORT, the last
+// STORE's destination, skipping the arguments of LIMIT, GET and BY.
+func sortKeys(argv [][]byte, store bool) []foundKey {
+	keys := []foundKey{{pos: 1, flags: []string{"RO", "ACCESS"}}}
+	dest := 0
+	for i := 2; i < len(argv) && store; i++ {
+		switch {
+		case eqFold(argv[i], "LIMIT"):
+			i += 2
+		case eqFold(argv[i], "GET"), eqFold(argv[i], "BY"):
+			i++
+		case eqFold(argv[i], "STORE") && i+1 < len(argv):
+			dest = i + 1
+		}
+	}
+	if dest > 0 {
+		keys = append(keys, foundKey{pos: dest, flags: []string{"OW", "UPDATE"}})
+	}
+	return keys
+}
