@@ -35,6 +35,7 @@ var (
 	qBlobDrop   = newQuery("DELETE FROM blobs WHERE ref = ?1")
 	qBlobFree   = newQuery("DELETE FROM blobs WHERE ref IN (SELECT ref FROM blob_garbage)")
 	qBlobClear  = newQuery("DELETE FROM blob_garbage")
+	qKeepRef    = newQuery("INSERT INTO blob_garbage VALUES (?1)")
 	qKeepKeyRef = newQuery("INSERT INTO blob_garbage SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 )
 
@@ -44,6 +45,13 @@ func (s *Store) keepGarbage(db int, key []byte) error {
 	st := s.q(qKeepKeyRef)
 	st.int(1, int64(db))
 	st.blob(2, key)
+	return st.exec()
+}
+
+// keepRef moves a ref whose row a command deletes to blob_garbage.
+func (s *Store) keepRef(ref int64) error {
+	st := s.q(qKeepRef)
+	st.int(1, ref)
 	return st.exec()
 }
 
