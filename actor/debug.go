@@ -86,8 +86,12 @@ func cmdDebug(c *Ctx) error {
 				return ErrDebugReloadOption
 			}
 		}
-		// Every write is already in the database: there is nothing to
-		// save and load back.
+		// Every write is already in the database: RELOAD writes back what
+		// the hot cache holds and empties it, so that every key is read
+		// back from SQLite (whatever the options: nothing is unsaved).
+		if err := c.st.Reload(); err != nil {
+			return err
+		}
 		c.w.OK()
 	default:
 		return errSubcommandSyntax("debug", sub)
@@ -100,7 +104,8 @@ var debugHelp = []string{
 	"OBJECT <key>",
 	"    Show low level info about the `key` and associated value.",
 	"RELOAD [option ...]",
-	"    Cellar keeps every write in its database: nothing to save and load back.",
+	"    Write back what the hot cache holds and empty it: every key is then read",
+	"    back from the database (Cellar keeps every write there; the options change nothing).",
 	"SET-ACTIVE-EXPIRE <0|1>",
 	"    Setting it to 0 disables expiring keys in background when they are not",
 	"    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
