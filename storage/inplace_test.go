@@ -2,6 +2,8 @@ package storage
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -51,5 +53,37 @@ func TestStringInPlace(t *testing.T) {
 	})
 	if !bytes.Equal(got, want) {
 		t.Fatal("the patched value reads back different")
+	}
+}
+
+// A patch of a 1 MB string writes about a page to the WAL, where writing
+// the value again writes all of it: what makes SETBIT on a long bitmap
+// O(1) in I/O.
+func TestStringPatchWritesAPage(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Path: filepath.Join(dir, "cellar.db"), HotCacheBytes: testHotCache})
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	s.Now = 1_000_000
+	big := bytes.Repeat([]byte{0x55}, 1<<20)
+	walGrowth := func(fn func()) int64 {
+		t.Helper()
+		must(t, s.c.exec("PRAGMA wal_checkpoint(TRUNCATE)"))
+		inTx(t, s, fn)
+		fi, err := os.Stat(filepath.Join(dir, "cellar.db-wal"))
+		must(t, err)
+		return fi.Size()
+	}
+	whole := walGrowth(func() { must(t, s.SetString(0, []byte("k"), big, 0, false)) })
+	patch := walGrowth(func() {
+		done, err := s.PatchString(0, []byte("k"), 700_000, []byte{0xff})
+		must(t, err)
+		if !done {
+			t.Fatal("not patched in place")
+		}
+	})
+	t.Logf("WAL after writing 1 MB: %d bytes; after patching a byte of it: %d bytes", whole, patch)
+	if whole < 1<<20 || patch > 32<<10 {
+		t.Fatalf("WAL growth: whole value %d bytes, patch %d bytes", whole, patch)
 	}
 }
