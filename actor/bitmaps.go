@@ -531,44 +531,8 @@ func bitfield(c *Ctx, readOnly bool) error {
 	}
 	c.w.Array(len(ops))
 	changed := grown
-	for _, op := range ops {
-		if !op.write {
-			if op.signed {
-				c.w.Int(getSigned(v, op.offset, op.width))
-			} else {
-				c.w.Int(int64(getUnsigned(v, op.offset, op.width)))
-			}
-			continue
-		}
-		var old, val, reply int64
-		var over bool
-		if op.signed {
-			old = getSigned(v, op.offset, op.width)
-			if op.incr {
-				val, over = signedOverflow(old, op.arg, op.width, op.overflow)
-				reply = val
-			} else {
-				val, over = signedOverflow(op.arg, 0, op.width, op.overflow)
-				reply = old
-			}
-		} else {
-			old = int64(getUnsigned(v, op.offset, op.width))
-			var u uint64
-			if op.incr {
-				u, over = unsignedOverflow(uint64(old), op.arg, op.width, op.overflow)
-				val, reply = int64(u), int64(u)
-			} else {
-				u, over = unsignedOverflow(uint64(op.arg), 0, op.width, op.overflow)
-				val, reply = int64(u), old
-			}
-		}
-		if over && op.overflow == overflowFail {
-			c.w.Null()
-			continue
-		}
-		c.w.Int(reply)
-		setBits(v, op.offset, op.width, uint64(val))
-		if val != old {
+	for i := range ops {
+		if ops[i].apply(c, v, ops[i].offset) {
 			changed = true
 		}
 	}
@@ -576,6 +540,49 @@ func bitfield(c *Ctx, readOnly bool) error {
 		return c.st.SetString(c.db, c.args[1], v, 0, true)
 	}
 	return nil
+}
+
+// apply runs the operation on v, its field at bit offset of v (which
+// covers it when the operation writes), and replies; changed reports a
+// write that changed the field's bits.
+func (op *bitfieldOp) apply(c *Ctx, v []byte, offset uint64) (changed bool) {
+	if !op.write {
+		if op.signed {
+			c.w.Int(getSigned(v, offset, op.width))
+		} else {
+			c.w.Int(int64(getUnsigned(v, offset, op.width)))
+		}
+		return false
+	}
+	var old, val, reply int64
+	var over bool
+	if op.signed {
+		old = getSigned(v, offset, op.width)
+		if op.incr {
+			val, over = signedOverflow(old, op.arg, op.width, op.overflow)
+			reply = val
+		} else {
+			val, over = signedOverflow(op.arg, 0, op.width, op.overflow)
+			reply = old
+		}
+	} else {
+		old = int64(getUnsigned(v, offset, op.width))
+		var u uint64
+		if op.incr {
+			u, over = unsignedOverflow(uint64(old), op.arg, op.width, op.overflow)
+			val, reply = int64(u), int64(u)
+		} else {
+			u, over = unsignedOverflow(uint64(op.arg), 0, op.width, op.overflow)
+			val, reply = int64(u), old
+		}
+	}
+	if over && op.overflow == overflowFail {
+		c.w.Null()
+		return false
+	}
+	c.w.Int(reply)
+	setBits(v, offset, op.width, uint64(val))
+	return val != old
 }
 
 // getUnsigned reads the width-bit unsigned integer at bit offset of v
