@@ -1,16 +1,19 @@
 package actor
 
 import (
+	"errors"
 	"math"
 	"math/bits"
+
+	"github.com/cellar-db/cellar/storage"
 )
 
 // Bitmaps and bit fields are strings: SETBIT, BITFIELD and BITOP read and
 // write the same bytes GET, SETRANGE and APPEND do, bit 0 being the most
 // significant bit of the first byte. They go through the string path
-// (GetString, SetString), so a write rewrites the value — except SETBIT and
-// GETBIT on a string too large for the hot cache, which read and write the
-// one byte in place (storage/inplace.go).
+// (GetString, SetString), so a write rewrites the value — except SETBIT,
+// GETBIT and BITFIELD on a string too large for the hot cache, which read
+// and write just their bytes in place (storage/inplace.go).
 var bitmapCommands = []*Command{
 	{Name: "setbit", Summary: "Sets or clears one bit of a string key, growing it as needed.", Handler: cmdSetBit},
 	{Name: "getbit", Summary: "Returns one bit of a string key.", Handler: cmdGetBit},
@@ -137,7 +140,7 @@ func setBitInPlace(c *Ctx, off uint64, on bool) (done bool, err error) {
 	old := b[0]&mask != 0
 	if old != on {
 		b[0] ^= mask
-		if done, err := c.st.PatchString(c.db, c.args[1], i, b[:]); err != nil || !done {
+		if done, err := c.st.PatchString(c.db, c.args[1], storage.Patch{Off: i, B: b[:]}); err != nil || !done {
 			return false, err
 		}
 	}
@@ -513,6 +516,12 @@ func bitfield(c *Ctx, readOnly bool) error {
 		ops = append(ops, op)
 		j += 2
 	}
+	if writes && readOnly {
+		return ErrBitfieldRO
+	}
+	if done, err := bitfieldInPlace(c, ops, writes, highest); done || err != nil {
+		return err
+	}
 	var v []byte
 	grown := false
 	if !writes {
@@ -521,9 +530,6 @@ func bitfield(c *Ctx, readOnly bool) error {
 			return err
 		}
 	} else {
-		if readOnly {
-			return ErrBitfieldRO
-		}
 		var err error
 		if v, grown, err = c.growBits(c.args[1], highest); err != nil {
 			return err
@@ -540,6 +546,60 @@ func bitfield(c *Ctx, readOnly bool) error {
 		return c.st.SetString(c.db, c.args[1], v, 0, true)
 	}
 	return nil
+}
+
+// bitfieldInPlace runs BITFIELD on a string long enough to live in a blob
+// of its own without reading or rewriting all of it: each operation reads
+// the (at most 9) bytes of its field, seeing the bytes earlier operations
+// wrote, and the bytes changed are written back in place at the end
+// (storage/inplace.go). done is false when the ordinary path must run
+// instead (a shorter or cached value, growth, another type, no key).
+func bitfieldInPlace(c *Ctx, ops []bitfieldOp, writes bool, highest uint64) (done bool, err error) {
+	key := c.args[1]
+	size, inPlace, err := c.st.StringAt(c.db, key, 0, nil)
+	if err != nil || !inPlace || (writes && int64(highest>>3) >= size) {
+		return false, err
+	}
+	if !writes {
+		c.countLookup(key, true, nil)
+	}
+	written := map[int64]byte{} // bytes changed so far
+	var win [9]byte
+	changed := false
+	c.w.Array(len(ops))
+	for i := range ops {
+		op := &ops[i]
+		first := int64(op.offset >> 3)
+		if _, _, err := c.st.StringAt(c.db, key, first, win[:]); err != nil {
+			return true, err
+		}
+		for j := range win {
+			if b, ok := written[first+int64(j)]; ok {
+				win[j] = b
+			}
+		}
+		local := op.offset - uint64(first)*8
+		if op.apply(c, win[:], local) {
+			changed = true
+		}
+		if op.write {
+			for j := int64(0); j < int64(local+uint64(op.width)+7)/8; j++ {
+				written[first+j] = win[j]
+			}
+		}
+	}
+	if !changed {
+		return true, nil
+	}
+	patches := make([]storage.Patch, 0, len(written))
+	for off, b := range written {
+		patches = append(patches, storage.Patch{Off: off, B: []byte{b}})
+	}
+	if ok, err := c.st.PatchString(c.db, key, patches...); err != nil || !ok {
+		// Checked in range above, in the same command: cannot happen.
+		return true, errors.Join(err, errInPlaceLost)
+	}
+	return true, nil
 }
 
 // apply runs the operation on v, its field at bit offset of v (which

@@ -6,7 +6,7 @@ import (
 )
 
 // Reading and overwriting a few bytes of a large string in place, for
-// SETBIT and GETBIT on long bitmaps. A string too large for the hot cache
+// SETBIT, GETBIT and BITFIELD on long bitmaps. A string too large for the hot cache
 // (over 64 KB) lives in a blob of its own (blobs.go); rewriting it whole
 // for one bit would write all of it to the WAL. SQLite's incremental blob
 // I/O reads and writes bytes of that blob where they are, dirtying only
@@ -97,22 +97,37 @@ func (s *Store) StringAt(db int, key []byte, off int64, dst []byte) (size int64,
 	return size, err == nil, err
 }
 
-// PatchString overwrites bytes of string key's value at off in place,
-// when the value is a blob of its own and b lies within it; done is false
-// (and nothing changed) when the ordinary path must be taken instead. The
-// key's version moves and the change is recorded as any write's.
-func (s *Store) PatchString(db int, key []byte, off int64, b []byte) (done bool, err error) {
+// Patch is bytes to write at an offset of a string's value.
+type Patch struct {
+	Off int64
+	B   []byte
+}
+
+// PatchString overwrites bytes of string key's value in place, patch by
+// patch, when the value is a blob of its own and every patch lies within
+// it; done is false (and nothing changed) when the ordinary path must be
+// taken instead. The key's version moves and the change is recorded once,
+// as any write's.
+func (s *Store) PatchString(db int, key []byte, patches ...Patch) (done bool, err error) {
 	ref, ok, err := s.stringBlob(db, key)
 	if err != nil || !ok {
 		return false, err
 	}
-	err = s.blobIO(ref, true, len(b), func(h uintptr, n int64, buf uintptr) int32 {
-		if off < 0 || off+int64(len(b)) > n {
-			return sqlite3.SQLITE_OK
+	most := 0
+	for _, p := range patches {
+		most = max(most, len(p.B))
+	}
+	err = s.blobIO(ref, true, most, func(h uintptr, n int64, buf uintptr) int32 {
+		for _, p := range patches {
+			if p.Off < 0 || p.Off+int64(len(p.B)) > n {
+				return sqlite3.SQLITE_OK
+			}
 		}
-		copy(cbytes(buf, len(b)), b)
-		if rc := sqlite3.Xsqlite3_blob_write(s.c.tls, h, buf, int32(len(b)), int32(off)); rc != sqlite3.SQLITE_OK {
-			return rc
+		for _, p := range patches {
+			copy(cbytes(buf, len(p.B)), p.B)
+			if rc := sqlite3.Xsqlite3_blob_write(s.c.tls, h, buf, int32(len(p.B)), int32(p.Off)); rc != sqlite3.SQLITE_OK {
+				return rc
+			}
 		}
 		done = true
 		return sqlite3.SQLITE_OK

@@ -26,12 +26,12 @@ func TestStringInPlace(t *testing.T) {
 		if !ok || size != 100_000 || b != [3]byte{0x0f, 0, 0} {
 			t.Fatalf("StringAt(big) = %d %v %x", size, ok, b)
 		}
-		done, err := s.PatchString(0, []byte("big"), 50_000, []byte{0xf0, 0xaa})
+		done, err := s.PatchString(0, []byte("big"), Patch{50_000, []byte{0xf0}}, Patch{50_001, []byte{0xaa}})
 		must(t, err)
 		if !done {
 			t.Fatal("PatchString(big) not done in place")
 		}
-		if done, _ := s.PatchString(0, []byte("big"), 99_999, []byte{1, 2}); done {
+		if done, _ := s.PatchString(0, []byte("big"), Patch{0, []byte{1}}, Patch{99_999, []byte{1, 2}}); done {
 			t.Fatal("PatchString past the end done")
 		}
 		for _, k := range []string{"small", "l", "missing"} {
@@ -76,7 +76,7 @@ func TestStringPatchWritesAPage(t *testing.T) {
 	}
 	whole := walGrowth(func() { must(t, s.SetString(0, []byte("k"), big, 0, false)) })
 	patch := walGrowth(func() {
-		done, err := s.PatchString(0, []byte("k"), 700_000, []byte{0xff})
+		done, err := s.PatchString(0, []byte("k"), Patch{700_000, []byte{0xff}})
 		must(t, err)
 		if !done {
 			t.Fatal("not patched in place")

@@ -396,7 +396,7 @@ func TestLargeBitmapMatchesRedis(t *testing.T) {
 	for i, k := range keys {
 		sameReply(t, cel, red, i, []string{"SETBIT", k, strconv.Itoa(sizes[i]*8 - 1), "1"})
 	}
-	for i := 0; i < 4000; i++ {
+	for i := 0; i < 6000; i++ {
 		k := r.IntN(2)
 		off := strconv.Itoa(r.IntN(sizes[k] * 8))
 		var args []string
@@ -409,9 +409,17 @@ func TestLargeBitmapMatchesRedis(t *testing.T) {
 			args = []string{"BITCOUNT", keys[k]}
 		case n < 95:
 			args = []string{"BITFIELD", keys[k], "INCRBY", "u16", off, "12345", "GET", "i32", off}
+		case n < 96:
+			// Overlapping fields in one command: each sees the ones before.
+			w := strconv.Itoa(1 + r.IntN(64))
+			args = []string{"BITFIELD", keys[k], "OVERFLOW", []string{"WRAP", "SAT", "FAIL"}[r.IntN(3)],
+				"INCRBY", "i" + w, off, strconv.FormatInt(r.Int64()-r.Int64(), 10), "SET", "u8", off, strconv.Itoa(r.IntN(300)),
+				"GET", "u" + strconv.Itoa(1+r.IntN(63)), off, "INCRBY", "u7", "#" + strconv.Itoa(r.IntN(1000)), "100"}
 		case n < 97:
-			args = []string{"SETRANGE", keys[k], strconv.Itoa(r.IntN(sizes[k])), "\xff\x00\xaa"}
+			args = []string{"BITFIELD_RO", keys[k], "GET", "i64", off, "GET", "u3", off}
 		case n < 98:
+			args = []string{"SETRANGE", keys[k], strconv.Itoa(r.IntN(sizes[k])), "\xff\x00\xaa"}
+		case n < 99:
 			args = []string{"APPEND", keys[k], "x"}
 			sizes[k]++
 		default:
