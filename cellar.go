@@ -13,6 +13,7 @@ package cellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -60,6 +61,13 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	proxyFrom, err := loop.ParseProxyFrom(cfg.ProxyProtocolFrom)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ProxyProtocol && len(proxyFrom) == 0 {
+		return nil, errors.New("cellar: proxy_protocol needs the load balancers' addresses in proxy_protocol_from")
+	}
 	dur, _ := actor.ParseDurability(cfg.Durability)
 	store, err := storage.Open(storage.Options{
 		Path:            cfg.DBPath(),
@@ -87,6 +95,12 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
+		Users:                cfg.Users,
+		ACLFile:              cfg.ACLFile,
+		NoProtectedMode:      !cfg.ProtectedMode,
+		IdleTimeout:          int(cfg.Timeout / time.Second),
+		RenameCommands:       cfg.RenameCommands,
+		TCPKeepAlive:         int(cfg.TCPKeepAlive / time.Second),
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
 		EnableDebugCommand:   cfg.EnableDebugCommand,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
@@ -146,7 +160,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		OutputSoftTime:  cfg.OutputBuffer.SoftSeconds,
 		MaxBacklog:      cfg.MaxBacklog,
 		Clients:         clients,
-		TCPKeepAlive:    cfg.TCPKeepAlive,
+		ProxyProtocol:   cfg.ProxyProtocol,
+		ProxyFrom:       proxyFrom,
 	}, act, log.With().Str("pkg", "loop").Logger())
 	go func() {
 		act.Run()
@@ -266,7 +281,6 @@ func (s *Server) params() []actor.Param {
 		{Name: "client-output-buffer-limit", Get: str(fmt.Sprintf("normal %d %d %d slave 268435456 67108864 60 pubsub %d %d %d",
 			c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit, int64(c.OutputBuffer.SoftSeconds/time.Second),
 			c.OutputBuffer.PubsubHardLimit, c.OutputBuffer.PubsubSoftLimit, int64(c.OutputBuffer.PubsubSoftSeconds/time.Second)))},
-		{Name: "tcp-keepalive", Get: num(int64(c.TCPKeepAlive / time.Second))},
 		{Name: "loglevel", Get: str(c.LogLevel)},
 	}
 }

@@ -31,7 +31,31 @@ type Config struct {
 	SnapshotFilename string `koanf:"snapshot_filename"`
 	Durability       string `koanf:"durability"`
 	RequirePass      string `koanf:"requirepass"`
-	LogLevel         string `koanf:"loglevel"`
+	// Users are ACL users, each in Redis's "user" line format without
+	// the word "user" ("alice on >secret ~app:* +@read"); ACLFile is an
+	// ACL file in Redis's format instead (read at start and by ACL LOAD,
+	// written by ACL SAVE). requirepass stays the default user's password.
+	Users   []string `koanf:"users"`
+	ACLFile string   `koanf:"aclfile"`
+	// ProtectedMode is Redis's protected-mode: while the default user has
+	// no password, clients from addresses other than 127.0.0.1 and ::1
+	// are refused with Redis's -DENIED text and closed.
+	ProtectedMode bool `koanf:"protected_mode"`
+	// ProxyProtocol: connections from the load balancers named in
+	// ProxyProtocolFrom (addresses or CIDR networks) must start with a
+	// PROXY protocol header, version 1 or 2 (HAProxy's send-proxy,
+	// send-proxy-v2); the client's address it names is the one CLIENT
+	// LIST, ACL LOG, protected mode and the logs see. An invalid header,
+	// or a header from another address, closes the connection with a log
+	// line; other addresses connect directly as usual.
+	ProxyProtocol     bool     `koanf:"proxy_protocol"`
+	ProxyProtocolFrom []string `koanf:"proxy_protocol_from"`
+	// RenameCommands is Redis's rename-command: command name → its new
+	// name, or "" to disable it ({flushall: "", config: "cfg-3f9a"}). The
+	// old name is then unknown everywhere (clients, MULTI, scripts); ACL
+	// rules keep using the real names.
+	RenameCommands map[string]string `koanf:"rename_commands"`
+	LogLevel       string            `koanf:"loglevel"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
@@ -39,7 +63,10 @@ type Config struct {
 	EnableDebugCommand     string        `koanf:"enable_debug_command"`
 	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
 	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
-	ShutdownTimeout        time.Duration `koanf:"shutdown_timeout"`
+	// Timeout is Redis's timeout: a client idle this long is closed
+	// (blocked and subscribed clients excepted); 0 never. Whole seconds.
+	Timeout         time.Duration `koanf:"timeout"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// DebugAddr, when set (host:port), serves Go's pprof profiles over HTTP
 	// there, for profiling a running server. Keep it on loopback.
 	DebugAddr string `koanf:"debug_addr"`
@@ -176,6 +203,10 @@ func DefaultConfig() Config {
 		DBFilename:             "cellar.db",
 		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
+		Users:                  []string{},
+		ProtectedMode:          true,
+		ProxyProtocolFrom:      []string{},
+		RenameCommands:         map[string]string{},
 		LogLevel:               "info",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
@@ -344,7 +375,8 @@ func checkKeys(k *koanf.Koanf) error {
 	known := knownKeys()
 	var unknown []string
 	for _, key := range k.Keys() {
-		if !known[key] {
+		// rename_commands is a map whose keys are command names.
+		if !known[key] && !strings.HasPrefix(key, "rename_commands.") {
 			unknown = append(unknown, key)
 		}
 	}
@@ -409,6 +441,8 @@ func (c Config) Validate() error {
 		return bad("maxmemory_clients", "must be 0 (no limit) or at least 1048576, not %d", c.MaxMemoryClients)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
+	case c.Timeout < 0 || c.Timeout%time.Second != 0:
+		return bad("timeout", "must be 0 (never) or a whole number of seconds, not %s", c.Timeout)
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", "must be positive")
 	case c.Storage.FlushInterval <= 0 || c.Storage.FlushInterval > time.Minute:

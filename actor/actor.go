@@ -84,13 +84,23 @@ type Actor struct {
 	logPos      redo.Position
 	trimRunning bool
 	nextSweep   time.Time
-	sweepMore   bool
-	lastSync    time.Time
+	// nextIdleCheck: when closeIdle looks for idle clients next.
+	nextIdleCheck time.Time
+	sweepMore     bool
+	lastSync      time.Time
 
 	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
 	// busy-reply-threshold in milliseconds (CONFIG SET changes it).
 	scripts scripting
 	busyMs  atomic.Int64
+
+	// acl is the users and the ACL LOG (acl.go, aclcmd.go); gate what the
+	// loops read of it, and of protected-mode (gate.go).
+	acl           aclState
+	gate          Gate
+	protectedMode bool
+	// renamed is the command policy (rename.go); nil without renames.
+	renamed *renames
 
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
@@ -147,6 +157,13 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)
 	}
 	a.setNotify(flags)
+	if err := a.initACL(); err != nil {
+		return nil, err
+	}
+	a.gate.keepAlive.Store(int64(cfg.TCPKeepAlive))
+	if err := a.setRenames(cfg.RenameCommands); err != nil {
+		return nil, err
+	}
 	a.blk.queues = map[waitKey]*waitQueue{}
 	a.blk.readySet = map[waitKey]bool{}
 	a.blk.timer = time.NewTimer(time.Hour)

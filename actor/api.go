@@ -54,6 +54,25 @@ func ParseDurability(s string) (Durability, error) {
 type Config struct {
 	Durability  Durability
 	RequirePass string
+	// Users are ACL users in Redis's "user" lines ("alice on >pw ~* +@all",
+	// the leading "user" optional); ACLFile is an ACL file in Redis's
+	// format, read at start and by ACL LOAD, written by ACL SAVE. At most
+	// one of the two.
+	Users   []string
+	ACLFile string
+	// NoProtectedMode is protected-mode no: without it, while the
+	// default user has no password, clients from other addresses than
+	// 127.0.0.1 and ::1 are refused with Redis's -DENIED text.
+	NoProtectedMode bool
+	// IdleTimeout is Redis's timeout in seconds: a client idle longer is
+	// closed (blocked and subscribed ones excepted); 0 never.
+	IdleTimeout int
+	// RenameCommands is Redis's rename-command: a command's new name, ""
+	// to disable it (rename.go).
+	RenameCommands map[string]string
+	// TCPKeepAlive is tcp-keepalive in seconds (0: off), set on every
+	// accepted socket by the loops (Gate.TCPKeepAlive).
+	TCPKeepAlive int
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
@@ -197,6 +216,11 @@ type ConnInfo struct {
 	Sink      Sink
 	// Mem is the connection's share of the client memory budget.
 	Mem *ClientMem
+	// Authed is whether the client is authenticated, set by the loop as
+	// the Gate said when it accepted the connection and kept up to date by
+	// the actor; the loop holds an unauthenticated client to small
+	// requests (nil: the actor decides alone).
+	Authed *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.

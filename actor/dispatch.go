@@ -66,7 +66,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	a.stats.commands++
 	// A command refused before it runs also fails the transaction it
 	// would have been queued in (flagTx; multi.go).
-	cmd := Lookup(args[0])
+	cmd := a.Lookup(args[0])
 	if cmd == nil {
 		flagTx(s)
 		w.Error(errUnknownCommand(args).Error())
@@ -85,9 +85,18 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		a.reject(s, cmd, errWrongArgs(cmd.Name).Error(), w)
 		return false
 	}
-	if !s.authed && a.cfg.RequirePass != "" && !cmd.Is(FlagNoAuth) {
+	if !s.authed && !cmd.Is(FlagNoAuth) {
 		a.reject(s, cmd, string(ErrNoAuth), w)
 		return false
+	}
+	// ACL: one field test for a user allowed everything (the default
+	// user); the others' commands are checked here at the top level (EXEC
+	// and redis.call check what they run themselves: multi.go, lua.go).
+	if !s.user.open && a.depth == 0 {
+		if text, refused := a.aclRefuse(s, cmd, args); refused {
+			a.reject(s, cmd, text, w)
+			return false
+		}
 	}
 	if s.subscribed && s.resp == 2 && !cmd.InSubscribed {
 		a.reject(s, cmd, errSubscribedMode(cmd.Name).Error(), w)

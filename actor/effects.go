@@ -525,7 +525,7 @@ func (a *Actor) replayEffect(payload []byte) error {
 	}
 	if e.session == nil {
 		// Authenticated, RESP2, never in a.sessions: no reply leaves it.
-		e.session = &session{resp: 2, authed: true, name: "redo-replay"}
+		e.session = &session{resp: 2, authed: true, user: a.acl.internalUser(), name: "redo-replay"}
 	}
 	s := e.session
 	s.db = rec.db

@@ -531,3 +531,61 @@ var errInPlaceLost = errors.New("actor: an in-place string write found the strin
 
 // errPFSelfTest is PFSELFTEST's failure.
 func errPFSelfTest(msg string) error { return ReplyError("ERR " + msg) }
+
+// ACL (acl.go, aclcmd.go): Redis 7.0's texts.
+const (
+	ErrNoPermKey      ReplyError = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	ErrNoPermChannel  ReplyError = "NOPERM this user has no permissions to access one of the channels used as arguments"
+	ErrACLUserSpaces  ReplyError = "ERR Usernames can't contain spaces or null characters"
+	ErrACLDelDefault  ReplyError = "ERR The 'default' user cannot be removed"
+	ErrACLGenPassBits ReplyError = "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"
+	ErrACLNoFile      ReplyError = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+	ErrACLSave        ReplyError = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
+)
+
+func errNoPermCmd(name string) error {
+	return ReplyError("NOPERM this user has no permissions to run the '" + name + "' command")
+}
+
+func errNoPermExec(reason string) error {
+	return ReplyError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
+}
+
+// errScriptNoPerm is redis.call's refusal of a command the script's caller
+// may not run.
+func errScriptNoPerm(d aclDenial) ReplyError {
+	switch d {
+	case aclDeniedKey:
+		return "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+	case aclDeniedChannel:
+		return "ERR The user executing the script can't publish to the channel mentioned in the command"
+	}
+	return "ERR The user executing the script can't run this command or subcommand"
+}
+
+func errACLUnmatched(arg []byte) error {
+	return ReplyError("ERR Unmatched parenthesis in acl selector starting at '" + cString(arg, 1<<30) + "'.")
+}
+
+func errACLSetUser(op []byte, why error) error {
+	return ReplyError("ERR Error in ACL SETUSER modifier '" + cString(op, 1<<30) + "': " + why.Error())
+}
+
+func errACLUnknownCategory(cat []byte) error {
+	return ReplyError("ERR Unknown category '" + cString(cat, 128) + "'")
+}
+
+func errACLNoUser(name []byte) error {
+	return ReplyError("ERR User '" + cString(name, 1<<30) + "' not found")
+}
+
+func errACLNoCommand(name []byte) error {
+	return ReplyError("ERR Command '" + cString(name, 1<<30) + "' not found")
+}
+
+// SORT's patterns read keys its arguments do not name; a user without read
+// access to every key may not use them (Ctx.canReadAnyKey).
+const (
+	ErrSortByACL  ReplyError = "ERR BY option of SORT denied due to insufficient ACL permissions."
+	ErrSortGetACL ReplyError = "ERR GET option of SORT denied due to insufficient ACL permissions."
+)

@@ -32,8 +32,26 @@ func (a *Actor) housekeeping(now time.Time) {
 	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
 		a.startCheckpoint()
 	}
+	if a.cfg.IdleTimeout > 0 && !now.Before(a.nextIdleCheck) {
+		a.nextIdleCheck = now.Add(time.Second)
+		a.closeIdle(now)
+	}
 	if a.cfg.Durability == Everysec && now.Sub(a.lastSync) >= time.Second {
 		a.lastSync = now
 		a.durable.syncSoon(a.syncSeq())
+	}
+}
+
+// closeIdle closes the clients idle for longer than timeout, as Redis's
+// clientsCronHandleTimeout: not a blocked client (its command waits), not
+// one held by CLIENT PAUSE, not a subscriber.
+func (a *Actor) closeIdle(now time.Time) {
+	limit := time.Duration(a.cfg.IdleTimeout) * time.Second
+	for _, s := range a.sessions {
+		if s.blocked != nil || s.held > 0 || s.subscribed || s.killed || now.Sub(s.lastActive) <= limit {
+			continue
+		}
+		a.log.Debug().Uint64("client", s.id).Str("addr", s.addr).Msg("closing idle client")
+		a.kill(s)
 	}
 }

@@ -173,6 +173,10 @@ func cmdExec(c *Ctx) error {
 	mark := a.effectsMark()
 	for _, args := range tx.queue {
 		start := len(c.w.Buf)
+		if text, refused := a.aclExecRefuse(s, tx, args); refused {
+			c.w.Error(text)
+			continue
+		}
 		if c.call(args, c.w) {
 			c.keyspace = true
 		}

@@ -520,7 +520,18 @@ func (a *Actor) params() []Param {
 		a.busyParam("busy-reply-threshold"),
 		{Name: "save", Get: func() string { return "" }},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
-			a.cfg.RequirePass = v
+			a.setRequirePass(v)
+			return nil
+		}},
+		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
+		a.protectedParam(),
+		a.keepAliveParam(),
+		{Name: "timeout", Get: func() string { return strconv.Itoa(a.cfg.IdleTimeout) }, Set: func(v string) error {
+			nv, err := redisParamByName["timeout"].normalize(v)
+			if err != nil {
+				return err
+			}
+			a.cfg.IdleTimeout, _ = strconv.Atoi(nv)
 			return nil
 		}},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},

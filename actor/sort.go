@@ -39,6 +39,13 @@ func sortGeneric(c *Ctx, readOnly bool) error {
 	var by, store []byte
 	var gets [][]byte
 	limitStart, limitCount := int64(0), int64(-1)
+	full, knownFull := false, false
+	fullRead := func() bool { // Redis's user_has_full_key_access
+		if !knownFull {
+			full, knownFull = c.canReadAnyKey(), true
+		}
+		return full
+	}
 	for j := 2; j < len(c.args); j++ {
 		left := len(c.args) - j - 1
 		switch {
@@ -63,8 +70,14 @@ func sortGeneric(c *Ctx, readOnly bool) error {
 		case c.argEq(j, "BY") && left >= 1:
 			by = c.args[j+1]
 			dontSort = bytes.IndexByte(by, '*') < 0
+			if !dontSort && !fullRead() {
+				return ErrSortByACL // the pattern reads keys the line does not name
+			}
 			j++
 		case c.argEq(j, "GET") && left >= 1:
+			if !fullRead() {
+				return ErrSortGetACL
+			}
 			gets = append(gets, c.args[j+1])
 			j++
 		default:
