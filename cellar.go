@@ -104,6 +104,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		RenameCommands:       cfg.RenameCommands,
 		TCPKeepAlive:         int(cfg.TCPKeepAlive / time.Second),
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
+		EnableDebugCommand:   cfg.EnableDebugCommand,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,
 		PubsubSoftLimit:      cfg.OutputBuffer.PubsubSoftLimit,

@@ -63,6 +63,7 @@ type Config struct {
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
 	ProtoMaxBulkLen        int64         `koanf:"proto_max_bulk_len"`
+	EnableDebugCommand     string        `koanf:"enable_debug_command"`
 	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
 	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
 	// Timeout is Redis's timeout: a client idle this long is closed
@@ -250,6 +251,7 @@ func DefaultConfig() Config {
 		LogFormat:              "json",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
+		EnableDebugCommand:     "no",
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer: OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second,
 			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second},
@@ -471,6 +473,8 @@ func (c Config) Validate() error {
 		return bad("loops", "must be 0 (one per core) or more, not %d", c.Loops)
 	case c.ProtoMaxBulkLen < 1<<20:
 		return bad("proto_max_bulk_len", "must be at least 1048576, not %d", c.ProtoMaxBulkLen)
+	case c.EnableDebugCommand != "no" && c.EnableDebugCommand != "yes" && c.EnableDebugCommand != "local":
+		return bad("enable_debug_command", "must be no, yes or local, not %q", c.EnableDebugCommand)
 	case c.ClientQueryBufferLimit < 1<<20:
 		return bad("client_query_buffer_limit", "must be at least 1048576, not %d", c.ClientQueryBufferLimit)
 	case c.OutputBuffer.HardLimit < 1<<20:

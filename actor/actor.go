@@ -50,6 +50,9 @@ type Actor struct {
 	watches watching // WATCH's index (multi.go)
 	track   tracking // client-side caching's tables (tracking.go)
 	pause   pausing  // CLIENT PAUSE (pause.go)
+	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
+	// (debug.go).
+	noActiveExpire bool
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int

@@ -76,6 +76,9 @@ type Config struct {
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
+	// EnableDebugCommand is Redis's enable-debug-command: no, yes, or
+	// local (loopback and unix socket clients only).
+	EnableDebugCommand string
 	// MaxReply is the output buffer hard limit: once a client's replies
 	// (being built, in flight to its loop and unsent in its socket's
 	// buffer) pass it, its batch is abandoned and the client disconnected,

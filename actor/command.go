@@ -155,6 +155,11 @@ var families = [][]*Command{
 	streamCommands,
 	scriptingCommands,
 	functionCommands,
+	bitmapCommands,
+	hllCommands,
+	lcsCommands,
+	sortCommands,
+	debugCommands,
 	aclCommands,
 	opsCommands,
 }

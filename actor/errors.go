@@ -494,6 +494,44 @@ func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
 
+// Bitmaps, bit fields and HyperLogLogs (bitmaps.go, hyperloglog.go).
+const (
+	ErrBitValue         ReplyError = "ERR bit is not an integer or out of range"
+	ErrBitArg           ReplyError = "ERR The bit argument must be 1 or 0."
+	ErrBitOpNot         ReplyError = "ERR BITOP NOT must be called with a single source key."
+	ErrBitfieldType     ReplyError = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+	ErrBitfieldOverflow ReplyError = "ERR Invalid OVERFLOW type specified"
+	ErrBitfieldRO       ReplyError = "ERR BITFIELD_RO only supports the GET subcommand"
+	ErrNotHLL           ReplyError = "WRONGTYPE Key is not a valid HyperLogLog string value."
+	ErrInvalidHLL       ReplyError = "INVALIDOBJ Corrupted HLL object detected"
+	ErrPFDebugNoKey     ReplyError = "ERR The specified key does not exist"
+	ErrHLLNotSparse     ReplyError = "ERR HLL encoding is not sparse"
+	ErrLCSNotString     ReplyError = "ERR The specified keys must contain string values"
+	ErrLCSIdxAndLen     ReplyError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
+
+	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugReloadOption ReplyError = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+)
+
+// errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.
+func errPFDebugArity(sub []byte) error {
+	return ReplyError("ERR Wrong number of arguments for the '" + cString(sub, 1<<30) + "' subcommand")
+}
+
+// errPFDebugUnknown is PFDEBUG's error for a subcommand it does not know.
+func errPFDebugUnknown(sub []byte) error {
+	return ReplyError("ERR Unknown PFDEBUG subcommand '" + cString(sub, 1<<30) + "'")
+}
+
+// errInPlaceLost is BITFIELD's failure should a string checked for an
+// in-place write no longer take it within the same command (it cannot).
+var errInPlaceLost = errors.New("actor: an in-place string write found the string changed")
+
+// errPFSelfTest is PFSELFTEST's failure.
+func errPFSelfTest(msg string) error { return ReplyError("ERR " + msg) }
+
 // ACL (acl.go, aclcmd.go): Redis 7.0's texts.
 const (
 	ErrNoPermKey      ReplyError = "NOPERM this user has no permissions to access one of the keys used as arguments"

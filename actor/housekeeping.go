@@ -9,7 +9,7 @@ import (
 func (a *Actor) housekeeping(now time.Time) {
 	a.nextSweep = now.Add(a.cfg.SweepInterval)
 	a.sweepMore = false
-	if a.roundErr == nil && !a.pause.on { // no active expiry during CLIENT PAUSE, as in Redis
+	if a.roundErr == nil && !a.pause.on && !a.noActiveExpire { // none during CLIENT PAUSE, as in Redis, nor after DEBUG SET-ACTIVE-EXPIRE 0
 		a.st.Now = a.nowMs
 		t0 := time.Now()
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)

@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,12 +204,9 @@ func writeKeySpec(c *Ctx, k keySpec) {
 	}
 	w.BulkString("flags")
 	w.Set(len(k.Flags))
-	for _, f := range k.Flags {
-		switch f {
-		case "RO", "RW", "OW", "RM":
-			w.Simple(f)
-		default:
-			w.Simple(strings.ToLower(f))
+	for _, f := range keyFlagOrder { // Redis's order, whatever the JSON's
+		if slices.Contains(k.Flags, f.spec) {
+			w.Simple(f.reply)
 		}
 	}
 	w.BulkString("begin_search")
@@ -539,6 +537,7 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
+		{Name: "enable-debug-command", Get: func() string { return a.cfg.EnableDebugCommand }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
 		{Name: "sqlite-max-page-count", Get: func() string {

@@ -875,3 +875,19 @@ func (s *Store) dropAllLists(db int) error {
 	st.int(1, int64(db))
 	return st.exec()
 }
+
+// ListReplace makes key a list of vals, whatever it held before (SORT ...
+// STORE); vals must not be empty.
+func (s *Store) ListReplace(db int, key []byte, vals [][]byte) error {
+	live, err := s.remove(db, key, 0)
+	if err != nil {
+		return err
+	}
+	if live {
+		// Overwritten, not new: no Created record.
+		defer func(was bool) { s.RecordNew = was }(s.RecordNew)
+		s.RecordNew = false
+	}
+	_, err = s.ListPush(db, key, Right, vals, false)
+	return err
+}

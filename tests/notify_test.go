@@ -50,6 +50,12 @@ var notifyScript = [][]string{
 	{"XAUTOCLAIM", "xs", "g", "c4", "0", "0", "JUSTID"}, {"XACK", "xs", "g", "4-1"},
 	{"XGROUP", "DELCONSUMER", "xs", "g", "c"}, {"XSETID", "xs", "10-1"}, {"XGROUP", "DESTROY", "xs", "g"},
 	{"XADD", "xs3", "NOMKSTREAM", "5-1", "f", "v"},
+	// bitmaps, HyperLogLogs, SORT ... STORE
+	{"SETBIT", "bm", "3", "1"}, {"SETBIT", "bm", "3", "1"}, {"BITFIELD", "bm", "SET", "u8", "0", "1"},
+	{"BITFIELD", "bm", "SET", "u8", "0", "1"}, {"BITFIELD", "bm", "GET", "u8", "0"}, {"BITOP", "NOT", "bm2", "bm"},
+	{"BITOP", "AND", "bm2", "nokey"}, {"PFADD", "hl", "a"}, {"PFADD", "hl", "a"}, {"PFCOUNT", "hl"},
+	{"PFMERGE", "hl2", "hl"}, {"RPUSH", "sl", "2", "1"}, {"SORT", "sl", "STORE", "sl"}, {"SORT", "sl", "STORE", "sl2"},
+	{"SORT", "nokey", "STORE", "sl2"},
 	// reads of missing keys: "keymiss" (class m)
 	{"GET", "nokey"}, {"STRLEN", "nokey"}, {"EXISTS", "nokey", "s"}, {"LRANGE", "nokey", "0", "-1"}, {"LLEN", "nokey"},
 	{"LINDEX", "nokey", "0"}, {"HGET", "nokey", "f"}, {"SMEMBERS", "nokey"}, {"ZSCORE", "nokey", "a"}, {"TTL", "nokey"},
