@@ -145,6 +145,7 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	geoCommands,
 	transactionCommands,
 	pubsubCommands,
 	streamCommands,

@@ -259,6 +259,11 @@ var notifyEvents = map[string]*eventSpec{
 	"zinterstore":      {class: notifyZSet, event: "zinterstore"},
 	"zdiffstore":       {class: notifyZSet, event: "zdiffstore"},
 	"zrangestore":      {class: notifyZSet, event: "zrangestore"},
+	// GEOADD is a ZADD; the searches that store name their own event.
+	"geoadd":            {class: notifyZSet, event: "zadd"},
+	"georadius":         {class: notifyZSet, event: "georadiusstore"},
+	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
+	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
 	// Streams: the kind of change names the event (creating the stream,
 	// Written, has none of its own; "new" comes from the Created record).
 	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
