@@ -103,6 +103,9 @@ func cmdScanColl(c *Ctx, t storage.Type) error {
 	if err != nil {
 		return err
 	}
+	if compact && t == storage.TypeSet {
+		sortIntElems(all)
+	}
 	var items [][]byte
 	var num []byte
 	add := func(e *storage.Elem) {
@@ -170,6 +173,9 @@ func (c *Ctx) writeRandom(coll *storage.Coll, count int64, with bool, second fun
 		if err != nil {
 			return err
 		}
+		if coll.Type == storage.TypeSet {
+			sortIntElems(es)
+		}
 		writePairs(c, es, with, second)
 		return nil
 	}
@@ -223,4 +229,16 @@ func (c *Ctx) replyCount(items [][]byte, f func([]byte) (bool, error)) error {
 	}
 	c.w.Int(n)
 	return nil
+}
+
+// sortIntElems is sortIntSet for elements.
+func sortIntElems(es []storage.Elem) {
+	members := make([][]byte, len(es))
+	for i := range es {
+		members[i] = es[i].Member
+	}
+	sortIntSet(members)
+	for i := range es {
+		es[i].Member = members[i]
+	}
 }

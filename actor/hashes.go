@@ -156,7 +156,14 @@ func cmdHGetAll(parts hashParts) Handler {
 			c.w.Array(n)
 		}
 		written := 0
-		err = c.st.Elements(h, func(e *storage.Elem) bool {
+		// A small hash comes back in insertion order, as from Redis's
+		// listpack; a large one in storage order (Redis's is its
+		// hashtable's, unspecified).
+		each := c.st.Elements
+		if h.Len <= storage.SmallHash {
+			each = c.st.OrderedElements
+		}
+		err = each(h, func(e *storage.Elem) bool {
 			if keys {
 				c.w.Bulk(e.Member)
 			}

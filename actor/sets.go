@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"sort"
+
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -44,6 +46,27 @@ func cmdSMembers(c *Ctx) error {
 		return nil
 	}
 	n := int(s.Len)
+	if s.Len <= intsetEntries {
+		// A small set may be an intset in Redis, which lists its
+		// members sorted: read it whole and see.
+		all, err := c.st.AllElements(s)
+		if err != nil {
+			return err
+		}
+		if len(all) != n {
+			return errCountMismatch(c.args[1], n, len(all))
+		}
+		members := make([][]byte, len(all))
+		for i := range all {
+			members[i] = all[i].Member
+		}
+		sortIntSet(members)
+		c.w.Set(n)
+		for _, m := range members {
+			c.w.Bulk(m)
+		}
+		return nil
+	}
 	c.w.Set(n)
 	written := 0
 	err = c.st.Elements(s, func(e *storage.Elem) bool {
@@ -136,7 +159,9 @@ func cmdSPop(c *Ctx) error {
 		return err
 	}
 	if int64(len(es)) >= s.Len {
-		// Everything goes: drop the key in one statement per table.
+		// Everything goes (listed sorted, if Redis would hold the set as
+		// an intset): drop the key in one statement per table.
+		sortIntElems(es)
 		if _, err := c.st.Delete(c.db, c.args[1]); err != nil {
 			return err
 		}
@@ -380,6 +405,7 @@ func cmdSetOp(op func(c *Ctx, sets []*storage.Coll) ([][]byte, error), store boo
 			return err
 		}
 		if !store {
+			sortIntSet(members)
 			c.w.Set(len(members))
 			for _, m := range members {
 				c.w.Bulk(m)
@@ -433,4 +459,37 @@ func cmdSInterCard(c *Ctx) error {
 	}
 	c.w.Int(int64(len(members)))
 	return nil
+}
+
+// sortIntSet puts members in the order Redis 7.0 lists an intset in —
+// ascending numbers — when there are at most set-max-intset-entries of
+// them and every one is an integer in canonical form (what an intset can
+// hold). Other sets are hashtables in Redis, whose order is unspecified,
+// and keep Cellar's.
+func sortIntSet(members [][]byte) {
+	if len(members) > intsetEntries {
+		return
+	}
+	nums := make([]int64, len(members))
+	for i, m := range members {
+		v, ok := parseIntOK(m)
+		if !ok {
+			return
+		}
+		nums[i] = v
+	}
+	sort.Sort(intMembers{nums, members})
+}
+
+// intMembers sorts members by their numbers.
+type intMembers struct {
+	nums    []int64
+	members [][]byte
+}
+
+func (s intMembers) Len() int           { return len(s.nums) }
+func (s intMembers) Less(i, j int) bool { return s.nums[i] < s.nums[j] }
+func (s intMembers) Swap(i, j int) {
+	s.nums[i], s.nums[j] = s.nums[j], s.nums[i]
+	s.members[i], s.members[j] = s.members[j], s.members[i]
 }

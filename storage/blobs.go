@@ -125,6 +125,7 @@ type refRow struct {
 	pos  int64
 	ref  int64
 	elem []byte
+	ord  int64 // a hash field's insertion order
 }
 
 // refRows collects the rows of element table query q (columns: position,
@@ -143,6 +144,7 @@ func (s *Store) refRows(q *query, id int64) ([]refRow, error) {
 		r := refRow{pos: st.colInt(0), ref: st.colInt(1)}
 		if q == qHashRefs {
 			r.elem = st.colBlob(2, nil)
+			r.ord = st.colInt(3)
 		}
 		rows = append(rows, r)
 	}

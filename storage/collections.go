@@ -266,9 +266,9 @@ var (
 	qDropHash     = newQuery("DELETE FROM hashes WHERE id = ?1")
 	qDropSet      = newQuery("DELETE FROM sets WHERE id = ?1")
 	qDropZSet     = newQuery("DELETE FROM zsets WHERE id = ?1")
-	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value) SELECT ?2, h, field, value FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
-	qHashRefs     = newQuery("SELECT h, value, field FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
-	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
+	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value, ord) SELECT ?2, h, field, value, ord FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
+	qHashRefs     = newQuery("SELECT h, value, field, ord FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
+	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
 	qCopySet      = newQuery("INSERT INTO sets (id, h, member) SELECT ?2, h, member FROM sets WHERE id = ?1")
 	qCopyZSet     = newQuery("INSERT INTO zsets (id, h, member, score) SELECT ?2, h, member, score FROM zsets WHERE id = ?1")
 	qDropAllHash  = newQuery("DELETE FROM hashes WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 3)")
@@ -328,6 +328,7 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 		put.int(2, r.pos)
 		put.blob(3, r.elem)
 		put.int(4, ref)
+		put.int(5, r.ord)
 		if err := put.exec(); err != nil {
 			return err
 		}
@@ -397,23 +398,32 @@ func (e *Elem) clone() Elem {
 // elemQueries are the statements every collection type has, all selecting
 // (h, member[, value or score]).
 type elemQueries struct {
-	all    *query // ?1 id
-	scan   *query // ?1 id, ?2 first h: in h order
-	from   *query // ?1 id, ?2 first h, ?3 limit: in h order
-	first  *query // ?1 id, ?2 limit: in h order
-	table  string
-	hasVal bool // column 2 is a value blob
-	hasSco bool // column 2 is a score
+	all   *query // ?1 id
+	scan  *query // ?1 id, ?2 first h: in h order
+	from  *query // ?1 id, ?2 first h, ?3 limit: in h order
+	first *query // ?1 id, ?2 limit: in h order
+	// ordered: ?1 id, in the order applications see a small collection
+	// in (a hash's insertion order; h order for the others).
+	ordered *query
+	table   string
+	hasVal  bool // column 2 is a value blob
+	hasSco  bool // column 2 is a score
 }
 
 func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
 	sel := "SELECT h, " + cols + " FROM " + table + " WHERE id = ?1"
 	return &elemQueries{
-		all:    newQuery(sel),
-		scan:   newQuery(sel + " AND h >= ?2 ORDER BY h"),
-		from:   newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
-		first:  newQuery(sel + " ORDER BY h LIMIT ?2"),
-		table:  table,
+		all:   newQuery(sel),
+		scan:  newQuery(sel + " AND h >= ?2 ORDER BY h"),
+		from:  newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
+		first: newQuery(sel + " ORDER BY h LIMIT ?2"),
+		table: table,
+		ordered: func() *query {
+			if table == "hashes" {
+				return newQuery(sel + " ORDER BY ord")
+			}
+			return newQuery(sel)
+		}(),
 		hasVal: hasVal,
 		hasSco: hasSco,
 	}
@@ -475,15 +485,38 @@ func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
 	return s.each(q, st, fn)
 }
 
-// AllElements returns copies of every element of c.
+// OrderedElements is Elements in the order Redis gives a collection in its
+// compact encoding, where it can: a hash's fields in insertion order (a
+// sort of its rows, for the callers of small hashes).
+func (s *Store) OrderedElements(c *Coll, fn func(e *Elem) bool) error {
+	q := elemsOf(c.Type)
+	st := s.q(q.ordered)
+	st.int(1, c.ID)
+	return s.each(q, st, fn)
+}
+
+// AllElements returns copies of every element of c, a small hash's in
+// insertion order (OrderedElements).
 func (s *Store) AllElements(c *Coll) ([]Elem, error) {
 	out := make([]Elem, 0, min(c.Len, 1<<16))
-	err := s.Elements(c, func(e *Elem) bool {
+	keep := func(e *Elem) bool {
 		out = append(out, e.clone())
 		return true
-	})
+	}
+	var err error
+	if c.Type == TypeHash && c.Len <= SmallHash {
+		err = s.OrderedElements(c, keep)
+	} else {
+		err = s.Elements(c, keep)
+	}
 	return out, err
 }
+
+// SmallHash is the size up to which Redis 7.0 keeps a hash in a listpack
+// (hash-max-listpack-entries), in insertion order: AllElements keeps that
+// order for hashes up to this size (HSCAN, HRANDFIELD with a count that
+// takes every field).
+const SmallHash = 128
 
 // ScanElements is one call of HSCAN/SSCAN/ZSCAN: elements in h order from
 // cursor on, at least count of them (never splitting a run of equal h), and

@@ -7,7 +7,7 @@ var (
 	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHStrLen = newQuery("SELECT " + lengthExpr + " FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
+	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
 	qHUpdate = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHDel    = newQuery("DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 )
@@ -66,6 +66,7 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 		st.reset()
 		return false, err
 	}
+	st.int(5, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return false, err
 	}

@@ -181,6 +181,14 @@ CREATE TABLE function_libraries (
 	name TEXT PRIMARY KEY,
 	code BLOB NOT NULL
 ) WITHOUT ROWID;`},
+	{10, "hash field order", `
+-- The order fields were added to a hash: Redis returns a small hash
+-- (listpack) in insertion order, and applications see that order in
+-- HGETALL, HKEYS, HVALS, HSCAN and HRANDFIELD. A new field takes the next
+-- number of the version counter (versions.go), which only grows; updating a
+-- field keeps its number, so a field deleted and added again goes last.
+-- Fields stored before this migration have none and come first.
+ALTER TABLE hashes ADD COLUMN ord INTEGER;`},
 }
 
 // schemaVersion is the version this build writes.

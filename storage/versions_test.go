@@ -125,6 +125,7 @@ func TestVersionMigration(t *testing.T) {
 	must(t, s.c.exec(`DROP TABLE counters; DELETE FROM cellar_schema WHERE version >= 5;
 		DROP TABLE streams; DROP TABLE stream_entries; DROP TABLE stream_groups;
 		DROP TABLE stream_consumers; DROP TABLE stream_pel; DROP TABLE function_libraries;
+		ALTER TABLE hashes DROP COLUMN ord;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})
