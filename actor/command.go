@@ -146,6 +146,7 @@ var families = [][]*Command{
 	setCommands,
 	zsetCommands,
 	geoCommands,
+	hashFieldExpiryCommands,
 	transactionCommands,
 	pubsubCommands,
 	streamCommands,

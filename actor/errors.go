@@ -540,3 +540,17 @@ func errGeoFrom(cmd []byte) error {
 func errGeoBy(cmd []byte) error {
 	return ReplyError("ERR exactly one of BYRADIUS and BYBOX can be specified for " + string(cmd))
 }
+
+// Hash field expiration (hashfe.go), Redis 7.4's texts.
+const (
+	ErrHFEExpireNegative    ReplyError = "ERR invalid expire time, must be >= 0"
+	ErrHFEFieldsMissing     ReplyError = "ERR Mandatory argument FIELDS is missing or not at the right position"
+	ErrHFENumFieldsPositive ReplyError = "ERR Parameter `numFields` should be greater than 0"
+	ErrHFEFieldsPositive    ReplyError = "ERR Number of fields must be a positive integer"
+	ErrHFENumFields         ReplyError = "ERR The `numfields` parameter must match the number of arguments"
+)
+
+// errHFEExpireTime is Redis's addReplyErrorExpireTime for a field expiry.
+func errHFEExpireTime(cmd string) error {
+	return ReplyError("ERR invalid expire time in '" + cmd + "' command")
+}

@@ -12,13 +12,18 @@ func (a *Actor) housekeeping(now time.Time) {
 	if a.roundErr == nil && !a.pause.on { // no active expiry during CLIENT PAUSE, as in Redis
 		a.st.Now = a.nowMs
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
+		hn := 0
+		if err == nil {
+			// Hash fields past their expiry (a hash emptied goes too).
+			hn, err = a.st.SweepExpiredFields(a.cfg.SweepBatch)
+		}
 		if err != nil {
 			a.roundErr = err
 		} else {
 			a.stats.expiredKeys += uint64(n)
 			// A full slice means more are due: go on next round, after
 			// whatever clients sent meanwhile.
-			a.sweepMore = n == a.cfg.SweepBatch
+			a.sweepMore = n == a.cfg.SweepBatch || hn == a.cfg.SweepBatch
 		}
 		a.keysTouched() // the sweep's deletions are changes like any other
 	}

@@ -264,6 +264,13 @@ var notifyEvents = map[string]*eventSpec{
 	"georadius":         {class: notifyZSet, event: "georadiusstore"},
 	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
 	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
+	// Hash field expiry (Redis 7.4): fields deleted by a past time are
+	// "hdel", expiries set or removed the command's own event.
+	"hexpire":    hashTTLEvents("hexpire"),
+	"hpexpire":   hashTTLEvents("hpexpire"),
+	"hexpireat":  hashTTLEvents("hexpireat"),
+	"hpexpireat": hashTTLEvents("hpexpireat"),
+	"hpersist":   hashTTLEvents("hpersist"),
 	// Streams: the kind of change names the event (creating the stream,
 	// Written, has none of its own; "new" comes from the Created record).
 	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
@@ -278,6 +285,21 @@ var notifyEvents = map[string]*eventSpec{
 	"xreadgroup":            streamEvents(),
 	"xclaim":                streamEvents(),
 	"xautoclaim":            streamEvents(),
+}
+
+// hashTTLEvents names the events of a command that sets or removes hash
+// field expiries: "hdel" for fields it deleted (a time in the past), ev for
+// the expiries it changed.
+func hashTTLEvents(ev string) *eventSpec {
+	return &eventSpec{class: notifyHash, ends: func(_ [][]byte, kind storage.Change) []string {
+		switch kind {
+		case storage.Removed:
+			return []string{"hdel"}
+		case storage.Modified:
+			return []string{ev}
+		}
+		return nil
+	}}
 }
 
 // streamEvents names a stream command's events by the kind of change
@@ -335,6 +357,13 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	switch t.Kind {
 	case storage.Expired:
 		a.notifyEvent(notifyExpired, "expired", t.DB, t.Key)
+	case storage.FieldsExpired:
+		// Redis 7.4: "hexpired" for the fields, then "del" if the hash
+		// went with them.
+		a.notifyEvent(notifyHash, "hexpired", t.DB, t.Key)
+		if t.Other == 1 {
+			a.notifyEvent(notifyGeneric, "del", t.DB, t.Key)
+		}
 	case storage.Created:
 		a.notifyEvent(notifyNew, "new", t.DB, t.Key)
 	case storage.RenamedFrom:

@@ -126,6 +126,7 @@ type refRow struct {
 	ref  int64
 	elem []byte
 	ord  int64 // a hash field's insertion order
+	exp  int64 // and its expiry (0: none)
 }
 
 // refRows collects the rows of element table query q (columns: position,
@@ -145,6 +146,7 @@ func (s *Store) refRows(q *query, id int64) ([]refRow, error) {
 		if q == qHashRefs {
 			r.elem = st.colBlob(2, nil)
 			r.ord = st.colInt(3)
+			r.exp = st.colInt(4)
 		}
 		rows = append(rows, r)
 	}

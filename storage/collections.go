@@ -47,6 +47,18 @@ func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
 }
 
 func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
+	c, err := s.openCollRow(db, key, types)
+	if c != nil && c.Type == TypeHash && len(s.hfe) > 0 {
+		// Fields past their expiry go before anyone looks (hashfe.go).
+		if gone, err := s.expireFieldsIfDue(c); err != nil || gone {
+			return nil, err
+		}
+	}
+	return c, err
+}
+
+// openCollRow is openColl without the expiry of hash fields.
+func (s *Store) openCollRow(db int, key []byte, types []Type) (*Coll, error) {
 	if e := s.cache.get(db, key, s.Now); e != nil {
 		switch {
 		case e.absent:
@@ -266,9 +278,9 @@ var (
 	qDropHash     = newQuery("DELETE FROM hashes WHERE id = ?1")
 	qDropSet      = newQuery("DELETE FROM sets WHERE id = ?1")
 	qDropZSet     = newQuery("DELETE FROM zsets WHERE id = ?1")
-	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value, ord) SELECT ?2, h, field, value, ord FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
-	qHashRefs     = newQuery("SELECT h, value, field, ord FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
-	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
+	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value, ord, expire_at) SELECT ?2, h, field, value, ord, expire_at FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
+	qHashRefs     = newQuery("SELECT h, value, field, ord, expire_at FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
+	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, ?5, nullif(?6, 0))")
 	qCopySet      = newQuery("INSERT INTO sets (id, h, member) SELECT ?2, h, member FROM sets WHERE id = ?1")
 	qCopyZSet     = newQuery("INSERT INTO zsets (id, h, member, score) SELECT ?2, h, member, score FROM zsets WHERE id = ?1")
 	qDropAllHash  = newQuery("DELETE FROM hashes WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 3)")
@@ -313,6 +325,9 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 	if err := st.exec(); err != nil || t != TypeHash {
 		return err
 	}
+	if at, ok := s.hfe[from]; ok {
+		s.noteFieldExpiry(to, at)
+	}
 	// Large values get blobs of their own (refs are never shared).
 	refs, err := s.refRows(qHashRefs, from)
 	if err != nil {
@@ -329,6 +344,7 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 		put.blob(3, r.elem)
 		put.int(4, ref)
 		put.int(5, r.ord)
+		put.int(6, r.exp)
 		if err := put.exec(); err != nil {
 			return err
 		}
