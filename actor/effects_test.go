@@ -539,8 +539,10 @@ func replayDeterminism(t *testing.T, seed uint64, ops int) {
 		len(recs), woken, expired, srem, txs, len(live))
 	t.Logf("%d XADDs with their IDs, %d woken XREADGROUPs", xadds, wokenGroups)
 	t.Logf("%d field expiries as HPEXPIREAT, %d expired fields as HDEL", fieldTTLs, expiredFields)
+	// (Expired fields depend on how fast the run goes: they are counted,
+	// not required; tests/hashfe_test.go waits for them.)
 	if woken == 0 || expired == 0 || srem == 0 || spop != 0 || txs == 0 || xadds == 0 || wokenGroups == 0 ||
-		fieldTTLs <= 0 || expiredFields == 0 {
+		fieldTTLs <= 0 {
 		t.Fatalf("the workload did not exercise what it is for (or SPOP was recorded as sent)")
 	}
 	if got := dump(t, replayed(t, recs)); got != live {

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 )
 
 // This file holds what hashes, sets and sorted sets share: the open-key
@@ -414,16 +416,13 @@ func (e *Elem) clone() Elem {
 // elemQueries are the statements every collection type has, all selecting
 // (h, member[, value or score]).
 type elemQueries struct {
-	all   *query // ?1 id
-	scan  *query // ?1 id, ?2 first h: in h order
-	from  *query // ?1 id, ?2 first h, ?3 limit: in h order
-	first *query // ?1 id, ?2 limit: in h order
-	// ordered: ?1 id, in the order applications see a small collection
-	// in (a hash's insertion order; h order for the others).
-	ordered *query
-	table   string
-	hasVal  bool // column 2 is a value blob
-	hasSco  bool // column 2 is a score
+	all    *query // ?1 id
+	scan   *query // ?1 id, ?2 first h: in h order
+	from   *query // ?1 id, ?2 first h, ?3 limit: in h order
+	first  *query // ?1 id, ?2 limit: in h order
+	table  string
+	hasVal bool // column 2 is a value blob
+	hasSco bool // column 2 is a score
 }
 
 func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
@@ -434,12 +433,7 @@ func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
 		from:  newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
 		first: newQuery(sel + " ORDER BY h LIMIT ?2"),
 		table: table,
-		ordered: func() *query {
-			if table == "hashes" {
-				return newQuery(sel + " ORDER BY ord")
-			}
-			return newQuery(sel)
-		}(),
+
 		hasVal: hasVal,
 		hasSco: hasSco,
 	}
@@ -501,14 +495,50 @@ func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
 	return s.each(q, st, fn)
 }
 
+// qHashOrdered reads a hash's rows with their insertion numbers.
+var qHashOrdered = newQuery("SELECT h, field, value, coalesce(ord, 0) FROM hashes WHERE id = ?1")
+
+// ordRow is one row of a hash being put in insertion order: its number
+// and where its field and value are in the arena.
+type ordRow struct {
+	ord             int64
+	field, val, end int
+}
+
 // OrderedElements is Elements in the order Redis gives a collection in its
-// compact encoding, where it can: a hash's fields in insertion order (a
-// sort of its rows, for the callers of small hashes).
+// compact encoding, where it can: a hash's fields in insertion order, for
+// the callers of small hashes. The rows are read in storage order and
+// sorted in memory (measured cheaper than SQLite's ORDER BY, which builds a
+// sorter for every call); other types come in storage order.
 func (s *Store) OrderedElements(c *Coll, fn func(e *Elem) bool) error {
-	q := elemsOf(c.Type)
-	st := s.q(q.ordered)
+	if c.Type != TypeHash {
+		return s.Elements(c, fn)
+	}
+	st := s.q(qHashOrdered)
 	st.int(1, c.ID)
-	return s.each(q, st, fn)
+	rows, arena := s.ordRows[:0], s.ordArena[:0]
+	var e Elem
+	err := s.each(hashElems, st, func(e *Elem) bool {
+		field := len(arena)
+		arena = append(arena, e.Member...)
+		val := len(arena)
+		arena = append(arena, e.Value...)
+		rows = append(rows, ordRow{ord: st.colInt(3), field: field, val: val, end: len(arena)})
+		return true
+	})
+	if err == nil {
+		slices.SortFunc(rows, func(a, b ordRow) int { return cmp.Compare(a.ord, b.ord) })
+		for _, r := range rows {
+			e.Member, e.Value = arena[r.field:r.val:r.val], arena[r.val:r.end:r.end]
+			if !fn(&e) {
+				break
+			}
+		}
+	}
+	if cap(arena) <= 1<<16 {
+		s.ordRows, s.ordArena = rows[:0], arena[:0]
+	}
+	return err
 }
 
 // AllElements returns copies of every element of c, a small hash's in

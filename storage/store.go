@@ -91,6 +91,8 @@ type Store struct {
 
 	nextID    int64
 	hfe       map[int64]int64 // hashes with field expiries: id -> earliest (hashfe.go)
+	ordRows   []ordRow        // OrderedElements' scratch
+	ordArena  []byte
 	keyCounts [NumDBs]int64
 	keyDeltas [NumDBs]int64
 	saved     []savepoint // each open Savepoint, innermost last
