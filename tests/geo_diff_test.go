@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestGeoMatchesRedis loads the same random points into Cellar and a real
@@ -185,4 +187,32 @@ func firstDifference(got, want string) string {
 	from := max(0, i-80)
 	return fmt.Sprintf("replies differ at byte %d of %d/%d:\n cellar: ...%q\n redis:  ...%q",
 		i, len(got), len(want), got[from:min(len(got), i+80)], want[from:min(len(want), i+80)])
+}
+
+// go-redis's geo commands against Cellar, its parsed results included.
+func TestGeoGoRedis(t *testing.T) {
+	s := startServer(t)
+	c := s.client()
+	n, err := c.GeoAdd(ctx, "Sicily",
+		&redis.GeoLocation{Name: "Palermo", Longitude: 13.361389, Latitude: 38.115556},
+		&redis.GeoLocation{Name: "Catania", Longitude: 15.087269, Latitude: 37.502669}).Result()
+	if err != nil || n != 2 {
+		t.Fatalf("GeoAdd: %d %v", n, err)
+	}
+	d, err := c.GeoDist(ctx, "Sicily", "Palermo", "Catania", "km").Result()
+	if err != nil || d != 166.2742 {
+		t.Fatalf("GeoDist: %v %v", d, err)
+	}
+	locs, err := c.GeoSearchLocation(ctx, "Sicily", &redis.GeoSearchLocationQuery{
+		GeoSearchQuery: redis.GeoSearchQuery{Longitude: 15, Latitude: 37, Radius: 200, RadiusUnit: "km", Sort: "ASC"},
+		WithCoord:      true, WithDist: true, WithHash: true,
+	}).Result()
+	if err != nil || len(locs) != 2 || locs[0].Name != "Catania" || locs[0].Dist != 56.4413 || locs[0].GeoHash != 3479447370796909 ||
+		locs[1].Name != "Palermo" || locs[1].Longitude != 13.361389338970184 {
+		t.Fatalf("GeoSearchLocation: %+v %v", locs, err)
+	}
+	hashes, err := c.GeoHash(ctx, "Sicily", "Palermo", "Catania").Result()
+	if err != nil || hashes[0] != "sqc8b49rny0" || hashes[1] != "sqdtr74hyu0" {
+		t.Fatalf("GeoHash: %v %v", hashes, err)
+	}
 }

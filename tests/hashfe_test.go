@@ -177,3 +177,24 @@ func expectRead(t *testing.T, r *rawConn, want string) {
 		t.Fatalf("read %q, want %q", got, want)
 	}
 }
+
+// go-redis's own HEXPIRE family (it speaks Redis 7.4's syntax) against
+// Cellar.
+func TestHashFieldExpiryGoRedis(t *testing.T) {
+	s := startServer(t)
+	c := s.client()
+	c.HSet(ctx, "h", "a", "1", "b", "2")
+	if got, err := c.HExpire(ctx, "h", time.Hour, "a", "nope").Result(); err != nil || len(got) != 2 || got[0] != 1 || got[1] != -2 {
+		t.Fatalf("HExpire: %v %v", got, err)
+	}
+	if got, err := c.HTTL(ctx, "h", "a", "b").Result(); err != nil || got[0] != 3600 || got[1] != -1 {
+		t.Fatalf("HTTL: %v %v", got, err)
+	}
+	if got, err := c.HPersist(ctx, "h", "a").Result(); err != nil || got[0] != 1 {
+		t.Fatalf("HPersist: %v %v", got, err)
+	}
+	if got, err := c.HPExpire(ctx, "h", time.Millisecond, "a", "b").Result(); err != nil || got[0] != 1 || got[1] != 1 {
+		t.Fatalf("HPExpire: %v %v", got, err)
+	}
+	waitFor(t, 10*time.Second, "the hash's fields to expire", func() bool { return c.Exists(ctx, "h").Val() == 0 })
+}
