@@ -230,15 +230,3 @@ func (c *Ctx) replyCount(items [][]byte, f func([]byte) (bool, error)) error {
 	c.w.Int(n)
 	return nil
 }
-
-// sortIntElems is sortIntSet for elements.
-func sortIntElems(es []storage.Elem) {
-	members := make([][]byte, len(es))
-	for i := range es {
-		members[i] = es[i].Member
-	}
-	sortIntSet(members)
-	for i := range es {
-		es[i].Member = members[i]
-	}
-}

@@ -48,22 +48,20 @@ func cmdSMembers(c *Ctx) error {
 	n := int(s.Len)
 	if s.Len <= intsetEntries {
 		// A small set may be an intset in Redis, which lists its
-		// members sorted: read it whole and see.
-		all, err := c.st.AllElements(s)
-		if err != nil {
+		// members sorted: gather it (in the frame's arena) and see.
+		buf := &c.f.elems
+		defer buf.release()
+		if err := c.st.Elements(s, func(e *storage.Elem) bool { buf.add(e); return true }); err != nil {
 			return err
 		}
-		if len(all) != n {
-			return errCountMismatch(c.args[1], n, len(all))
+		es := buf.list()
+		if len(es) != n {
+			return errCountMismatch(c.args[1], n, len(es))
 		}
-		members := make([][]byte, len(all))
-		for i := range all {
-			members[i] = all[i].Member
-		}
-		sortIntSet(members)
+		sortIntElems(es)
 		c.w.Set(n)
-		for _, m := range members {
-			c.w.Bulk(m)
+		for i := range es {
+			c.w.Bulk(es[i].Member)
 		}
 		return nil
 	}
@@ -492,4 +490,33 @@ func (s intMembers) Less(i, j int) bool { return s.nums[i] < s.nums[j] }
 func (s intMembers) Swap(i, j int) {
 	s.nums[i], s.nums[j] = s.nums[j], s.nums[i]
 	s.members[i], s.members[j] = s.members[j], s.members[i]
+}
+
+// sortIntElems is sortIntSet for elements: it sorts es in place, by
+// number, when Redis would hold them as an intset.
+func sortIntElems(es []storage.Elem) {
+	if len(es) > intsetEntries {
+		return
+	}
+	nums := make([]int64, len(es))
+	for i := range es {
+		v, ok := parseIntOK(es[i].Member)
+		if !ok {
+			return
+		}
+		nums[i] = v
+	}
+	sort.Sort(intElems{nums, es})
+}
+
+type intElems struct {
+	nums []int64
+	es   []storage.Elem
+}
+
+func (s intElems) Len() int           { return len(s.nums) }
+func (s intElems) Less(i, j int) bool { return s.nums[i] < s.nums[j] }
+func (s intElems) Swap(i, j int) {
+	s.nums[i], s.nums[j] = s.nums[j], s.nums[i]
+	s.es[i], s.es[j] = s.es[j], s.es[i]
 }
