@@ -264,12 +264,13 @@ var notifyEvents = map[string]*eventSpec{
 	"georadius":         {class: notifyZSet, event: "georadiusstore"},
 	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
 	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
-	// Hash field expiry (Redis 7.4): fields deleted by a past time are
-	// "hdel", expiries set or removed the command's own event.
+	// Hash field expiry (Redis 7.4.5's hashTypeSetExDone): one "hdel" if
+	// a past time deleted fields (then "del" if that emptied the hash),
+	// else "hexpire", whichever of the four set the expiries.
 	"hexpire":    hashTTLEvents("hexpire"),
-	"hpexpire":   hashTTLEvents("hpexpire"),
-	"hexpireat":  hashTTLEvents("hexpireat"),
-	"hpexpireat": hashTTLEvents("hpexpireat"),
+	"hpexpire":   hashTTLEvents("hexpire"),
+	"hexpireat":  hashTTLEvents("hexpire"),
+	"hpexpireat": hashTTLEvents("hexpire"),
 	"hpersist":   hashTTLEvents("hpersist"),
 	// Streams: the kind of change names the event (creating the stream,
 	// Written, has none of its own; "new" comes from the Created record).
@@ -291,9 +292,9 @@ var notifyEvents = map[string]*eventSpec{
 // field expiries: "hdel" for fields it deleted (a time in the past), ev for
 // the expiries it changed.
 func hashTTLEvents(ev string) *eventSpec {
-	return &eventSpec{class: notifyHash, ends: func(_ [][]byte, kind storage.Change) []string {
+	return &eventSpec{class: notifyHash, popDel: true, ends: func(_ [][]byte, kind storage.Change) []string {
 		switch kind {
-		case storage.Removed:
+		case storage.Removed, storage.Deleted:
 			return []string{"hdel"}
 		case storage.Modified:
 			return []string{ev}

@@ -124,12 +124,31 @@ func TestHashFieldExpiryHidesAndSweeps(t *testing.T) {
 	c.expect(integer(2), "HSET", "gone", "x", "1", "y", "2")
 	expectRead(t, sub, push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:hset", "gone"))
 	c.expect(ints(1, 1), "HPEXPIRE", "gone", "1", "FIELDS", "2", "x", "y")
-	expectRead(t, sub, push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:hpexpire", "gone"))
+	// Redis 7.4.5 names the event "hexpire" whichever command set it.
+	expectRead(t, sub, push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:hexpire", "gone"))
 	waitFor(t, 10*time.Second, "the sweep to delete the emptied hash", func() bool {
 		return c.do("EXISTS", "gone") == integer(0)
 	})
 	expectRead(t, sub, push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:hexpired", "gone"))
 	expectRead(t, sub, push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:del", "gone"))
+
+	// The commands' own events, as Redis 7.4.5's hashTypeSetExDone sends
+	// them: "hdel" when a past time deleted fields (and "del" when that
+	// emptied the hash), else "hexpire"; HPERSIST "hpersist".
+	ev := func(name, key string) string {
+		return push(2, -1, "pmessage", "__keyevent@0__:*", "__keyevent@0__:"+name, key)
+	}
+	c.expect(integer(3), "HSET", "e", "x", "1", "y", "2", "z", "3")
+	expectRead(t, sub, ev("hset", "e"))
+	c.expect(ints(1, -2), "HPEXPIREAT", "e", "60000000000000", "FIELDS", "2", "x", "nope")
+	expectRead(t, sub, ev("hexpire", "e"))
+	c.expect(ints(1), "HPERSIST", "e", "FIELDS", "1", "x")
+	expectRead(t, sub, ev("hpersist", "e"))
+	c.expect(ints(2, -2), "HEXPIREAT", "e", "0", "FIELDS", "2", "x", "nope")
+	expectRead(t, sub, ev("hdel", "e"))
+	c.expect(ints(2, 2), "HEXPIRE", "e", "0", "FIELDS", "2", "y", "z")
+	expectRead(t, sub, ev("hdel", "e"))
+	expectRead(t, sub, ev("del", "e"))
 }
 
 // A watched hash whose field expires is a changed key: EXEC fails.
