@@ -86,3 +86,22 @@ func TestGeoTrigCorrectlyRounded(t *testing.T) {
 	}
 	t.Logf("math.Sin was off in %d of 3000", wrongGo)
 }
+
+// The fast distance that rejects points is as close to the exact one as
+// clearlyAbove assumes (a billionth), far below it.
+func TestGeoFastDistanceBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 200000; i++ {
+		lon1, lat1 := r.Float64()*360-180, r.Float64()*170-85
+		lon2, lat2 := lon1+r.NormFloat64()*r.Float64()*50, lat1+r.NormFloat64()*r.Float64()*20
+		lon2, lat2 = max(-180, min(180, lon2)), max(-85, min(85, lat2))
+		fast, far := geoDistanceFast(lon1, lat1, lon2, lat2)
+		if far {
+			continue
+		}
+		exact := geoDistance(lon1, lat1, lon2, lat2)
+		if math.Abs(fast-exact) > exact*1e-12+1e-9 {
+			t.Fatalf("(%v,%v)-(%v,%v): fast %v, exact %v", lon1, lat1, lon2, lat2, fast, exact)
+		}
+	}
+}
