@@ -308,6 +308,10 @@ func cmdGeoSearch(flags int) Handler {
 		if a.any {
 			limit = a.count
 		}
+		// COUNT n with an order keeps the n nearest (or farthest): only
+		// they and their close rivals need exact distances (geoNearest).
+		partial := a.sort != geoSortNone && a.count != 0 && !a.any
+		a.shape.needDist = !partial && (a.sort != geoSortNone || a.withDist || a.storeDist)
 		var arena []byte
 		var points []geoPoint
 		if err := geoCollect(c, z, &a.shape, limit, &arena, &points); err != nil {
@@ -316,6 +320,9 @@ func cmdGeoSearch(flags int) Handler {
 		if len(points) == 0 && a.store == nil {
 			c.w.Array(0)
 			return nil
+		}
+		if partial {
+			points = geoNearest(&a.shape, points, a.count, a.sort == geoSortDesc)
 		}
 		switch a.sort {
 		case geoSortAsc:
@@ -503,6 +510,37 @@ func geoCollect(c *Ctx, z *storage.Coll, s *geoShape, limit int64, arena *[]byte
 		last = i
 	}
 	return nil
+}
+
+// geoNearest narrows points (whose distances may be the fast ones,
+// geohash.go) to those that can be among the n nearest (farthest with
+// desc) by exact distance, in their order, with their exact distances: the
+// n-th fast distance, widened by what fast distances can be off, is the
+// bound.
+func geoNearest(s *geoShape, points []geoPoint, n int64, desc bool) []geoPoint {
+	if int64(len(points)) <= n {
+		for i := range points {
+			points[i].dist = geoDistance(s.lon, s.lat, points[i].lon, points[i].lat)
+		}
+		return points
+	}
+	ds := make([]float64, len(points))
+	for i := range points {
+		ds[i] = points[i].dist
+	}
+	sort.Float64s(ds)
+	keep := func(d float64) bool { t := ds[n-1]; return d <= t*(1+1e-9)+1e-6 }
+	if desc {
+		keep = func(d float64) bool { t := ds[int64(len(ds))-n]; return d >= t*(1-1e-9)-1e-6 }
+	}
+	out := points[:0]
+	for _, p := range points {
+		if keep(p.dist) {
+			p.dist = geoDistance(s.lon, s.lat, p.lon, p.lat)
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // writeGeoPoints replies with a search's points: members alone, or each an

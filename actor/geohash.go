@@ -267,33 +267,50 @@ type geoShape struct {
 	radius        float64
 	width, height float64
 	conv          float64
+	// needDist: the search uses distances (to sort, reply or store them);
+	// without it a point clearly inside needs no exact distance.
+	needDist bool
 }
 
 // within reports whether (lon, lat) is inside the shape, and its distance
 // from the centre in meters. Most points a search reads are outside its
 // shape: those that are clearly outside are rejected on distances computed
-// with Go's math functions (geoDistanceFast), and only the others get the
+// with Go's math functions (geoDistanceFast), and so are accepted those
+// clearly inside when the search needs no distance (none replied, stored
+// or sorted by) or, in a box, no edge test; only the rest get the
 // correctly rounded trigonometry that decides, and gives, what Redis would.
 func (s *geoShape) within(lon, lat float64) (float64, bool) {
 	if !s.box {
 		r := float64(s.radius * s.conv)
-		if d, far := geoDistanceFast(s.lon, s.lat, lon, lat); clearlyAbove(d, far, r) {
+		d, far := geoDistanceFast(s.lon, s.lat, lon, lat)
+		switch {
+		case clearlyAbove(d, far, r):
 			return 0, false
+		case !s.needDist && clearlyBelow(d, far, r):
+			return d, true
 		}
-		d := geoDistance(s.lon, s.lat, lon, lat)
+		d = geoDistance(s.lon, s.lat, lon, lat)
 		return d, d <= r
 	}
 	w, h := float64(s.width*s.conv), float64(s.height*s.conv)
-	if d, far := geoDistanceFast(lon, lat, lon, s.lat); clearlyAbove(d, far, h/2) {
+	latFast, far1 := geoDistanceFast(lon, lat, lon, s.lat)
+	if clearlyAbove(latFast, far1, h/2) {
 		return 0, false
 	}
-	if d, far := geoDistanceFast(lon, lat, s.lon, lat); clearlyAbove(d, far, w/2) {
+	lonFast, far2 := geoDistanceFast(lon, lat, s.lon, lat)
+	if clearlyAbove(lonFast, far2, w/2) {
 		return 0, false
 	}
-	lonDist := geoDistance(lon, lat, s.lon, lat)
-	latDist := geoDistance(lon, lat, lon, s.lat)
-	if lonDist > w/2 || latDist > h/2 {
-		return 0, false
+	if !clearlyBelow(latFast, far1, h/2) || !clearlyBelow(lonFast, far2, w/2) {
+		// Near an edge: decide as Redis does.
+		lonDist := geoDistance(lon, lat, s.lon, lat)
+		latDist := geoDistance(lon, lat, lon, s.lat)
+		if lonDist > w/2 || latDist > h/2 {
+			return 0, false
+		}
+	}
+	if !s.needDist {
+		return 0, true
 	}
 	return geoDistance(s.lon, s.lat, lon, lat), true
 }
@@ -314,9 +331,13 @@ func geoDistanceFast(lon1, lat1, lon2, lat2 float64) (d float64, far bool) {
 
 // clearlyAbove reports whether a fast distance d exceeds limit by more
 // than the fast computation can be off (a billionth, and a micrometer for
-// a zero limit).
+// a zero limit); clearlyBelow whether it falls short of it by as much.
 func clearlyAbove(d float64, far bool, limit float64) bool {
 	return !far && d > limit*(1+1e-9)+1e-6
+}
+
+func clearlyBelow(d float64, far bool, limit float64) bool {
+	return !far && d < limit*(1-1e-9)-1e-6
 }
 
 // bounds is the shape's bounding box in degrees: min and max longitude,
