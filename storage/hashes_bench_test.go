@@ -25,7 +25,7 @@ func BenchmarkHashOrder(b *testing.B) {
 		c, err := s.OpenOrCreateColl(0, []byte(key), TypeHash)
 		must(b, err)
 		for i := 0; i < n; i++ {
-			_, err := c2(s.HashSet(c, fmt.Appendf(nil, "field:%03d", i), []byte("value"), HashReplace))
+			_, err := s.HashSet(c, fmt.Appendf(nil, "field:%03d", i), []byte("value"), HashReplace)
 			must(b, err)
 		}
 		must(b, s.EndCommand())
@@ -56,7 +56,7 @@ func BenchmarkHashOrder(b *testing.B) {
 		inRounds(b, func(i int) {
 			c, err := s.OpenOrCreateColl(0, fmt.Appendf(nil, "new:%d", i/10), TypeHash)
 			must(b, err)
-			_, err = c2(s.HashSet(c, fmt.Appendf(nil, "f%d", i%10), []byte("value"), HashReplace))
+			_, err = s.HashSet(c, fmt.Appendf(nil, "f%d", i%10), []byte("value"), HashReplace)
 			must(b, err)
 		})
 	})
@@ -64,7 +64,7 @@ func BenchmarkHashOrder(b *testing.B) {
 		inRounds(b, func(i int) {
 			c, err := s.OpenColl(0, []byte("h10"), TypeHash)
 			must(b, err)
-			_, err = c2(s.HashSet(c, fmt.Appendf(nil, "field:%03d", i%10), fmt.Appendf(nil, "v%d", i), HashReplace))
+			_, err = s.HashSet(c, fmt.Appendf(nil, "field:%03d", i%10), fmt.Appendf(nil, "v%d", i), HashReplace)
 			must(b, err)
 		})
 	})
@@ -82,5 +82,3 @@ func BenchmarkHashOrder(b *testing.B) {
 		})
 	}
 }
-
-func c2(added bool, err error) (bool, error) { return added, err }
