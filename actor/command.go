@@ -150,6 +150,8 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	geoCommands,
+	hashFieldExpiryCommands,
 	transactionCommands,
 	pubsubCommands,
 	streamCommands,

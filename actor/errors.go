@@ -3,6 +3,8 @@ package actor
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cellar-db/cellar/storage"
@@ -607,4 +609,63 @@ const ErrNoConfigFile ReplyError = "ERR The server is running without a config f
 // errRewriteConfig is CONFIG REWRITE's reply when writing the file failed.
 func errRewriteConfig(err error) error {
 	return ReplyError("ERR Rewriting config file: " + err.Error())
+}
+
+// The geo commands (geo.go).
+const (
+	ErrGeoUnit            ReplyError = "ERR unsupported unit provided. please use M, KM, FT, MI"
+	ErrGeoRadiusNotNumber ReplyError = "ERR need numeric radius"
+	ErrGeoRadiusNegative  ReplyError = "ERR radius cannot be negative"
+	ErrGeoWidthNotNumber  ReplyError = "ERR need numeric width"
+	ErrGeoHeightNotNumber ReplyError = "ERR need numeric height"
+	ErrGeoBoxNegative     ReplyError = "ERR height or width cannot be negative"
+	ErrGeoMemberMissing   ReplyError = "ERR could not decode requested zset member"
+	ErrGeoCount           ReplyError = "ERR COUNT must be > 0"
+	ErrGeoAnyNeedsCount   ReplyError = "ERR the ANY argument requires COUNT argument"
+)
+
+// errGeoLonLat is the error for a position outside what a geohash covers;
+// the numbers are printed as C's %f prints them.
+func errGeoLonLat(lon, lat float64) error {
+	return ReplyError("ERR invalid longitude,latitude pair " + cFloatF(lon) + "," + cFloatF(lat))
+}
+
+// cFloatF formats v as C's printf("%f").
+func cFloatF(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'f', 6, 64)
+}
+
+// errGeoStoreWith refuses WITHDIST, WITHHASH and WITHCOORD with a store
+// (what names the store: "GEOSEARCHSTORE" or "STORE option in GEORADIUS").
+func errGeoStoreWith(what string) error {
+	return ReplyError("ERR " + what + " is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
+}
+
+// errGeoFrom and errGeoBy name the command as the client spelled it.
+func errGeoFrom(cmd []byte) error {
+	return ReplyError("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for " + string(cmd))
+}
+
+func errGeoBy(cmd []byte) error {
+	return ReplyError("ERR exactly one of BYRADIUS and BYBOX can be specified for " + string(cmd))
+}
+
+// Hash field expiration (hashfe.go), Redis 7.4's texts.
+const (
+	ErrHFEExpireNegative    ReplyError = "ERR invalid expire time, must be >= 0"
+	ErrHFEFieldsMissing     ReplyError = "ERR Mandatory argument FIELDS is missing or not at the right position"
+	ErrHFENumFieldsPositive ReplyError = "ERR Parameter `numFields` should be greater than 0"
+	ErrHFEFieldsPositive    ReplyError = "ERR Number of fields must be a positive integer"
+	ErrHFENumFields         ReplyError = "ERR The `numfields` parameter must match the number of arguments"
+)
+
+// errHFEExpireTime is Redis's addReplyErrorExpireTime for a field expiry.
+func errHFEExpireTime(cmd string) error {
+	return ReplyError("ERR invalid expire time in '" + cmd + "' command")
 }

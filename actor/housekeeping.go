@@ -13,6 +13,11 @@ func (a *Actor) housekeeping(now time.Time) {
 		a.st.Now = a.nowMs
 		t0 := time.Now()
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
+		hn := 0
+		if err == nil {
+			// Hash fields past their expiry (a hash emptied goes too).
+			hn, err = a.st.SweepExpiredFields(a.cfg.SweepBatch)
+		}
 		a.lat.sample(evExpireCycle, time.Since(t0))
 		if err != nil {
 			a.roundErr = err
@@ -20,7 +25,7 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.stats.expiredKeys += uint64(n)
 			// A full slice means more are due: go on next round, after
 			// whatever clients sent meanwhile.
-			a.sweepMore = n == a.cfg.SweepBatch
+			a.sweepMore = n == a.cfg.SweepBatch || hn == a.cfg.SweepBatch
 		}
 		a.keysTouched() // the sweep's deletions are changes like any other
 	}

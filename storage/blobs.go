@@ -133,6 +133,8 @@ type refRow struct {
 	pos  int64
 	ref  int64
 	elem []byte
+	ord  int64 // a hash field's insertion order
+	exp  int64 // and its expiry (0: none)
 }
 
 // refRows collects the rows of element table query q (columns: position,
@@ -151,6 +153,8 @@ func (s *Store) refRows(q *query, id int64) ([]refRow, error) {
 		r := refRow{pos: st.colInt(0), ref: st.colInt(1)}
 		if q == qHashRefs {
 			r.elem = st.colBlob(2, nil)
+			r.ord = st.colInt(3)
+			r.exp = st.colInt(4)
 		}
 		rows = append(rows, r)
 	}

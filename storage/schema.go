@@ -186,6 +186,19 @@ CREATE TABLE function_libraries (
 -- blob_garbage themselves (lists.go): a pop reads its element first
 -- anyway, and the trigger's program cost every pop a sixth of its time.
 DROP TRIGGER IF EXISTS list_blob_deleted;`},
+	{11, "hash field order and expiry", `
+-- The order fields were added to a hash: Redis returns a small hash
+-- (listpack) in insertion order, and applications see that order in
+-- HGETALL, HKEYS, HVALS, HSCAN and HRANDFIELD. A new field takes the next
+-- number of the version counter (versions.go), which only grows; updating a
+-- field keeps its number, so a field deleted and added again goes last.
+-- Fields stored before this migration have none and come first.
+ALTER TABLE hashes ADD COLUMN ord INTEGER;
+-- Hash field expiration (Redis 7.4's HEXPIRE family, hashfe.go): a field's
+-- expiry in unix milliseconds, NULL when it has none; the index finds the
+-- fields due for the sweep.
+ALTER TABLE hashes ADD COLUMN expire_at INTEGER;
+CREATE INDEX hashes_by_expiry ON hashes (expire_at) WHERE expire_at IS NOT NULL;`},
 }
 
 // schemaVersion is the version this build writes.

@@ -90,6 +90,9 @@ type Store struct {
 	commits uint64
 
 	nextID    int64
+	hfe       map[int64]int64 // hashes with field expiries: id -> earliest (hashfe.go)
+	ordRows   []ordRow        // OrderedElements' scratch
+	ordArena  []byte
 	keyCounts [NumDBs]int64
 	keyDeltas [NumDBs]int64
 	saved     []savepoint // each open Savepoint, innermost last
@@ -237,6 +240,9 @@ func (s *Store) init(o Options) error {
 		if c := primary(err); c == codeNotADB || c == codeCorrupt {
 			return fmt.Errorf("not a database or corrupt (%w); refusing to start with it", err)
 		}
+		return err
+	}
+	if err := s.loadFieldExpiries(); err != nil {
 		return err
 	}
 	if err := s.loadCounters(); err != nil {
@@ -407,6 +413,9 @@ func (s *Store) Rollback() {
 	s.cache.clear() // it may hold what was just rolled back
 	s.dropOpen()
 	s.ResetTouched()
+	// The hashes with field expiries, as the database has them again (on
+	// an error the sweep still finds every due field by its index).
+	s.loadFieldExpiries()
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and
