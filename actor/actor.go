@@ -47,6 +47,7 @@ type Actor struct {
 	watches watching // WATCH's index (multi.go)
 	track   tracking // client-side caching's tables (tracking.go)
 	pause   pausing  // CLIENT PAUSE (pause.go)
+	search  search   // FT.* indexes (search.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
@@ -159,6 +160,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.scripts.rand = lrand48Init
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
+		return nil, err
+	}
+	if err := a.loadSearch(); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -150,6 +150,7 @@ var families = [][]*Command{
 	streamCommands,
 	scriptingCommands,
 	functionCommands,
+	searchCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -493,3 +493,84 @@ func errPrefixOverlapExisting(p []byte, old string) error {
 func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
+
+// Search (FT.*, search.go and searchquery.go): RediSearch's texts, which
+// carry no "ERR" code (a module's error replies start with the text).
+const (
+	ErrFtDBNotZero         ReplyError = "Cannot create index on db != 0"
+	ErrFtIndexExists       ReplyError = "Index already exists"
+	ErrFtOnArgs            ReplyError = "Bad arguments for ON: Expected an argument, but none provided"
+	ErrFtOnType            ReplyError = "Invalid index type: Cellar indexes hashes only (ON HASH)"
+	ErrFtLanguageArgs      ReplyError = "Bad arguments for LANGUAGE: Expected an argument, but none provided"
+	ErrFtScoreArgs         ReplyError = "Bad arguments for SCORE: Expected an argument, but none provided"
+	ErrFtScoreRange        ReplyError = "Invalid score"
+	ErrFtFilterUnsupported ReplyError = "FILTER is not supported by Cellar's FT.CREATE"
+	ErrFtNoSchema          ReplyError = "No schema found"
+	ErrFtNoFields          ReplyError = "Fields arguments are missing"
+	ErrFtWeightArgs        ReplyError = "Bad arguments for WEIGHT: Expected an argument, but none provided"
+	ErrFtWeight            ReplyError = "Could not parse field spec: bad WEIGHT"
+	ErrFtPhoneticArgs      ReplyError = "Bad arguments for PHONETIC: Expected an argument, but none provided"
+	ErrFtSeparator         ReplyError = "Tag separator must be a single character"
+	ErrFtUnknownIndex      ReplyError = "Unknown Index name"
+	ErrFtUnknownIndexLower ReplyError = "Unknown index name"
+	ErrFtAlterSyntax       ReplyError = "Unknown action passed to ALTER SCHEMA"
+	ErrFtAliasExists       ReplyError = "Alias already exists"
+	ErrFtAliasMissing      ReplyError = "Alias does not exist"
+	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow"
+	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
+	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
+	ErrFtLimitTooLarge     ReplyError = "LIMIT exceeds maximum of 1000000"
+	ErrFtParamsCount       ReplyError = "Parameters must be specified in PARAM VALUE pairs"
+)
+
+func errFtLanguage(lang []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid language: Cellar stems English only, not '%s'", lang))
+}
+func errFtUnknownArg(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s`", arg))
+}
+func errFtBadCount(what string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Value is outside acceptable bounds", what))
+}
+func errFtFieldType(field string) error {
+	return ReplyError(fmt.Sprintf("Field `%s` does not have a type", field))
+}
+func errFtFieldTypeNamed(t []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid field type for field `%s`", t))
+}
+func errFtDupField(field string) error {
+	return ReplyError(fmt.Sprintf("Duplicate field in schema - %s", field))
+}
+func errFtNotTag(field []byte) error {
+	return ReplyError(fmt.Sprintf("No such tag field `%s`", field))
+}
+func errFtSyntax(offset int, near string) error {
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", offset, near))
+}
+func errFtNoParam(name string) error {
+	return ReplyError(fmt.Sprintf("No such parameter `%s`", name))
+}
+func errFtBadRange(which, tok string) error {
+	return ReplyError(fmt.Sprintf("Bad %s range: %s", which, tok))
+}
+func errFtArgMissing(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Expected an argument, but none provided", strings.ToUpper(string(arg))))
+}
+func errFtNoProperty(name string) error {
+	return ReplyError(fmt.Sprintf("Property `%s` not loaded nor in schema", name))
+}
+func errFtUnknownField(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown field `%s`", name))
+}
+func errFtUnsupported(arg []byte) error {
+	return ReplyError(fmt.Sprintf("%s is not supported by Cellar's FT.SEARCH", strings.ToUpper(string(arg))))
+}
+func errFtUnknownSearchArg(arg []byte, pos int) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s` at position %d for <main>", arg, pos))
+}
+func errFtNoSuchIndex(name []byte) error {
+	return ReplyError(fmt.Sprintf("%s: no such index", name))
+}
+func errFtQuery(msg string) error {
+	return ReplyError(fmt.Sprintf("Syntax error: %s", msg))
+}

@@ -181,6 +181,21 @@ CREATE TABLE function_libraries (
 	name TEXT PRIMARY KEY,
 	code BLOB NOT NULL
 ) WITHOUT ROWID;`},
+	{11, "search indexes", `
+-- FT.CREATE's indexes (search.go): the name, the number naming the
+-- index's own tables (ftN_*, created with the index), the definition as
+-- the actor encodes it, and the back-fill's SCAN cursor (-1: done).
+CREATE TABLE search_indexes (
+	name   TEXT PRIMARY KEY,
+	id     INTEGER NOT NULL UNIQUE,
+	spec   BLOB NOT NULL,
+	cursor INTEGER NOT NULL
+);
+-- FT.ALIASADD's aliases.
+CREATE TABLE search_aliases (
+	alias TEXT PRIMARY KEY,
+	name  TEXT NOT NULL
+) WITHOUT ROWID;`},
 }
 
 // schemaVersion is the version this build writes.
