@@ -25,6 +25,7 @@ var searchCommands = []*Command{
 	{Name: "ft.search", Summary: "Searches an index with a query.", Handler: cmdFtSearch},
 	{Name: "ft.info", Summary: "Describes a search index.", Handler: cmdFtInfo},
 	{Name: "ft.dropindex", Summary: "Drops a search index, with DD its documents too.", Handler: cmdFtDropIndex},
+	{Name: "ft.drop", Summary: "Drops a search index and its documents, unless KEEPDOCS (RediSearch 1).", Handler: cmdFtDrop},
 	{Name: "ft._list", Summary: "Lists the search indexes.", Handler: cmdFtList},
 	{Name: "ft.alter", Summary: "Adds fields to a search index's schema.", Handler: cmdFtAlter},
 	{Name: "ft.tagvals", Summary: "Lists the distinct values of a TAG field.", Handler: cmdFtTagVals},
@@ -427,24 +428,54 @@ func cmdFtDropIndex(c *Ctx) error {
 		return ErrFtUnknownIndex
 	}
 	if len(c.args) == 3 {
-		var keys [][]byte
-		err := c.st.SearchQuery("SELECT key FROM "+idx.table("docs"), false, nil, func(r storage.SearchRow) bool {
-			keys = append(keys, r.Bytes(0, nil))
-			return true
-		})
-		if err != nil {
+		if err := c.a.deleteIndexed(idx); err != nil {
 			return err
-		}
-		for _, k := range keys {
-			if _, err := c.st.Delete(0, k); err != nil {
-				return err
-			}
 		}
 	}
 	if err := c.a.dropIndex(idx); err != nil {
 		return err
 	}
 	c.w.OK()
+	return nil
+}
+
+// FT.DROP index [KEEPDOCS]: RediSearch 1's form, which deletes the
+// documents unless told to keep them.
+func cmdFtDrop(c *Ctx) error {
+	if len(c.args) > 3 {
+		return ErrSyntax
+	}
+	idx := c.a.search.indexes[string(c.args[1])]
+	if idx == nil {
+		return ErrFtUnknownIndex
+	}
+	if len(c.args) < 3 || !c.argEq(2, "KEEPDOCS") {
+		if err := c.a.deleteIndexed(idx); err != nil {
+			return err
+		}
+	}
+	if err := c.a.dropIndex(idx); err != nil {
+		return err
+	}
+	c.w.OK()
+	return nil
+}
+
+// deleteIndexed deletes every hash idx has a document for.
+func (a *Actor) deleteIndexed(idx *ftIndex) error {
+	var keys [][]byte
+	err := a.st.SearchQuery("SELECT key FROM "+idx.table("docs"), false, nil, func(r storage.SearchRow) bool {
+		keys = append(keys, r.Bytes(0, nil))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := a.st.Delete(0, k); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -566,7 +566,7 @@ func (q *qsql) set(n *qnode, positive bool) {
 			q.b.WriteString("SELECT docid FROM " + docs + " WHERE 0")
 		}
 	case qTag:
-		q.b.WriteString("SELECT docid FROM " + q.idx.table("tags") + " WHERE field = ? AND (")
+		q.b.WriteString("SELECT DISTINCT docid FROM " + q.idx.table("tags") + " WHERE field = ? AND (")
 		q.args = append(q.args, n.fields[0])
 		for i, t := range n.tags {
 			if i > 0 {
@@ -997,6 +997,9 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	}
 	if o.sortBy >= 0 {
 		col := "d.v" + strconv.Itoa(o.sortBy)
+		if idx.spec.Fields[o.sortBy].Type != ftNumeric {
+			col = "lower(" + col + ")" // RediSearch's normalised sort key
+		}
 		dir := "ASC"
 		if o.sortDesc {
 			dir = "DESC"
