@@ -85,6 +85,9 @@ type ftIndex struct {
 	// that is not a number) since the server started.
 	failures int64
 	uses     int64
+	// gc: document ids wait in ftN_gc for their FTS5 rows to go
+	// (collectIndex).
+	gc bool
 }
 
 // search is the actor's search state. n is the number of indexes: the
@@ -118,7 +121,7 @@ func (a *Actor) loadSearch() error {
 		return err
 	}
 	for _, r := range rows {
-		idx := &ftIndex{name: r.Name, id: r.ID, cursor: r.Cursor}
+		idx := &ftIndex{name: r.Name, id: r.ID, cursor: r.Cursor, gc: true}
 		if err := json.Unmarshal(r.Spec, &idx.spec); err != nil {
 			return err
 		}
@@ -854,6 +857,17 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 	return nil
 }
 
+// hasDoc reports whether key has a document in idx.
+func (a *Actor) hasDoc(idx *ftIndex, key []byte) (bool, error) {
+	has := false
+	err := a.st.SearchQuery("SELECT 1 FROM "+idx.table("docs")+" WHERE key = ?", true, []any{key},
+		func(storage.SearchRow) bool {
+			has = true
+			return false
+		})
+	return has, err
+}
+
 // unindexKey removes key's document from idx, if it has one.
 func (a *Actor) unindexKey(idx *ftIndex, key []byte) error {
 	docid := int64(0)
@@ -868,11 +882,10 @@ func (a *Actor) unindexKey(idx *ftIndex, key []byte) error {
 	l := idx.layout()
 	stmts := []string{"DELETE FROM " + idx.table("docs") + " WHERE docid = ?",
 		"DELETE FROM " + idx.table("tags") + " WHERE docid = ?"}
-	if len(l.Stemmed) > 0 {
-		stmts = append(stmts, "DELETE FROM "+idx.table("s")+" WHERE rowid = ?")
-	}
-	if len(l.Raw) > 0 {
-		stmts = append(stmts, "DELETE FROM "+idx.table("r")+" WHERE rowid = ?")
+	if len(l.Stemmed)+len(l.Raw) > 0 {
+		// The FTS5 rows go later, all together (collectIndex).
+		stmts = append(stmts, "INSERT INTO "+idx.table("gc")+" (docid) VALUES (?)")
+		idx.gc = true
 	}
 	for _, q := range stmts {
 		if err := a.st.SearchExec(q, docid); err != nil {
@@ -915,12 +928,39 @@ func parseFtNumber(b []byte) (float64, bool) {
 	return f, true
 }
 
+// collectIndex deletes the FTS5 rows of the documents that went since
+// the last time, in document order, in one go.
+func (a *Actor) collectIndex(idx *ftIndex) error {
+	idx.gc = false
+	l := idx.layout()
+	gc := idx.table("gc")
+	for _, t := range []struct {
+		kind string
+		cols []int
+	}{{"s", l.Stemmed}, {"r", l.Raw}} {
+		if len(t.cols) == 0 {
+			continue
+		}
+		tbl := idx.table(t.kind)
+		if err := a.st.SearchExec("DELETE FROM " + tbl + " WHERE rowid IN (SELECT docid FROM " + gc + " ORDER BY docid)"); err != nil {
+			return err
+		}
+	}
+	return a.st.SearchExec("DELETE FROM " + gc)
+}
+
 // backfillStep indexes the next batch of database 0's keys for every
 // index still being filled; it reports whether any has more to do.
 func (a *Actor) backfillStep() bool {
 	more := false
 	var entries []storage.ScanEntry
 	for _, idx := range a.search.indexes {
+		if idx.gc {
+			if err := a.collectIndex(idx); err != nil {
+				a.roundErr = err
+				return false
+			}
+		}
 		if idx.cursor < 0 {
 			continue
 		}
@@ -933,6 +973,16 @@ func (a *Actor) backfillStep() bool {
 		}
 		for _, e := range entries {
 			if e.Type == storage.TypeHash && idx.matches(e.Key) {
+				// A key with a document is up to date: every change
+				// since FT.CREATE went through indexTouched.
+				has, err := a.hasDoc(idx, e.Key)
+				if err != nil {
+					a.roundErr = err
+					return false
+				}
+				if has {
+					continue
+				}
 				if err := a.indexKey(idx, e.Key); err != nil {
 					a.roundErr = err
 					return false

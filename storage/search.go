@@ -20,6 +20,11 @@ import (
 //	ftN_s     FTS5 over the stemmed TEXT fields (porter + unicode61),
 //	          rowid = docid, one column per field (c<field number>)
 //	ftN_r     FTS5 over the NOSTEM TEXT fields (unicode61)
+//	ftN_gc    document ids whose FTS5 rows wait to be deleted: FTS5
+//	          flushes its pending terms whenever a write switches between
+//	          deleting and inserting, so the deletions are gathered here
+//	          and done in one go (the actor's housekeeping); meanwhile the
+//	          rows match nothing, since every query joins ftN_docs
 //
 // The tables are derived data: every write to them happens in the actor's
 // open transaction, from the keys touched step (or the back-fill) reading
@@ -157,7 +162,7 @@ func (s *Store) CreateSearchTables(l SearchLayout) error {
 	}
 	var b strings.Builder
 	docs := SearchTable(l.ID, "docs")
-	fmt.Fprintf(&b, "CREATE TABLE %s (docid INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE", docs)
+	fmt.Fprintf(&b, "CREATE TABLE %s (docid INTEGER PRIMARY KEY AUTOINCREMENT, key BLOB NOT NULL UNIQUE", docs)
 	for i := 0; i < l.Fields; i++ {
 		fmt.Fprintf(&b, ", v%d", i)
 	}
@@ -168,6 +173,7 @@ func (s *Store) CreateSearchTables(l SearchLayout) error {
 	tags := SearchTable(l.ID, "tags")
 	fmt.Fprintf(&b, "CREATE TABLE %s (field INTEGER NOT NULL, val BLOB NOT NULL, docid INTEGER NOT NULL, PRIMARY KEY (field, val, docid)) WITHOUT ROWID;\n", tags)
 	fmt.Fprintf(&b, "CREATE INDEX %s_doc ON %s (docid);\n", tags, tags)
+	fmt.Fprintf(&b, "CREATE TABLE %s (docid INTEGER PRIMARY KEY);\n", SearchTable(l.ID, "gc"))
 	for _, t := range []struct {
 		kind, tok string
 		cols      []int
@@ -190,7 +196,7 @@ func (s *Store) CreateSearchTables(l SearchLayout) error {
 func (s *Store) DropSearchTables(id int64) error {
 	s.closeSearchStmts()
 	var b strings.Builder
-	for _, k := range []string{"docs", "tags", "s", "r"} {
+	for _, k := range []string{"docs", "tags", "s", "r", "gc"} {
 		fmt.Fprintf(&b, "DROP TABLE IF EXISTS %s;\n", SearchTable(id, k))
 	}
 	s.dirty = true
