@@ -571,6 +571,9 @@ func errFtUnknownSearchArg(arg []byte, pos int) error {
 func errFtNoSuchIndex(name []byte) error {
 	return ReplyError(fmt.Sprintf("%s: no such index", name))
 }
+func errFtTooMany(what string, limit int) error {
+	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))
+}
 func errFtQuery(msg string) error {
 	return ReplyError(fmt.Sprintf("Syntax error: %s", msg))
 }

@@ -105,6 +105,12 @@ var defaultStopwords = []string{"a", "is", "the", "an", "and", "are", "as", "at"
 	"if", "in", "into", "it", "no", "not", "of", "on", "or", "such", "that", "their", "then", "there", "these",
 	"they", "this", "to", "was", "will", "with"}
 
+// The limits on what clients can make: indexes and aliases.
+const (
+	maxSearchIndexes = 256
+	maxSearchAliases = 1024
+)
+
 // backfillBatch is how many keys of database 0 one housekeeping step's
 // back-fill looks at.
 const backfillBatch = 1000
@@ -223,6 +229,9 @@ func cmdFtCreate(c *Ctx) error {
 	name := string(c.args[1])
 	if c.a.search.indexes[name] != nil {
 		return ErrFtIndexExists
+	}
+	if len(c.a.search.indexes) >= maxSearchIndexes {
+		return errFtTooMany("indexes", maxSearchIndexes)
 	}
 	spec := ftSpec{Score: 1}
 	args := c.args[2:]
@@ -559,6 +568,9 @@ func ftAlias(c *Ctx, update bool) error {
 	}
 	if s.indexes[alias] != nil {
 		return ErrFtAliasExists
+	}
+	if _, ok := s.aliases[alias]; !ok && len(s.aliases) >= maxSearchAliases {
+		return errFtTooMany("aliases", maxSearchAliases)
 	}
 	if err := c.st.SaveSearchAlias(alias, idx.name); err != nil {
 		return err

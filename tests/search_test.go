@@ -612,3 +612,22 @@ func TestRedisPySearch(t *testing.T) {
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), debianPython, filepath.Join("clients", "python", "search.py"))
 }
+
+// The bounds on what clients can make: indexes, aliases, query nesting.
+func TestSearchLimits(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	for i := range 256 {
+		r.expect(status("OK"), "FT.CREATE", fmt.Sprintf("i%d", i), "PREFIX", "1", fmt.Sprintf("k%d:", i), "SCHEMA", "t", "TEXT")
+	}
+	r.expect(errr("Too many indexes (256)"), "FT.CREATE", "one-more", "SCHEMA", "t", "TEXT")
+	for i := range 1024 {
+		r.expect(status("OK"), "FT.ALIASADD", fmt.Sprintf("a%d", i), "i0")
+	}
+	r.expect(errr("Too many aliases (1024)"), "FT.ALIASADD", "one-more", "i0")
+	r.expect(status("OK"), "FT.ALIASUPDATE", "a0", "i1") // an existing alias moves
+	r.expect(status("OK"), "FT.DROPINDEX", "i0")
+	r.expect(status("OK"), "FT.CREATE", "one-more", "SCHEMA", "t", "TEXT")
+	r.expect(errr("Parser stack overflow"), "FT.SEARCH", "i1", strings.Repeat("(", 300)+"a"+strings.Repeat(")", 300))
+	r.expect(errr("LIMIT exceeds maximum of 1000000"), "FT.SEARCH", "i1", "*", "LIMIT", "0", "1000001")
+}
