@@ -631,3 +631,57 @@ func TestSearchLimits(t *testing.T) {
 	r.expect(errr("Parser stack overflow"), "FT.SEARCH", "i1", strings.Repeat("(", 300)+"a"+strings.Repeat(")", 300))
 	r.expect(errr("LIMIT exceeds maximum of 1000000"), "FT.SEARCH", "i1", "*", "LIMIT", "0", "1000001")
 }
+
+// go-redis's FT API (RESP2, as go-redis speaks to search by default).
+func TestGoRedisSearch(t *testing.T) {
+	s := startServer(t)
+	c := resp2(s)
+	if err := c.FTCreate(ctx, "people", &redis.FTCreateOptions{OnHash: true, Prefix: []any{"person:"}},
+		&redis.FieldSchema{FieldName: "name", FieldType: redis.SearchFieldTypeText, Sortable: true},
+		&redis.FieldSchema{FieldName: "age", FieldType: redis.SearchFieldTypeNumeric},
+		&redis.FieldSchema{FieldName: "city", FieldType: redis.SearchFieldTypeTag},
+	).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.HSet(ctx, "person:1", "name", "Ada Lovelace", "age", 36, "city", "London")
+	c.HSet(ctx, "person:2", "name", "Alan Turing", "age", 41, "city", "London")
+	c.HSet(ctx, "person:3", "name", "Grace Hopper", "age", 85, "city", "New York")
+	res, err := c.FTSearchWithArgs(ctx, "people", "@city:{london}", &redis.FTSearchOptions{
+		SortBy: []redis.FTSearchSortBy{{FieldName: "age", Desc: true}}, WithScores: true}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 2 || len(res.Docs) != 2 || res.Docs[0].ID != "person:2" || res.Docs[0].Fields["name"] != "Alan Turing" {
+		t.Fatalf("FTSearch: %+v", res)
+	}
+	res, err = c.FTSearchWithArgs(ctx, "people", "@age:[$lo $hi]", &redis.FTSearchOptions{
+		Params: map[string]any{"lo": 40, "hi": 100}, DialectVersion: 2, NoContent: true}).Result()
+	if err != nil || res.Total != 2 || res.Docs[0].ID != "person:2" || res.Docs[1].ID != "person:3" {
+		t.Fatalf("FTSearch with params: %+v %v", res, err)
+	}
+	info, err := c.FTInfo(ctx, "people").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.IndexName != "people" || info.NumDocs != 3 || len(info.Attributes) != 3 || info.Attributes[0].Type != "TEXT" || !info.Attributes[0].Sortable {
+		t.Fatalf("FTInfo: %+v", info)
+	}
+	if got := c.FT_List(ctx).Val(); !slices.Equal(got, []string{"people"}) {
+		t.Fatalf("FT_List: %v", got)
+	}
+	if got := c.FTTagVals(ctx, "people", "city").Val(); !slices.Equal(got, []string{"london", "new york"}) {
+		t.Fatalf("FTTagVals: %v", got)
+	}
+	if err := c.FTAliasAdd(ctx, "people", "folk").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.FTSearch(ctx, "folk", "grace").Val().Total; n != 1 {
+		t.Fatalf("search through the alias: %d", n)
+	}
+	if err := c.FTDropIndexWithArgs(ctx, "people", &redis.FTDropIndexOptions{DeleteDocs: true}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, "person:1", "person:2", "person:3").Val(); n != 0 {
+		t.Fatalf("DD left %d hashes", n)
+	}
+}
