@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,6 +59,8 @@ func main() {
 	port := freePort()
 	cmd := exec.Command(*bin, "--port", strconv.Itoa(port), "--dir", dir, "--loglevel", "warn")
 	cmd.Stderr = os.Stderr
+	// The server dies with the bench, however the bench ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
@@ -72,6 +75,7 @@ func main() {
 	}
 
 	g := &corpus{vocab: vocab, r: rand.New(rand.NewPCG(19, 1))}
+	g.zipf = rand.NewZipf(g.r, 1.1, 1, uint64(len(vocab)-1))
 	all := make([]doc, *docs)
 	for i := range all {
 		all[i] = g.doc()
@@ -181,20 +185,18 @@ var tagNames = func() []string {
 type corpus struct {
 	vocab []string
 	r     *rand.Rand
+	zipf  *rand.Zipf
 }
 
-// word draws a word with a skewed distribution (a few words common, most
-// rare), as in text.
-func (g *corpus) word() string {
-	f := g.r.Float64()
-	return g.vocab[int(f*f*f*float64(len(g.vocab)))]
-}
+// word draws a word with Zipf's law (s = 1.1), as in text: a few words
+// very common, most rare.
+func (g *corpus) word() string { return g.vocab[g.zipf.Uint64()] }
 
-// commonWord draws from the most common thousand.
+// commonWord draws a query term among ranks 50 to 2000: common words that
+// are not, in effect, stop words.
 func (g *corpus) commonWord() string {
 	for {
-		f := g.r.Float64() * 0.2
-		w := g.vocab[int(f*f*f*float64(len(g.vocab)))]
+		w := g.vocab[50+g.r.IntN(1950)]
 		if len(w) >= 4 {
 			return w
 		}
