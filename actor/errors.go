@@ -571,6 +571,28 @@ func errFtUnknownSearchArg(arg []byte, pos int) error {
 func errFtNoSuchIndex(name []byte) error {
 	return ReplyError(fmt.Sprintf("%s: no such index", name))
 }
+func errFtBadProperty(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown property `%s`. Did you mean `@%s`?", name, name))
+}
+func errFtReducer(name string) error {
+	return ReplyError(fmt.Sprintf("No such reducer `%s`", name))
+}
+func errFtReducerArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: wrong number of arguments", name))
+}
+func errFtExpr(expr string, pos int) error {
+	near := expr[pos:]
+	if len(near) > 10 {
+		near = near[:10]
+	}
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", pos, near))
+}
+func errFtFunction(name string) error {
+	return ReplyError(fmt.Sprintf("Unknown function name '%s'", name))
+}
+func errFtFunctionArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Function '%s' was called with the wrong number of arguments", name))
+}
 func errFtTooMany(what string, limit int) error {
 	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))
 }

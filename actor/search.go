@@ -23,6 +23,7 @@ import (
 var searchCommands = []*Command{
 	{Name: "ft.create", Summary: "Creates a search index over hashes.", Handler: cmdFtCreate},
 	{Name: "ft.search", Summary: "Searches an index with a query.", Handler: cmdFtSearch},
+	{Name: "ft.aggregate", Summary: "Groups, reduces, sorts and transforms the documents a query matches.", Handler: cmdFtAggregate},
 	{Name: "ft.info", Summary: "Describes a search index.", Handler: cmdFtInfo},
 	{Name: "ft.dropindex", Summary: "Drops a search index, with DD its documents too.", Handler: cmdFtDropIndex},
 	{Name: "ft.drop", Summary: "Drops a search index and its documents, unless KEEPDOCS (RediSearch 1).", Handler: cmdFtDrop},

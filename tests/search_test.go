@@ -685,3 +685,41 @@ func TestGoRedisSearch(t *testing.T) {
 		t.Fatalf("DD left %d hashes", n)
 	}
 }
+
+func TestSearchAggregate(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "sales", "PREFIX", "1", "s:", "SCHEMA", "item", "TEXT", "shop", "TAG", "price", "NUMERIC", "qty", "NUMERIC")
+	rows := []struct{ item, shop, price, qty string }{
+		{"red apple", "north", "1.5", "10"}, {"green apple", "north", "2", "5"}, {"pear", "south", "3", "2"},
+		{"apple pie", "south", "12", "1"}, {"plum", "east", "0.5", "40"},
+	}
+	for i, row := range rows {
+		r.expect(integer(4), "HSET", fmt.Sprintf("s:%d", i), "item", row.item, "shop", row.shop, "price", row.price, "qty", row.qty)
+	}
+	// GROUPBY with reducers, SORTBY.
+	r.expect(array(integer(3),
+		array(bulk("shop"), bulk("east"), bulk("n"), bulk("1"), bulk("total"), bulk("40"), bulk("avg"), bulk("0.5")),
+		array(bulk("shop"), bulk("north"), bulk("n"), bulk("2"), bulk("total"), bulk("15"), bulk("avg"), bulk("1.75")),
+		array(bulk("shop"), bulk("south"), bulk("n"), bulk("2"), bulk("total"), bulk("3"), bulk("avg"), bulk("7.5"))),
+		"FT.AGGREGATE", "sales", "*", "GROUPBY", "1", "@shop",
+		"REDUCE", "COUNT", "0", "AS", "n", "REDUCE", "SUM", "1", "@qty", "AS", "total", "REDUCE", "AVG", "1", "@price", "AS", "avg",
+		"SORTBY", "2", "@shop", "ASC")
+	// A text query, APPLY, FILTER, MIN/MAX/COUNT_DISTINCT, default aliases.
+	r.expect(array(integer(1),
+		array(bulk("shop"), bulk("north"), bulk("__generated_aliasminprice"), bulk("1.5"), bulk("__generated_aliasmaxrevenue"), bulk("15"), bulk("__generated_aliascount_distinctitem"), bulk("1"))),
+		"FT.AGGREGATE", "sales", "apple", "APPLY", "@price * @qty", "AS", "revenue", "FILTER", "@revenue > 12",
+		"GROUPBY", "1", "@shop", "REDUCE", "MIN", "1", "@price", "REDUCE", "MAX", "1", "@revenue", "REDUCE", "COUNT_DISTINCT", "1", "@item")
+	// LOAD, APPLY with string functions, SORTBY DESC, LIMIT.
+	r.expect(array(integer(5),
+		array(bulk("item"), bulk("apple pie"), bulk("price"), bulk("12"), bulk("up"), bulk("APPLE PIE")),
+		array(bulk("item"), bulk("pear"), bulk("price"), bulk("3"), bulk("up"), bulk("PEAR"))),
+		"FT.AGGREGATE", "sales", "*", "LOAD", "2", "@item", "@price", "APPLY", "upper(@item)", "AS", "up",
+		"SORTBY", "2", "@price", "DESC", "LIMIT", "0", "2")
+	r.expect(array(integer(1), array(bulk("x"), bulk("3"))),
+		"FT.AGGREGATE", "sales", "pear", "APPLY", "strlen(substr('abcdef', 1, 3))", "AS", "x")
+	r.expect(errr("No such reducer `MEDIAN`"), "FT.AGGREGATE", "sales", "*", "GROUPBY", "1", "@shop", "REDUCE", "MEDIAN", "1", "@price")
+	r.expect(errr("Unknown function name 'nosuch'"), "FT.AGGREGATE", "sales", "*", "APPLY", "nosuch(@price)", "AS", "x")
+	r.expect(errr("Unknown property `shop`. Did you mean `@shop`?"), "FT.AGGREGATE", "sales", "*", "GROUPBY", "1", "shop")
+	r.expect(errr("nosuch: no such index"), "FT.AGGREGATE", "nosuch", "*")
+}

@@ -58,9 +58,16 @@ assert [d.id for d in res.docs] == ["movie:1"], res
 r.delete("movie:1")
 assert ft.search(Query("matrix")).total == 0
 
+from redis.commands.search import reducers
+from redis.commands.search.aggregation import AggregateRequest, Desc
+
+req = AggregateRequest("*").group_by("@genre", reducers.count().alias("n"), reducers.max("@year").alias("latest")).sort_by(Desc("@latest"))
+res = ft.aggregate(req)
+assert res.rows == [["genre", "crime,action", "n", "1", "latest", "1995"], ["genre", "crime", "n", "1", "latest", "1981"]], res.rows
+
 ft.aliasadd("films")
 assert r.ft("films").search(Query("heat")).total == 1
 assert "movies" in r.execute_command("FT._LIST")
 ft.dropindex(delete_documents=True)
 assert r.exists("movie:2") == 0
-print("ok redis-py search: create, back-fill, search, sort, filter, params, alias, drop")
+print("ok redis-py search: create, back-fill, search, sort, filter, params, aggregate, alias, drop")
