@@ -519,7 +519,10 @@ const (
 	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow"
 	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
 	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
-	ErrFtLimitTooLarge     ReplyError = "LIMIT exceeds maximum of 1000000"
+	ErrFtSugScore          ReplyError = "ERR invalid score"
+	ErrFtSugMax            ReplyError = "Invalid MAX value"
+	ErrFtConfigOption      ReplyError = "Invalid option"
+	ErrFtConfigSyntax      ReplyError = "ERR wrong number of arguments for 'ft.config' command"
 	ErrFtParamsCount       ReplyError = "Parameters must be specified in PARAM VALUE pairs"
 )
 
@@ -592,6 +595,12 @@ func errFtFunction(name string) error {
 }
 func errFtFunctionArgs(name string) error {
 	return ReplyError(fmt.Sprintf("Function '%s' was called with the wrong number of arguments", name))
+}
+func errFtLimitTooLarge(limit int64) error {
+	return ReplyError(fmt.Sprintf("LIMIT exceeds maximum of %d", limit))
+}
+func errFtConfigValue(name string) error {
+	return ReplyError(fmt.Sprintf("Invalid value for %s", name))
 }
 func errFtTooMany(what string, limit int) error {
 	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))

@@ -34,6 +34,16 @@ var searchCommands = []*Command{
 	{Name: "ft.aliasupdate", Summary: "Points an alias at a search index.", Handler: cmdFtAliasUpdate},
 	{Name: "ft.aliasdel", Summary: "Removes a search index alias.", Handler: cmdFtAliasDel},
 	{Name: "ft.explain", Summary: "Shows how a query is parsed.", Handler: cmdFtExplain},
+	{Name: "ft.sugadd", Summary: "Adds a string to a suggestion dictionary.", Handler: cmdFtSugAdd},
+	{Name: "ft.sugget", Summary: "Gets completions of a prefix from a suggestion dictionary.", Handler: cmdFtSugGet},
+	{Name: "ft.sugdel", Summary: "Deletes a string from a suggestion dictionary.", Handler: cmdFtSugDel},
+	{Name: "ft.suglen", Summary: "Counts the strings of a suggestion dictionary.", Handler: cmdFtSugLen},
+	{Name: "ft.dictadd", Summary: "Adds terms to a dictionary.", Handler: cmdFtDictAdd},
+	{Name: "ft.dictdel", Summary: "Deletes terms from a dictionary.", Handler: cmdFtDictDel},
+	{Name: "ft.dictdump", Summary: "Lists a dictionary's terms.", Handler: cmdFtDictDump},
+	{Name: "ft.synupdate", Summary: "Adds terms to a synonym group of an index.", Handler: cmdFtSynUpdate},
+	{Name: "ft.syndump", Summary: "Lists an index's synonym groups by term.", Handler: cmdFtSynDump},
+	{Name: "ft.config", Summary: "Reads or sets a search option.", Handler: cmdFtConfig},
 }
 
 // Field types.
@@ -89,6 +99,9 @@ type ftIndex struct {
 	// gc: document ids wait in ftN_gc for their FTS5 rows to go
 	// (collectIndex).
 	gc bool
+	// syn maps a term to its synonym groups, synGroups a group to its
+	// terms (FT.SYNUPDATE, searchextra.go).
+	syn, synGroups map[string][]string
 }
 
 // search is the actor's search state. n is the number of indexes: the
@@ -99,6 +112,7 @@ type search struct {
 	aliases map[string]string
 	scratch [][]byte
 	vals    []any
+	config  map[string]string // FT.CONFIG SET's values (searchextra.go)
 }
 
 // defaultStopwords is RediSearch's default stop-word list.
@@ -136,8 +150,10 @@ func (a *Actor) loadSearch() error {
 		s.indexes[r.Name] = idx
 	}
 	s.n = len(s.indexes)
-	s.aliases, err = a.st.SearchAliases()
-	return err
+	if s.aliases, err = a.st.SearchAliases(); err != nil {
+		return err
+	}
+	return a.loadSynonyms()
 }
 
 // reloadSearch makes the indexes in memory what the database holds.
@@ -494,6 +510,9 @@ func (a *Actor) deleteIndexed(idx *ftIndex) error {
 
 func (a *Actor) dropIndex(idx *ftIndex) error {
 	if err := a.st.DropSearchTables(idx.id); err != nil {
+		return err
+	}
+	if err := a.st.SearchExec("DELETE FROM search_synonyms WHERE idx = ?", idx.name); err != nil {
 		return err
 	}
 	if err := a.st.DeleteSearchIndex(idx.name); err != nil {

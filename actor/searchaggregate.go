@@ -277,7 +277,7 @@ func cmdFtAggregate(c *Ctx) error {
 				return ErrFtLimit
 			}
 			if num > maxSearchLimit || off > maxSearchLimit {
-				return ErrFtLimitTooLarge
+				return errFtLimitTooLarge(maxSearchLimit)
 			}
 			steps = append(steps, aggStep{kind: "LIMIT", off: int(off), num: int(num)})
 			limited = true

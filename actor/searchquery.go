@@ -271,6 +271,13 @@ func (p *qparser) term() (*qnode, error) {
 	if !p.nostop && p.idx.stop[n.words[0]] {
 		return nil, nil
 	}
+	if syns := p.idx.synonyms(n.words[0]); syns != nil {
+		or := &qnode{op: qOr}
+		for _, s := range syns {
+			or.kids = append(or.kids, &qnode{op: qText, words: []string{s}, fields: p.scope})
+		}
+		return or, nil
+	}
 	return n, nil
 }
 
@@ -717,7 +724,7 @@ type ftReturn struct{ field, as string }
 const maxSearchLimit = 1000000
 
 // parseFtSearch parses FT.SEARCH's options after the query.
-func parseFtSearch(idx *ftIndex, args [][]byte) (*ftSearch, error) {
+func parseFtSearch(idx *ftIndex, args [][]byte, maxLimit int64) (*ftSearch, error) {
 	o := &ftSearch{sortBy: -1, num: 10}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -817,8 +824,8 @@ func parseFtSearch(idx *ftIndex, args [][]byte) (*ftSearch, error) {
 			if err1 != nil || err2 != nil || off < 0 || num < 0 {
 				return nil, ErrFtLimit
 			}
-			if num > maxSearchLimit || off > maxSearchLimit {
-				return nil, ErrFtLimitTooLarge
+			if num > maxLimit || off > maxLimit {
+				return nil, errFtLimitTooLarge(maxLimit)
 			}
 			o.offset, o.num = off, num
 			i += 2
@@ -888,7 +895,7 @@ func cmdFtSearch(c *Ctx) error {
 	if idx == nil {
 		return errFtNoSuchIndex(c.args[1])
 	}
-	o, err := parseFtSearch(idx, c.args[3:])
+	o, err := parseFtSearch(idx, c.args[3:], c.a.search.maxResults())
 	if err != nil {
 		return err
 	}
@@ -1063,7 +1070,7 @@ func cmdFtExplain(c *Ctx) error {
 	if idx == nil {
 		return errFtNoSuchIndex(c.args[1])
 	}
-	o, err := parseFtSearch(idx, c.args[3:])
+	o, err := parseFtSearch(idx, c.args[3:], c.a.search.maxResults())
 	if err != nil {
 		return err
 	}

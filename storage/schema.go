@@ -195,6 +195,30 @@ CREATE TABLE search_indexes (
 CREATE TABLE search_aliases (
 	alias TEXT PRIMARY KEY,
 	name  TEXT NOT NULL
+) WITHOUT ROWID;
+-- FT.SUGADD's suggestion dictionaries, by name (not keys of a database):
+-- each string, its lower-case form for prefix lookups, score and payload.
+CREATE TABLE search_suggestions (
+	dict    BLOB NOT NULL,
+	term    BLOB NOT NULL,
+	lower   BLOB NOT NULL,
+	score   REAL NOT NULL,
+	payload BLOB,
+	PRIMARY KEY (dict, term)
+) WITHOUT ROWID;
+CREATE INDEX search_suggestions_by_prefix ON search_suggestions (dict, lower);
+-- FT.DICTADD's dictionaries.
+CREATE TABLE search_dicts (
+	dict BLOB NOT NULL,
+	term BLOB NOT NULL,
+	PRIMARY KEY (dict, term)
+) WITHOUT ROWID;
+-- FT.SYNUPDATE's synonym groups, per index.
+CREATE TABLE search_synonyms (
+	idx  TEXT NOT NULL,
+	grp  TEXT NOT NULL,
+	term TEXT NOT NULL,
+	PRIMARY KEY (idx, grp, term)
 ) WITHOUT ROWID;`},
 }
 

@@ -142,6 +142,14 @@ func (s *Store) SaveSearchAlias(alias, name string) error {
 	return nil
 }
 
+// RecordSearch records a change to something of search's that is not a
+// key (a suggestion dictionary, a dictionary, synonyms), named name, so
+// the command that made it is logged like any write.
+func (s *Store) RecordSearch(name []byte) {
+	s.dirty = true
+	s.record(0, name, Search, 0)
+}
+
 // SearchLayout is the shape of one index's tables.
 type SearchLayout struct {
 	ID      int64

@@ -723,3 +723,52 @@ func TestSearchAggregate(t *testing.T) {
 	r.expect(errr("Unknown property `shop`. Did you mean `@shop`?"), "FT.AGGREGATE", "sales", "*", "GROUPBY", "1", "shop")
 	r.expect(errr("nosuch: no such index"), "FT.AGGREGATE", "nosuch", "*")
 }
+
+func TestSearchSuggestionsDictsSynonymsConfig(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(integer(1), "FT.SUGADD", "ac", "Hello World", "2")
+	r.expect(integer(2), "FT.SUGADD", "ac", "help", "3", "PAYLOAD", "p1")
+	r.expect(integer(3), "FT.SUGADD", "ac", "helicopter", "1")
+	r.expect(integer(3), "FT.SUGADD", "ac", "helicopter", "5", "INCR")
+	r.expect(integer(4), "FT.SUGADD", "ac", "world", "9")
+	r.expect(array(bulk("helicopter"), bulk("help"), bulk("Hello World")), "FT.SUGGET", "ac", "hel")
+	r.expect(array(bulk("helicopter"), bulk("6")), "FT.SUGGET", "ac", "HEL", "MAX", "1", "WITHSCORES")
+	r.expect(array(bulk("helicopter"), "$-1\r\n", bulk("help"), bulk("p1")), "FT.SUGGET", "ac", "hel", "MAX", "2", "WITHPAYLOADS")
+	r.expect(array(bulk("helicopter"), bulk("help"), bulk("Hello World")), "FT.SUGGET", "ac", "hwl", "FUZZY")
+	r.expect(array(), "FT.SUGGET", "ac", "zzz")
+	r.expect(integer(4), "FT.SUGLEN", "ac")
+	r.expect(integer(1), "FT.SUGDEL", "ac", "help")
+	r.expect(integer(0), "FT.SUGDEL", "ac", "help")
+	r.expect(integer(3), "FT.SUGLEN", "ac")
+	r.expect(integer(0), "FT.SUGLEN", "nosuch")
+	r.expect(errr("ERR invalid score"), "FT.SUGADD", "ac", "x", "notanumber")
+
+	r.expect(integer(3), "FT.DICTADD", "d", "foo", "bar", "baz")
+	r.expect(integer(1), "FT.DICTADD", "d", "foo", "qux")
+	r.expect(integer(2), "FT.DICTDEL", "d", "foo", "nope", "bar")
+	r.expect(array(bulk("baz"), bulk("qux")), "FT.DICTDUMP", "d")
+
+	r.expect(status("OK"), "FT.CREATE", "idx", "PREFIX", "1", "doc:", "SCHEMA", "t", "TEXT", "NOSTEM")
+	r.expect(integer(1), "HSET", "doc:1", "t", "a fast car")
+	r.expect(integer(1), "HSET", "doc:2", "t", "a quick bike")
+	r.expect(array(integer(1), bulk("doc:1")), "FT.SEARCH", "idx", "fast", "NOCONTENT")
+	r.expect(status("OK"), "FT.SYNUPDATE", "idx", "g1", "fast", "Quick")
+	r.expect(array(integer(2), bulk("doc:1"), bulk("doc:2")), "FT.SEARCH", "idx", "fast", "NOCONTENT")
+	r.expect(array(bulk("fast"), array(bulk("g1")), bulk("quick"), array(bulk("g1"))), "FT.SYNDUMP", "idx")
+	r.expect(errr("Unknown index name"), "FT.SYNDUMP", "nosuch")
+
+	r.expect(array(array(bulk("MAXSEARCHRESULTS"), bulk("1000000"))), "FT.CONFIG", "GET", "MAXSEARCHRESULTS")
+	r.expect(status("OK"), "FT.CONFIG", "SET", "MAXSEARCHRESULTS", "100")
+	r.expect(errr("LIMIT exceeds maximum of 100"), "FT.SEARCH", "idx", "*", "LIMIT", "0", "101")
+	r.expect(errr("Invalid option"), "FT.CONFIG", "SET", "NOSUCH", "1")
+	r.expect(errr("Invalid value for DEFAULT_DIALECT"), "FT.CONFIG", "SET", "DEFAULT_DIALECT", "7")
+
+	// All of it survives a restart.
+	needCellar(t, s)
+	s.restart()
+	r = s.raw()
+	r.expect(integer(3), "FT.SUGLEN", "ac")
+	r.expect(array(bulk("baz"), bulk("qux")), "FT.DICTDUMP", "d")
+	r.expect(array(integer(2), bulk("doc:1"), bulk("doc:2")), "FT.SEARCH", "idx", "quick", "NOCONTENT")
+}
