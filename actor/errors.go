@@ -520,6 +520,12 @@ const (
 	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
 	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
 	ErrFtSugScore          ReplyError = "ERR invalid score"
+	ErrFtAddScore          ReplyError = "Score must be between 0 and 1"
+	ErrFtNoFieldList       ReplyError = "No field list found"
+	ErrFtFieldsPairs       ReplyError = "Fields must be specified in FIELD VALUE pairs"
+	ErrFtDocExists         ReplyError = "Document already exists"
+	ErrFtSpellDistance     ReplyError = "bad distance given, distance must be a natural number between 1 to 4"
+	ErrFtSpellTerms        ReplyError = "bad format, exlude/include operation was not given"
 	ErrFtSugMax            ReplyError = "Invalid MAX value"
 	ErrFtConfigOption      ReplyError = "Invalid option"
 	ErrFtConfigSyntax      ReplyError = "ERR wrong number of arguments for 'ft.config' command"
@@ -601,6 +607,9 @@ func errFtLimitTooLarge(limit int64) error {
 }
 func errFtConfigValue(name string) error {
 	return ReplyError(fmt.Sprintf("Invalid value for %s", name))
+}
+func errFtUnknownKeyword(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown keyword `%s` given", arg))
 }
 func errFtTooMany(what string, limit int) error {
 	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))

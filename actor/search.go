@@ -44,6 +44,11 @@ var searchCommands = []*Command{
 	{Name: "ft.synupdate", Summary: "Adds terms to a synonym group of an index.", Handler: cmdFtSynUpdate},
 	{Name: "ft.syndump", Summary: "Lists an index's synonym groups by term.", Handler: cmdFtSynDump},
 	{Name: "ft.config", Summary: "Reads or sets a search option.", Handler: cmdFtConfig},
+	{Name: "ft.spellcheck", Summary: "Suggests corrections of a query's terms from an index's terms.", Handler: cmdFtSpellCheck},
+	{Name: "ft.add", Summary: "Adds a document as a hash (RediSearch 1).", Handler: cmdFtAdd},
+	{Name: "ft.del", Summary: "Deletes a document's hash (RediSearch 1).", Handler: cmdFtDel},
+	{Name: "ft.get", Summary: "Reads a document's hash (RediSearch 1).", Handler: cmdFtGet},
+	{Name: "ft.mget", Summary: "Reads documents' hashes (RediSearch 1).", Handler: cmdFtMGet},
 }
 
 // Field types.

@@ -450,3 +450,288 @@ func cmdFtConfig(c *Ctx) error {
 	}
 	return ErrFtConfigSyntax
 }
+
+// FT.ADD index docId score [NOSAVE] [REPLACE [PARTIAL]] [LANGUAGE lang]
+// [PAYLOAD payload] FIELDS field value [field value ...]: RediSearch 1's
+// way in, which RediSearch 2 (and Cellar) turns into a hash write of key
+// docId in database 0 (the index follows it as it follows any hash).
+func cmdFtAdd(c *Ctx) error {
+	idx := c.a.lookupIndex(c.args[1])
+	if idx == nil {
+		return ErrFtUnknownIndexLower
+	}
+	key := c.args[2]
+	score, ok := parseFloat(c.args[3])
+	if !ok || score < 0 || score > 1 {
+		return ErrFtAddScore
+	}
+	replace, partial := false, false
+	i := 4
+	for ; i < len(c.args) && !c.argEq(i, "FIELDS"); i++ {
+		switch {
+		case c.argEq(i, "NOSAVE"):
+			return errFtUnsupported(c.args[i])
+		case c.argEq(i, "REPLACE"):
+			replace = true
+		case c.argEq(i, "PARTIAL"):
+			partial = true
+		case (c.argEq(i, "LANGUAGE") || c.argEq(i, "PAYLOAD")) && i+1 < len(c.args):
+			i++
+		default:
+			return errFtUnknownKeyword(c.args[i])
+		}
+	}
+	if i >= len(c.args) {
+		return ErrFtNoFieldList
+	}
+	fields := c.args[i+1:]
+	if len(fields) == 0 || len(fields)%2 != 0 {
+		return ErrFtFieldsPairs
+	}
+	present, _, err := c.st.Peek(0, key)
+	if err != nil {
+		return err
+	}
+	if present && !replace {
+		return ErrFtDocExists
+	}
+	if present && !partial {
+		if _, err := c.st.Delete(0, key); err != nil {
+			return err
+		}
+	}
+	h, err := c.st.OpenOrCreateColl(0, key, storage.TypeHash)
+	if err != nil {
+		return err
+	}
+	for j := 0; j < len(fields); j += 2 {
+		if _, err := c.st.HashSet(h, fields[j], fields[j+1], false); err != nil {
+			return err
+		}
+	}
+	c.w.OK()
+	return nil
+}
+
+// FT.DEL index docId [DD]: deletes the document's hash.
+func cmdFtDel(c *Ctx) error {
+	if c.a.lookupIndex(c.args[1]) == nil {
+		return ErrFtUnknownIndexLower
+	}
+	if len(c.args) > 4 || (len(c.args) == 4 && !c.argEq(3, "DD")) {
+		return ErrSyntax
+	}
+	existed, err := c.st.Delete(0, c.args[2])
+	if err != nil {
+		return err
+	}
+	c.w.Int(b2i(existed))
+	return nil
+}
+
+// FT.GET index docId
+func cmdFtGet(c *Ctx) error {
+	if c.a.lookupIndex(c.args[1]) == nil {
+		return ErrFtUnknownIndexLower
+	}
+	return ftGetOne(c, c.args[2])
+}
+
+// FT.MGET index docId [docId ...]
+func cmdFtMGet(c *Ctx) error {
+	if c.a.lookupIndex(c.args[1]) == nil {
+		return ErrFtUnknownIndexLower
+	}
+	c.w.Array(len(c.args) - 2)
+	for _, k := range c.args[2:] {
+		if err := ftGetOne(c, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ftGetOne writes a hash of database 0 as a flat array of fields and
+// values, or a null for no hash.
+func ftGetOne(c *Ctx, key []byte) error {
+	h, err := c.st.OpenColl(0, key, storage.TypeHash)
+	if err == storage.ErrWrongType || (err == nil && h == nil) {
+		c.w.NullArray()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	elems, err := c.st.AllElements(h)
+	if err != nil {
+		return err
+	}
+	c.w.Array(2 * len(elems))
+	for _, e := range elems {
+		c.w.Bulk(e.Member)
+		c.w.Bulk(e.Value)
+	}
+	return nil
+}
+
+// spellSuggestion is one FT.SPELLCHECK suggestion.
+type spellSuggestion struct {
+	term  string
+	score float64
+}
+
+// FT.SPELLCHECK index query [DISTANCE d] [TERMS INCLUDE|EXCLUDE dict [terms]] [DIALECT d]
+func cmdFtSpellCheck(c *Ctx) error {
+	idx := c.a.lookupIndex(c.args[1])
+	if idx == nil {
+		return errFtNoSuchIndex(c.args[1])
+	}
+	distance := 1
+	var include, exclude []string
+	for i := 3; i < len(c.args); i++ {
+		switch {
+		case c.argEq(i, "DISTANCE") && i+1 < len(c.args):
+			d, err := parseInt(c.args[i+1])
+			if err != nil || d < 1 || d > 4 {
+				return ErrFtSpellDistance
+			}
+			distance = int(d)
+			i++
+		case c.argEq(i, "TERMS") && i+2 < len(c.args):
+			terms, err := dictTerms(c, c.args[i+2])
+			if err != nil {
+				return err
+			}
+			if eqFold(c.args[i+1], "INCLUDE") {
+				include = append(include, terms...)
+			} else if eqFold(c.args[i+1], "EXCLUDE") {
+				exclude = append(exclude, terms...)
+			} else {
+				return ErrFtSpellTerms
+			}
+			i += 2
+		case c.argEq(i, "DIALECT") && i+1 < len(c.args):
+			i++
+		default:
+			return errFtUnknownArg(c.args[i])
+		}
+	}
+	n, err := parseQuery(idx, string(c.args[2]), &ftSearch{})
+	if err != nil {
+		return err
+	}
+	var words []string
+	var walk func(n *qnode)
+	walk = func(n *qnode) {
+		if n == nil {
+			return
+		}
+		if n.op == qText && !n.prefix {
+			words = append(words, n.words...)
+		}
+		for _, k := range n.kids {
+			walk(k)
+		}
+	}
+	walk(n)
+	vocab, docs, err := c.a.indexVocab(idx)
+	if err != nil {
+		return err
+	}
+	type result struct {
+		word string
+		sugg []spellSuggestion
+	}
+	var results []result
+	seen := map[string]bool{}
+	for _, w := range words {
+		if seen[w] || vocab[w] > 0 || containsStr(exclude, w) || containsStr(include, w) {
+			continue
+		}
+		seen[w] = true
+		res := result{word: w}
+		for t, n := range vocab {
+			if levenshtein(t, w) <= distance && !containsStr(exclude, t) {
+				res.sugg = append(res.sugg, spellSuggestion{t, float64(n) / float64(max(docs, 1))})
+			}
+		}
+		for _, t := range include {
+			if levenshtein(t, w) <= distance {
+				res.sugg = append(res.sugg, spellSuggestion{t, 0})
+			}
+		}
+		sort.Slice(res.sugg, func(i, j int) bool {
+			if res.sugg[i].score != res.sugg[j].score {
+				return res.sugg[i].score > res.sugg[j].score
+			}
+			return res.sugg[i].term < res.sugg[j].term
+		})
+		results = append(results, res)
+	}
+	c.w.Array(len(results))
+	for _, r := range results {
+		c.w.Array(3)
+		c.w.BulkString("TERM")
+		c.w.BulkString(r.word)
+		c.w.Array(len(r.sugg))
+		for _, s := range r.sugg {
+			c.w.Array(2)
+			c.w.Double(s.score)
+			c.w.BulkString(s.term)
+		}
+	}
+	return nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// indexVocab returns the terms of idx's FTS5 tables with the number of
+// documents holding each (stems, for the stemmed table), and the number of
+// documents.
+func (a *Actor) indexVocab(idx *ftIndex) (map[string]int64, int64, error) {
+	if idx.gc {
+		// The counts must not include documents that went.
+		if err := a.collectIndex(idx); err != nil {
+			return nil, 0, err
+		}
+	}
+	vocab := map[string]int64{}
+	var docs int64
+	err := a.st.SearchQuery("SELECT count(*) FROM "+idx.table("docs"), false, nil, func(r storage.SearchRow) bool {
+		docs = r.Int(0)
+		return false
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	l := idx.layout()
+	for _, t := range []struct {
+		kind string
+		cols []int
+	}{{"s", l.Stemmed}, {"r", l.Raw}} {
+		if len(t.cols) == 0 {
+			continue
+		}
+		v := idx.table(t.kind) + "_vocab"
+		// A temporary fts5vocab table: the connection's own, outside the
+		// database file.
+		if err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + v + " USING fts5vocab(main, " + idx.table(t.kind) + ", 'row')"); err != nil {
+			return nil, 0, err
+		}
+		err := a.st.SearchQuery("SELECT term, doc FROM temp."+v, false, nil, func(r storage.SearchRow) bool {
+			vocab[r.Text(0)] += r.Int(1)
+			return true
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return vocab, docs, nil
+}

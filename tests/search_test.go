@@ -772,3 +772,30 @@ func TestSearchSuggestionsDictsSynonymsConfig(t *testing.T) {
 	r.expect(array(bulk("baz"), bulk("qux")), "FT.DICTDUMP", "d")
 	r.expect(array(integer(2), bulk("doc:1"), bulk("doc:2")), "FT.SEARCH", "idx", "quick", "NOCONTENT")
 }
+
+func TestSearchRediSearch1AndSpellcheck(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "title", "TEXT", "NOSTEM", "n", "NUMERIC")
+	r.expect(status("OK"), "FT.ADD", "idx", "doc1", "1.0", "FIELDS", "title", "hello world", "n", "3")
+	r.expect(errr("Document already exists"), "FT.ADD", "idx", "doc1", "1.0", "FIELDS", "title", "x")
+	r.expect(status("OK"), "FT.ADD", "idx", "doc1", "1.0", "REPLACE", "PARTIAL", "FIELDS", "n", "4")
+	r.expect(array(bulk("n"), bulk("4"), bulk("title"), bulk("hello world")), "FT.GET", "idx", "doc1")
+	r.expect(status("OK"), "FT.ADD", "idx", "doc2", "0.5", "REPLACE", "FIELDS", "title", "help wanted")
+	r.expect(array(integer(1), bulk("doc1")), "FT.SEARCH", "idx", "@n:[4 4]", "NOCONTENT")
+	r.expect(array(array(bulk("title"), bulk("help wanted")), "*-1\r\n"), "FT.MGET", "idx", "doc2", "nosuch")
+	r.expect(errr("Score must be between 0 and 1"), "FT.ADD", "idx", "doc3", "2", "FIELDS", "title", "x")
+	r.expect(errr("No field list found"), "FT.ADD", "idx", "doc3", "1")
+	r.expect(errr("Unknown index name"), "FT.ADD", "nosuch", "doc3", "1", "FIELDS", "a", "b")
+	// FT.SPELLCHECK: terms not in the index, with the index's terms one
+	// edit away, scored by the share of documents holding them.
+	r.expect(array(array(bulk("TERM"), bulk("helo"), array(array(bulk("0.5"), bulk("hello")), array(bulk("0.5"), bulk("help"))))),
+		"FT.SPELLCHECK", "idx", "helo world")
+	r.expect(integer(1), "FT.DICTADD", "extra", "helot")
+	r.expect(array(array(bulk("TERM"), bulk("helo"), array(array(bulk("0.5"), bulk("hello")), array(bulk("0.5"), bulk("help")), array(bulk("0"), bulk("helot"))))),
+		"FT.SPELLCHECK", "idx", "helo", "TERMS", "INCLUDE", "extra")
+	r.expect(integer(1), "FT.DEL", "idx", "doc2")
+	r.expect(integer(0), "FT.DEL", "idx", "doc2")
+	r.expect(integer(0), "EXISTS", "doc2")
+	r.expect("*-1\r\n", "FT.GET", "idx", "doc2")
+}
