@@ -125,6 +125,8 @@ func TestVersionMigration(t *testing.T) {
 	must(t, s.c.exec(`DROP TABLE counters; DELETE FROM cellar_schema WHERE version >= 5;
 		DROP TABLE streams; DROP TABLE stream_entries; DROP TABLE stream_groups;
 		DROP TABLE stream_consumers; DROP TABLE stream_pel; DROP TABLE function_libraries;
+		DROP TABLE search_indexes; DROP TABLE search_aliases; DROP TABLE search_suggestions;
+		DROP TABLE search_dicts; DROP TABLE search_synonyms;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})
