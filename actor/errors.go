@@ -504,7 +504,6 @@ const (
 	ErrFtLanguageArgs      ReplyError = "Bad arguments for LANGUAGE: Expected an argument, but none provided"
 	ErrFtScoreArgs         ReplyError = "Bad arguments for SCORE: Expected an argument, but none provided"
 	ErrFtScoreRange        ReplyError = "Invalid score"
-	ErrFtFilterUnsupported ReplyError = "FILTER is not supported by Cellar's FT.CREATE"
 	ErrFtNoSchema          ReplyError = "No schema found"
 	ErrFtNoFields          ReplyError = "Fields arguments are missing"
 	ErrFtWeightArgs        ReplyError = "Bad arguments for WEIGHT: Expected an argument, but none provided"

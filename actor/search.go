@@ -83,6 +83,7 @@ func (f *ftField) id() string {
 // ftSpec is an index's definition as stored (JSON in search_indexes.spec).
 type ftSpec struct {
 	Prefixes  []string  `json:"prefixes"`
+	Filter    string    `json:"filter,omitempty"`
 	Language  string    `json:"language,omitempty"`
 	Score     float64   `json:"score"`
 	Stopwords *[]string `json:"stopwords,omitempty"` // nil: the default list
@@ -97,6 +98,7 @@ type ftIndex struct {
 	// cursor is the back-fill's SCAN cursor over database 0, -1 when done.
 	cursor int64
 	stop   map[string]bool
+	filter *aexpr // FILTER, parsed; nil without one
 	// failures counts hashes that could not be indexed (a NUMERIC field
 	// that is not a number) since the server started.
 	failures int64
@@ -169,6 +171,11 @@ func (a *Actor) reloadSearch() {
 }
 
 func (idx *ftIndex) prepare() {
+	idx.filter = nil
+	if idx.spec.Filter != "" {
+		// Checked when the index was created.
+		idx.filter, _ = parseAExpr(idx.spec.Filter)
+	}
 	idx.stop = map[string]bool{}
 	words := defaultStopwords
 	if idx.spec.Stopwords != nil {
@@ -308,7 +315,14 @@ func cmdFtCreate(c *Ctx) error {
 			spec.Stopwords = &words
 			i = next - 1
 		case eqFold(args[i], "FILTER"):
-			return ErrFtFilterUnsupported
+			if i+1 >= len(args) {
+				return errFtArgMissing(args[i])
+			}
+			i++
+			if _, err := parseAExpr(string(args[i])); err != nil {
+				return err
+			}
+			spec.Filter = string(args[i])
 		case eqFold(args[i], "SCHEMA"):
 			fields, err := parseFtSchema(args[i+1:], nil)
 			if err != nil {
@@ -689,7 +703,11 @@ func cmdFtInfo(c *Ctx) error {
 	w.BulkString("index_options")
 	w.Array(0)
 	w.BulkString("index_definition")
-	w.Array(6)
+	if sp.Filter != "" {
+		w.Array(8)
+	} else {
+		w.Array(6)
+	}
 	w.BulkString("key_type")
 	w.BulkString("HASH")
 	w.BulkString("prefixes")
@@ -700,6 +718,10 @@ func cmdFtInfo(c *Ctx) error {
 	w.Array(len(prefixes))
 	for _, p := range prefixes {
 		w.BulkString(p)
+	}
+	if sp.Filter != "" {
+		w.BulkString("filter")
+		w.BulkString(sp.Filter)
 	}
 	w.BulkString("default_score")
 	w.Bulk(strconv.AppendFloat(nil, sp.Score, 'g', -1, 64))
@@ -813,15 +835,26 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 	}
 	vals := s.scratch[:len(fields)]
 	clear(vals)
+	var frow *arow // the hash as FILTER sees it
+	if idx.filter != nil {
+		frow = &arow{}
+		frow.set("__key", strVal(string(key)))
+	}
 	found, err := a.st.SearchDoc(key, func(field, value []byte) {
 		for i := range fields {
 			if fields[i].Name == string(field) {
 				vals[i] = append([]byte{}, value...)
 			}
 		}
+		if frow != nil {
+			frow.set(string(field), strVal(string(value)))
+		}
 	})
 	if err != nil || !found {
 		return err
+	}
+	if frow != nil && !idx.filter.eval(frow).truthy() {
+		return nil // FILTER leaves this hash out
 	}
 	// The document row: key and one value column per field.
 	row := append(s.vals[:0], key)

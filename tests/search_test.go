@@ -799,3 +799,23 @@ func TestSearchRediSearch1AndSpellcheck(t *testing.T) {
 	r.expect(integer(0), "EXISTS", "doc2")
 	r.expect("*-1\r\n", "FT.GET", "idx", "doc2")
 }
+
+// FT.CREATE FILTER: the expression decides, hash by hash, what is indexed.
+func TestSearchCreateFilter(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(integer(2), "HSET", "u:1", "name", "ann", "age", "10")
+	r.expect(status("OK"), "FT.CREATE", "adults", "PREFIX", "1", "u:", "FILTER", "@age>16 && !startswith(@__key, 'u:9')", "SCHEMA", "name", "TEXT", "age", "NUMERIC")
+	r.expect(integer(2), "HSET", "u:2", "name", "bob", "age", "20")
+	r.expect(integer(2), "HSET", "u:9", "name", "cid", "age", "50")
+	c := resp2(s)
+	waitIndexed(t, c, "adults")
+	r.expect(array(integer(1), bulk("u:2")), "FT.SEARCH", "adults", "*", "NOCONTENT")
+	r.expect(integer(0), "HSET", "u:1", "age", "30")
+	r.expect(integer(0), "HSET", "u:2", "age", "3")
+	r.expect(array(integer(1), bulk("u:1")), "FT.SEARCH", "adults", "*", "NOCONTENT")
+	if got := fmt.Sprint(ftInfoField(t, c, "adults", "index_definition")); !strings.Contains(got, "filter @age>16") {
+		t.Fatalf("FT.INFO index_definition: %s", got)
+	}
+	r.expect(errr("Syntax error at offset 4 near "), "FT.CREATE", "bad", "FILTER", "@a >", "SCHEMA", "t", "TEXT")
+}
