@@ -427,7 +427,7 @@ func TestSearchIndexConsistency(t *testing.T) {
 	for step := range 400 {
 		k := key()
 		var err error
-		switch op := r.IntN(13); op {
+		switch op := r.IntN(15); op {
 		case 0, 1, 2, 3:
 			err = c.Do(ctx, hset(k)...).Err()
 		case 4:
@@ -466,6 +466,27 @@ func TestSearchIndexConsistency(t *testing.T) {
 				err = c.FlushDB(ctx).Err()
 			} else {
 				err = c.Copy(ctx, k, key(), 0, true).Err()
+			}
+		case 13:
+			// Out to database 1 and back, perhaps onto another name.
+			c.Move(ctx, k, 1)
+			k2 := key()
+			pipe := c.Pipeline()
+			pipe.Select(ctx, 1)
+			pipe.Move(ctx, k, 0)
+			pipe.Select(ctx, 0)
+			_, err = pipe.Exec(ctx)
+			if err == nil && r.IntN(2) == 0 {
+				err = c.Do(ctx, hset(k2)...).Err()
+			}
+		case 14:
+			if r.IntN(5) == 0 {
+				// Database 0 and 1 exchange contents: the index starts
+				// again and fills from what database 0 now holds.
+				err = c.Do(ctx, "SWAPDB", 0, 1).Err()
+				if err == nil {
+					waitIndexed(t, c, "idx")
+				}
 			}
 		}
 		if err != nil && err != redis.Nil && !strings.Contains(err.Error(), "WRONGTYPE") {
