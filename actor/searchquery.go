@@ -716,9 +716,23 @@ type ftSearch struct {
 	num        int64
 	params     map[string]string
 	filters    []*qnode
+	highlight  ftMarkup
+	summarize  ftMarkup
+	// scored is the query's positive text, per FTS5 table, as the
+	// compiler collected it (for HIGHLIGHT and SUMMARIZE).
+	scored map[string][]string
 }
 
 type ftReturn struct{ field, as string }
+
+// ftMarkup is HIGHLIGHT's or SUMMARIZE's settings.
+type ftMarkup struct {
+	on          bool
+	fields      map[int]bool // TEXT fields; nil: all
+	open, close string
+	length      int    // SUMMARIZE: tokens per fragment
+	sep         string // SUMMARIZE: what ends a fragment cut short
+}
 
 // maxSearchLimit bounds LIMIT's count, as RediSearch's MAXSEARCHRESULTS.
 const maxSearchLimit = 1000000
@@ -858,7 +872,56 @@ func parseFtSearch(idx *ftIndex, args [][]byte, maxLimit int64) (*ftSearch, erro
 			n.fields = []int{f}
 			o.filters = append(o.filters, n)
 			i += 3
-		case eqFold(a, "SUMMARIZE"), eqFold(a, "HIGHLIGHT"), eqFold(a, "GEOFILTER"), eqFold(a, "WITHSORTKEYS"):
+		case eqFold(a, "HIGHLIGHT"), eqFold(a, "SUMMARIZE"):
+			m := ftMarkup{on: true, open: "<b>", close: "</b>", length: 20, sep: "... "}
+			if eqFold(a, "SUMMARIZE") {
+				m.open, m.close = "", ""
+			}
+			for i+1 < len(args) {
+				switch nx := args[i+1]; {
+				case eqFold(nx, "FIELDS"):
+					_, next, err := ftCount(args, i+1, "FIELDS")
+					if err != nil {
+						return nil, err
+					}
+					m.fields = map[int]bool{}
+					for _, f := range args[i+3 : next] {
+						if fi := idx.field(string(f)); fi >= 0 {
+							m.fields[fi] = true
+						}
+					}
+					i = next - 1
+				case eqFold(nx, "TAGS") && eqFold(a, "HIGHLIGHT") && i+3 < len(args):
+					m.open, m.close = string(args[i+2]), string(args[i+3])
+					i += 3
+				case eqFold(nx, "LEN") && eqFold(a, "SUMMARIZE") && i+2 < len(args):
+					n, err := parseInt(args[i+2])
+					if err != nil || n < 1 || n > 64 {
+						return nil, errFtBadCount("LEN")
+					}
+					m.length = int(n)
+					i += 2
+				case eqFold(nx, "FRAGS") && eqFold(a, "SUMMARIZE") && i+2 < len(args):
+					if _, err := parseInt(args[i+2]); err != nil {
+						return nil, errFtBadCount("FRAGS")
+					}
+					i += 2 // one fragment per field: see the README
+				case eqFold(nx, "SEPARATOR") && eqFold(a, "SUMMARIZE") && i+2 < len(args):
+					m.sep = string(args[i+2])
+					i += 2
+				default:
+					goto done
+				}
+			}
+		done:
+			if eqFold(a, "HIGHLIGHT") {
+				// SUMMARIZE's fragments are highlighted too when both are
+				// given; keep SUMMARIZE's length and separator.
+				o.highlight = m
+			} else {
+				o.summarize = m
+			}
+		case eqFold(a, "GEOFILTER"), eqFold(a, "WITHSORTKEYS"):
 			return nil, errFtUnsupported(a)
 		default:
 			return nil, errFtUnknownSearchArg(a, i+3)
@@ -887,6 +950,7 @@ func parseQuery(idx *ftIndex, query string, o *ftSearch) (*qnode, error) {
 type ftHit struct {
 	key   []byte
 	score float64
+	docid int64
 }
 
 // FT.SEARCH index query [options]
@@ -924,7 +988,11 @@ func cmdFtSearch(c *Ctx) error {
 			w.Double(h.score)
 		}
 		if !o.noContent {
-			if err := c.writeContent(h.key, o); err != nil {
+			marked, err := c.a.markup(idx, h.docid, o)
+			if err != nil {
+				return err
+			}
+			if err := c.writeContent(h.key, o, marked); err != nil {
 				return err
 			}
 		}
@@ -933,7 +1001,7 @@ func cmdFtSearch(c *Ctx) error {
 }
 
 // writeContent writes a hit's fields: the whole hash, or RETURN's fields.
-func (c *Ctx) writeContent(key []byte, o *ftSearch) error {
+func (c *Ctx) writeContent(key []byte, o *ftSearch, marked map[string]string) error {
 	h, err := c.st.OpenColl(0, key, storage.TypeHash)
 	if err != nil || h == nil {
 		c.w.Array(0)
@@ -950,7 +1018,11 @@ func (c *Ctx) writeContent(key []byte, o *ftSearch) error {
 		c.w.Array(2 * len(elems))
 		for _, e := range elems {
 			c.w.Bulk(e.Member)
-			c.w.Bulk(e.Value)
+			if v, ok := marked[string(e.Member)]; ok {
+				c.w.BulkString(v)
+			} else {
+				c.w.Bulk(e.Value)
+			}
 		}
 		return nil
 	}
@@ -958,7 +1030,11 @@ func (c *Ctx) writeContent(key []byte, o *ftSearch) error {
 	for _, r := range o.ret {
 		for _, e := range elems {
 			if string(e.Member) == r.field {
-				out = append(out, []byte(r.as), e.Value)
+				v := e.Value
+				if m, ok := marked[r.field]; ok {
+					v = []byte(m)
+				}
+				out = append(out, []byte(r.as), v)
 				break
 			}
 		}
@@ -968,6 +1044,67 @@ func (c *Ctx) writeContent(key []byte, o *ftSearch) error {
 		c.w.Bulk(b)
 	}
 	return nil
+}
+
+// markup computes a hit's HIGHLIGHTed or SUMMARIZEd TEXT fields with
+// FTS5's highlight() and snippet() over the query's positive text: hash
+// field name -> the marked text. nil when neither is asked for.
+func (a *Actor) markup(idx *ftIndex, docid int64, o *ftSearch) (map[string]string, error) {
+	if !o.highlight.on && !o.summarize.on {
+		return nil, nil
+	}
+	out := map[string]string{}
+	l := idx.layout()
+	for _, t := range []struct {
+		kind string
+		cols []int
+	}{{"s", l.Stemmed}, {"r", l.Raw}} {
+		es := o.scored[t.kind]
+		if len(es) == 0 {
+			continue
+		}
+		tbl := idx.table(t.kind)
+		var exprs []string
+		var names []string
+		var args []any
+		for ci, f := range t.cols {
+			h, s := o.highlight, o.summarize
+			wantH := h.on && (h.fields == nil || h.fields[f])
+			wantS := s.on && (s.fields == nil || s.fields[f])
+			switch {
+			case wantS:
+				open, close := s.open, s.close
+				if wantH {
+					open, close = h.open, h.close
+				}
+				exprs = append(exprs, "snippet("+tbl+", "+strconv.Itoa(ci)+", ?, ?, ?, "+strconv.Itoa(s.length)+")")
+				args = append(args, open, close, s.sep)
+			case wantH:
+				exprs = append(exprs, "highlight("+tbl+", "+strconv.Itoa(ci)+", ?, ?)")
+				args = append(args, h.open, h.close)
+			default:
+				continue
+			}
+			names = append(names, idx.spec.Fields[f].Name)
+		}
+		if len(exprs) == 0 {
+			continue
+		}
+		args = append(args, "("+strings.Join(es, ") OR (")+")", docid)
+		err := a.st.SearchQuery("SELECT "+strings.Join(exprs, ", ")+" FROM "+tbl+" WHERE "+tbl+" MATCH ? AND rowid = ?", false, args,
+			func(r storage.SearchRow) bool {
+				for i, n := range names {
+					if !r.Null(i) {
+						out[n] = r.Text(i)
+					}
+				}
+				return false
+			})
+		if err != nil {
+			return nil, searchError(err)
+		}
+	}
+	return out, nil
 }
 
 // runSearch runs a parsed query: the page of hits LIMIT asks for, in
@@ -981,6 +1118,7 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	q.set(n, true)
 	q.b.WriteString(")")
 	setSQL, setArgs := q.b.String(), q.args
+	o.scored = q.scored
 	ctes, scoreArgs, score := q.scoreCTEs()
 
 	var b strings.Builder
@@ -991,7 +1129,7 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	}
 	args = append(args, scoreArgs...)
 	docs := idx.table("docs")
-	b.WriteString(" SELECT d.key, " + score + ", count(*) OVER () FROM m JOIN " + docs + " d ON d.docid = m.docid")
+	b.WriteString(" SELECT d.key, " + score + ", count(*) OVER (), d.docid FROM m JOIN " + docs + " d ON d.docid = m.docid")
 	for i := range ctes {
 		sc := "sc" + strconv.Itoa(i)
 		b.WriteString(" LEFT JOIN " + sc + " ON " + sc + ".docid = m.docid")
@@ -1026,7 +1164,7 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	err := a.st.SearchQuery(b.String(), false, args, func(r storage.SearchRow) bool {
 		total = r.Int(2)
 		if o.num > 0 {
-			hits = append(hits, ftHit{key: r.Bytes(0, nil), score: r.Float(1)})
+			hits = append(hits, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(3)})
 		}
 		return true
 	})

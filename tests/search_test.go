@@ -840,3 +840,16 @@ func TestSearchCreateFilter(t *testing.T) {
 	}
 	r.expect(errr("Syntax error at offset 4 near "), "FT.CREATE", "bad", "FILTER", "@a >", "SCHEMA", "t", "TEXT")
 }
+
+func TestSearchHighlightSummarize(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "title", "TEXT", "body", "TEXT", "NOSTEM", "n", "NUMERIC")
+	r.expect(integer(3), "HSET", "d1", "title", "Quick brown foxes", "body", "one two three four fox five six seven eight nine ten", "n", "1")
+	r.expect(array(integer(1), bulk("d1"), array(bulk("title"), bulk("Quick brown <b>foxes</b>"))),
+		"FT.SEARCH", "idx", "fox", "RETURN", "1", "title", "HIGHLIGHT")
+	r.expect(array(integer(1), bulk("d1"), array(bulk("body"), bulk("... [fox]... "))),
+		"FT.SEARCH", "idx", "@body:fox", "RETURN", "1", "body", "HIGHLIGHT", "FIELDS", "1", "body", "TAGS", "[", "]", "SUMMARIZE", "LEN", "1")
+	r.expect(array(integer(1), bulk("d1"), array(bulk("body"), bulk("one two three four fox... "))),
+		"FT.SEARCH", "idx", "@body:fox", "RETURN", "1", "body", "SUMMARIZE", "FIELDS", "1", "body", "LEN", "5")
+}
