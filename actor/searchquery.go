@@ -704,6 +704,7 @@ func (q *qsql) scoreCTEs() (ctes []string, args []any, expr string) {
 type ftSearch struct {
 	noContent  bool
 	withScores bool
+	sortKeys   bool
 	verbatim   bool
 	nostop     bool
 	infields   []int
@@ -921,7 +922,9 @@ func parseFtSearch(idx *ftIndex, args [][]byte, maxLimit int64) (*ftSearch, erro
 			} else {
 				o.summarize = m
 			}
-		case eqFold(a, "GEOFILTER"), eqFold(a, "WITHSORTKEYS"):
+		case eqFold(a, "WITHSORTKEYS"):
+			o.sortKeys = true
+		case eqFold(a, "GEOFILTER"):
 			return nil, errFtUnsupported(a)
 		default:
 			return nil, errFtUnknownSearchArg(a, i+3)
@@ -948,9 +951,10 @@ func parseQuery(idx *ftIndex, query string, o *ftSearch) (*qnode, error) {
 }
 
 type ftHit struct {
-	key   []byte
-	score float64
-	docid int64
+	key     []byte
+	score   float64
+	docid   int64
+	sortKey []byte // WITHSORTKEYS: "#<number>", "$<text>", or nil
 }
 
 // FT.SEARCH index query [options]
@@ -976,6 +980,9 @@ func cmdFtSearch(c *Ctx) error {
 	if o.withScores {
 		per++
 	}
+	if o.sortKeys {
+		per++
+	}
 	if !o.noContent {
 		per++
 	}
@@ -986,6 +993,13 @@ func cmdFtSearch(c *Ctx) error {
 		w.Bulk(h.key)
 		if o.withScores {
 			w.Double(h.score)
+		}
+		if o.sortKeys {
+			if h.sortKey == nil {
+				w.Null()
+			} else {
+				w.Bulk(h.sortKey)
+			}
 		}
 		if !o.noContent {
 			marked, err := c.a.markup(idx, h.docid, o)
@@ -1129,7 +1143,11 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	}
 	args = append(args, scoreArgs...)
 	docs := idx.table("docs")
-	b.WriteString(" SELECT d.key, " + score + ", count(*) OVER (), d.docid FROM m JOIN " + docs + " d ON d.docid = m.docid")
+	sortCol := "NULL"
+	if o.sortBy >= 0 {
+		sortCol = "d.v" + strconv.Itoa(o.sortBy)
+	}
+	b.WriteString(" SELECT d.key, " + score + ", count(*) OVER (), d.docid, " + sortCol + " FROM m JOIN " + docs + " d ON d.docid = m.docid")
 	for i := range ctes {
 		sc := "sc" + strconv.Itoa(i)
 		b.WriteString(" LEFT JOIN " + sc + " ON " + sc + ".docid = m.docid")
@@ -1164,7 +1182,15 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	err := a.st.SearchQuery(b.String(), false, args, func(r storage.SearchRow) bool {
 		total = r.Int(2)
 		if o.num > 0 {
-			hits = append(hits, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(3)})
+			h := ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(3)}
+			switch {
+			case r.Null(4):
+			case r.IsNumber(4):
+				h.sortKey = []byte("#" + fmtAggNum(r.Float(4)))
+			default:
+				h.sortKey = []byte("$" + strings.ToLower(r.Text(4)))
+			}
+			hits = append(hits, h)
 		}
 		return true
 	})
