@@ -235,19 +235,30 @@ func (s *Store) SearchDoc(key []byte, fn func(field, value []byte)) (found bool,
 	return err == nil, err
 }
 
-// SearchRow is the current row of a search query.
+// SearchRow is the current row of a search query; valid during the
+// callback that receives it.
 type SearchRow struct{ st *stmt }
 
-func (r SearchRow) Int(i int) int64                { return r.st.colInt(i) }
-func (r SearchRow) Float(i int) float64            { return r.st.colFloat(i) }
-func (r SearchRow) Null(i int) bool                { return r.st.colNull(i) }
+// Int is column i as an integer.
+func (r SearchRow) Int(i int) int64 { return r.st.colInt(i) }
+
+// Float is column i as a float.
+func (r SearchRow) Float(i int) float64 { return r.st.colFloat(i) }
+
+// Null reports whether column i is NULL.
+func (r SearchRow) Null(i int) bool { return r.st.colNull(i) }
+
+// Bytes appends column i's bytes to dst.
 func (r SearchRow) Bytes(i int, dst []byte) []byte { return r.st.colBlob(i, dst) }
+
+// IsNumber reports whether column i holds an integer or a float.
 func (r SearchRow) IsNumber(i int) bool {
 	t := r.st.colType(i)
 	return t == sqlite3.SQLITE_INTEGER || t == sqlite3.SQLITE_FLOAT
 }
-func (r SearchRow) Text(i int) string               { return string(r.st.colBlob(i, nil)) }
-func (r SearchRow) Append(i int, dst []byte) []byte { return r.st.colBlob(i, dst) }
+
+// Text is column i as a string.
+func (r SearchRow) Text(i int) string { return string(r.st.colBlob(i, nil)) }
 
 // maxSearchStmts bounds the statements kept prepared for the search
 // tables; past it they are all let go.
