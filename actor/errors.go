@@ -515,7 +515,7 @@ const (
 	ErrFtAlterSyntax       ReplyError = "Unknown action passed to ALTER SCHEMA"
 	ErrFtAliasExists       ReplyError = "Alias already exists"
 	ErrFtAliasMissing      ReplyError = "Alias does not exist"
-	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow"
+	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow. Try moving nested parentheses more to the left"
 	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
 	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
 	ErrFtSugScore          ReplyError = "ERR invalid score"

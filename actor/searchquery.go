@@ -61,12 +61,19 @@ type qparser struct {
 // maxQueryDepth bounds the nesting of a query's parentheses and operators.
 const maxQueryDepth = 256
 
+// errNear is RediSearch's syntax error at the token that starts at pos:
+// a separator character, or the term it begins.
 func (p *qparser) errNear() error {
-	near := p.s[p.pos:]
-	if len(near) > 10 {
-		near = near[:10]
+	end := p.pos
+	if end < len(p.s) {
+		end++
+		if !isQuerySep(p.s[p.pos]) {
+			for end < len(p.s) && !isQuerySep(p.s[end]) {
+				end++
+			}
+		}
 	}
-	return errFtSyntax(p.pos, near)
+	return errFtSyntax(p.pos, p.s[p.pos:end])
 }
 
 func (p *qparser) eof() bool { return p.pos >= len(p.s) }

@@ -657,7 +657,7 @@ func TestSearchLimits(t *testing.T) {
 	r.expect(status("OK"), "FT.ALIASUPDATE", "a0", "i1") // an existing alias moves
 	r.expect(status("OK"), "FT.DROPINDEX", "i0")
 	r.expect(status("OK"), "FT.CREATE", "one-more", "SCHEMA", "t", "TEXT")
-	r.expect(errr("Parser stack overflow"), "FT.SEARCH", "i1", strings.Repeat("(", 300)+"a"+strings.Repeat(")", 300))
+	r.expect(errr("Parser stack overflow. Try moving nested parentheses more to the left"), "FT.SEARCH", "i1", strings.Repeat("(", 300)+"a"+strings.Repeat(")", 300))
 	r.expect(errr("LIMIT exceeds maximum of 1000000"), "FT.SEARCH", "i1", "*", "LIMIT", "0", "1000001")
 }
 
