@@ -15,6 +15,10 @@ import (
 // keyspace; each write records a Search change so that the command is
 // logged.
 
+// maxSynonymTerms bounds the terms of one index's synonym groups (they
+// are held in memory).
+const maxSynonymTerms = 100000
+
 // maxSuggestScan bounds how many strings a FUZZY FT.SUGGET looks at.
 const maxSuggestScan = 100000
 
@@ -280,6 +284,15 @@ func cmdFtSynUpdate(c *Ctx) error {
 	}
 	if len(terms) == 0 {
 		return errWrongArgs("ft.synupdate")
+	}
+	fresh := map[string]bool{}
+	for _, t := range terms {
+		if term := strings.ToLower(string(t)); idx.syn[term] == nil {
+			fresh[term] = true
+		}
+	}
+	if len(idx.syn)+len(fresh) > maxSynonymTerms {
+		return errFtTooMany("synonym terms", maxSynonymTerms)
 	}
 	for _, t := range terms {
 		term := strings.ToLower(string(t))

@@ -659,6 +659,14 @@ func TestSearchLimits(t *testing.T) {
 	r.expect(status("OK"), "FT.CREATE", "one-more", "SCHEMA", "t", "TEXT")
 	r.expect(errr("Parser stack overflow. Try moving nested parentheses more to the left"), "FT.SEARCH", "i1", strings.Repeat("(", 300)+"a"+strings.Repeat(")", 300))
 	r.expect(errr("LIMIT exceeds maximum of 1000000"), "FT.SEARCH", "i1", "*", "LIMIT", "0", "1000001")
+	// Synonym terms, held in memory, are bounded per index.
+	syn := []string{"FT.SYNUPDATE", "i1", "g"}
+	for i := range 100000 {
+		syn = append(syn, fmt.Sprintf("w%d", i))
+	}
+	r.expect(status("OK"), syn...)
+	r.expect(status("OK"), "FT.SYNUPDATE", "i1", "g2", "w1", "w2") // known terms join another group
+	r.expect(errr("Too many synonym terms (100000)"), "FT.SYNUPDATE", "i1", "g", "one-more")
 }
 
 // go-redis's FT API (RESP2, as go-redis speaks to search by default).
