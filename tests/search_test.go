@@ -869,3 +869,21 @@ func TestSearchHighlightSummarize(t *testing.T) {
 	r.expect(array(integer(1), bulk("d1"), array(bulk("body"), bulk("one two three four fox... "))),
 		"FT.SEARCH", "idx", "@body:fox", "RETURN", "1", "body", "SUMMARIZE", "FIELDS", "1", "body", "LEN", "5")
 }
+
+// TAG options and stemmed prefixes.
+func TestSearchTagOptionsAndStemmedPrefix(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "cs", "TAG", "CASESENSITIVE", "SEPARATOR", "|", "ci", "TAG", "body", "TEXT")
+	r.expect(integer(3), "HSET", "a", "cs", "Red| Blue", "ci", "Red, Blue", "body", "running quickly")
+	r.expect(integer(3), "HSET", "b", "cs", "red", "ci", "GREEN", "body", "runners ran")
+	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "@cs:{Red}", "NOCONTENT")
+	r.expect(array(integer(1), bulk("b")), "FT.SEARCH", "idx", "@cs:{red}", "NOCONTENT")
+	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "@cs:{Blue}", "NOCONTENT")
+	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "@ci:{RED}", "NOCONTENT")
+	r.expect(array(integer(1), bulk("b")), "FT.SEARCH", "idx", "@ci:{green}", "NOCONTENT")
+	r.expect(array(bulk("Blue"), bulk("Red"), bulk("red")), "FT.TAGVALS", "idx", "cs")
+	r.expect(array(integer(2), bulk("a"), bulk("b")), "FT.SEARCH", "idx", "run*", "NOCONTENT")
+	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "run", "NOCONTENT")
+	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "runs", "NOCONTENT")
+}
