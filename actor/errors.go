@@ -519,6 +519,8 @@ const (
 	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
 	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
 	ErrFtSugScore          ReplyError = "ERR invalid score"
+	ErrFtCursorMissing     ReplyError = "Cursor not found"
+	ErrFtCursorNotExist    ReplyError = "Cursor does not exist"
 	ErrFtAddScore          ReplyError = "Score must be between 0 and 1"
 	ErrFtNoFieldList       ReplyError = "No field list found"
 	ErrFtFieldsPairs       ReplyError = "Fields must be specified in FIELD VALUE pairs"

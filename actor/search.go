@@ -45,6 +45,7 @@ var searchCommands = []*Command{
 	{Name: "ft.syndump", Summary: "Lists an index's synonym groups by term.", Handler: cmdFtSynDump},
 	{Name: "ft.config", Summary: "Reads or sets a search option.", Handler: cmdFtConfig},
 	{Name: "ft.spellcheck", Summary: "Suggests corrections of a query's terms from an index's terms.", Handler: cmdFtSpellCheck},
+	{Name: "ft.cursor", Summary: "Reads from or deletes an FT.AGGREGATE cursor.", Handler: cmdFtCursor},
 	{Name: "ft.add", Summary: "Adds a document as a hash (RediSearch 1).", Handler: cmdFtAdd},
 	{Name: "ft.del", Summary: "Deletes a document's hash (RediSearch 1).", Handler: cmdFtDel},
 	{Name: "ft.get", Summary: "Reads a document's hash (RediSearch 1).", Handler: cmdFtGet},
@@ -120,6 +121,11 @@ type search struct {
 	scratch [][]byte
 	vals    []any
 	config  map[string]string // FT.CONFIG SET's values (searchextra.go)
+	// FT.AGGREGATE WITHCURSOR's open cursors (searchaggregate.go), the
+	// rows they hold together, and the last id given.
+	cursors    map[int64]*aggCursor
+	cursorRows int
+	nextCursor int64
 }
 
 // defaultStopwords is RediSearch's default stop-word list.

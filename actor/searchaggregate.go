@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -141,6 +143,8 @@ func cmdFtAggregate(c *Ctx) error {
 	loadAll := false
 	var steps []aggStep
 	limited := false
+	withCursor := false
+	cursorCount, cursorIdle := int64(1000), int64(300000)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -151,6 +155,20 @@ func cmdFtAggregate(c *Ctx) error {
 				return errFtArgMissing(a)
 			}
 			i++
+		case eqFold(a, "WITHCURSOR"):
+			withCursor = true
+			for i+2 < len(args) && (eqFold(args[i+1], "COUNT") || eqFold(args[i+1], "MAXIDLE")) {
+				n, err := parseInt(args[i+2])
+				if err != nil || n < 1 {
+					return errFtBadCount(strings.ToUpper(string(args[i+1])))
+				}
+				if eqFold(args[i+1], "COUNT") {
+					cursorCount = n
+				} else {
+					cursorIdle = n
+				}
+				i += 2
+			}
 		case eqFold(a, "LOAD"):
 			if i+1 < len(args) && string(args[i+1]) == "*" {
 				loadAll = true
@@ -286,7 +304,7 @@ func cmdFtAggregate(c *Ctx) error {
 			return errFtUnknownSearchArg(a, i+3)
 		}
 	}
-	if !limited {
+	if !limited && !withCursor {
 		steps = append(steps, aggStep{kind: "LIMIT", num: 10})
 	}
 	n, err := parseQuery(idx, string(c.args[2]), o)
@@ -357,7 +375,18 @@ func cmdFtAggregate(c *Ctx) error {
 			}
 		}
 	}
-	w := c.w
+	if withCursor {
+		cur := &aggCursor{index: idx.name, rows: rows, total: total, count: int(cursorCount),
+			idle: time.Duration(cursorIdle) * time.Millisecond}
+		return c.a.readCursor(c, cur, 0, true)
+	}
+	writeRows(c.w, total, rows)
+	return nil
+}
+
+// writeRows writes an FT.AGGREGATE page: the count, then each row's
+// visible fields.
+func writeRows(w *proto.Writer, total int, rows []*arow) {
 	w.Array(1 + len(rows))
 	w.Int(int64(total))
 	for _, r := range rows {
@@ -376,7 +405,108 @@ func cmdFtAggregate(c *Ctx) error {
 			w.BulkString(r.vals[i].String())
 		}
 	}
+}
+
+// The limits on FT.AGGREGATE WITHCURSOR's cursors: how many may be open
+// and how many rows they may hold between them.
+const (
+	maxCursors    = 128
+	maxCursorRows = 1000000
+)
+
+// aggCursor is an open WITHCURSOR cursor: the rows not yet read.
+type aggCursor struct {
+	id       int64
+	index    string
+	rows     []*arow
+	total    int
+	count    int
+	idle     time.Duration
+	lastRead time.Time
+}
+
+// readCursor replies with the next count (or cur.count) rows of cur and
+// its id, or 0 once it is exhausted (and forgotten). fresh says cur is
+// new: it is registered if rows remain after this page.
+func (a *Actor) readCursor(c *Ctx, cur *aggCursor, count int, fresh bool) error {
+	s := &a.search
+	now := time.Now()
+	for id, o := range s.cursors {
+		if now.Sub(o.lastRead) > o.idle {
+			s.cursorRows -= len(o.rows)
+			delete(s.cursors, id)
+		}
+	}
+	if count <= 0 {
+		count = cur.count
+	}
+	page := cur.rows[:min(count, len(cur.rows))]
+	rest := cur.rows[len(page):]
+	if fresh && len(rest) > 0 {
+		if len(s.cursors) >= maxCursors {
+			return errFtTooMany("cursors", maxCursors)
+		}
+		if s.cursorRows+len(rest) > maxCursorRows {
+			return errFtTooMany("rows held by cursors", maxCursorRows)
+		}
+		if s.cursors == nil {
+			s.cursors = map[int64]*aggCursor{}
+		}
+		s.nextCursor++
+		cur.id = s.nextCursor
+		s.cursors[cur.id] = cur
+		s.cursorRows += len(rest)
+	} else if !fresh {
+		s.cursorRows -= len(page)
+	}
+	cur.rows = rest
+	cur.lastRead = now
+	id := cur.id
+	if len(rest) == 0 && cur.id != 0 {
+		delete(s.cursors, cur.id)
+		id = 0
+	}
+	c.w.Array(2)
+	writeRows(c.w, cur.total, page)
+	c.w.Int(id)
 	return nil
+}
+
+// FT.CURSOR READ index cursor_id [COUNT n], FT.CURSOR DEL index cursor_id
+func cmdFtCursor(c *Ctx) error {
+	s := &c.a.search
+	id, err := parseInt(c.args[3])
+	if err != nil {
+		return ErrFtCursorMissing
+	}
+	cur := s.cursors[id]
+	if cur != nil && cur.index != string(c.args[2]) {
+		cur = nil
+	}
+	switch {
+	case c.argEq(1, "READ"):
+		count := int64(0)
+		if len(c.args) == 6 && c.argEq(4, "COUNT") {
+			if count, err = parseInt(c.args[5]); err != nil || count < 1 {
+				return errFtBadCount("COUNT")
+			}
+		} else if len(c.args) != 4 {
+			return ErrSyntax
+		}
+		if cur == nil || time.Since(cur.lastRead) > cur.idle {
+			return ErrFtCursorMissing
+		}
+		return c.a.readCursor(c, cur, int(count), false)
+	case c.argEq(1, "DEL") && len(c.args) == 4:
+		if cur == nil {
+			return ErrFtCursorNotExist
+		}
+		s.cursorRows -= len(cur.rows)
+		delete(s.cursors, id)
+		c.w.OK()
+		return nil
+	}
+	return errFtUnknownArg(c.args[1])
 }
 
 // matchingKeys returns the keys of every document n matches, in key

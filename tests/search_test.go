@@ -887,3 +887,31 @@ func TestSearchTagOptionsAndStemmedPrefix(t *testing.T) {
 	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "run", "NOCONTENT")
 	r.expect(array(integer(1), bulk("a")), "FT.SEARCH", "idx", "runs", "NOCONTENT")
 }
+
+func TestSearchAggregateCursor(t *testing.T) {
+	s := startServer(t)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "idx", "PREFIX", "1", "k:", "SCHEMA", "n", "NUMERIC")
+	for i := range 5 {
+		r.expect(integer(1), "HSET", fmt.Sprintf("k:%d", i), "n", strconv.Itoa(i))
+	}
+	row := func(i int) string { return array(bulk("n"), bulk(strconv.Itoa(i))) }
+	r.expect(array(array(integer(5), row(0), row(1)), integer(1)),
+		"FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "SORTBY", "2", "@n", "ASC", "WITHCURSOR", "COUNT", "2")
+	r.expect(array(array(integer(5), row(2), row(3)), integer(1)), "FT.CURSOR", "READ", "idx", "1")
+	r.expect(array(array(integer(5), row(4)), integer(0)), "FT.CURSOR", "READ", "idx", "1", "COUNT", "5")
+	r.expect(errr("Cursor not found"), "FT.CURSOR", "READ", "idx", "1")
+	r.expect(array(array(integer(5), row(0)), integer(2)),
+		"FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "SORTBY", "2", "@n", "ASC", "WITHCURSOR", "COUNT", "1")
+	r.expect(status("OK"), "FT.CURSOR", "DEL", "idx", "2")
+	r.expect(errr("Cursor does not exist"), "FT.CURSOR", "DEL", "idx", "2")
+	// At most 128 cursors open.
+	for i := range 128 {
+		r.expect(array(array(integer(5), row(0)), integer(int64(3+i))),
+			"FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "SORTBY", "2", "@n", "ASC", "WITHCURSOR", "COUNT", "1")
+	}
+	r.expect(errr("Too many cursors (128)"), "FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "WITHCURSOR", "COUNT", "1")
+	// A cursor that a single page exhausts is not kept.
+	r.expect(array(array(integer(5), row(0), row(1), row(2), row(3), row(4)), integer(0)),
+		"FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "SORTBY", "2", "@n", "ASC", "WITHCURSOR")
+}
