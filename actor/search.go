@@ -110,6 +110,17 @@ type ftIndex struct {
 	// syn maps a term to its synonym groups, synGroups a group to its
 	// terms (FT.SYNUPDATE, searchextra.go).
 	syn, synGroups map[string][]string
+	// sql is the indexing statements' text, made by prepare.
+	sql ftSQL
+}
+
+// ftSQL is the text of the statements that index a document.
+type ftSQL struct {
+	lookup  string    // a document's id by key
+	insDoc  string    // the document row
+	insText [2]string // the FTS5 rows (stemmed, raw); "" without the table
+	insTag  string
+	remove  []string // a document's rows, by id (its FTS5 rows go to ftN_gc)
 }
 
 // search is the actor's search state. n is the number of indexes: the
@@ -177,6 +188,38 @@ func (a *Actor) reloadSearch() {
 }
 
 func (idx *ftIndex) prepare() {
+	l := idx.layout()
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + idx.table("docs") + " (key")
+	for i := range idx.spec.Fields {
+		b.WriteString(", v" + strconv.Itoa(i))
+	}
+	b.WriteString(") VALUES (?" + strings.Repeat(", ?", len(idx.spec.Fields)) + ")")
+	idx.sql = ftSQL{
+		lookup: "SELECT docid FROM " + idx.table("docs") + " WHERE key = ?",
+		insDoc: b.String(),
+		insTag: "INSERT OR IGNORE INTO " + idx.table("tags") + " (field, val, docid) VALUES (?, ?, ?)",
+		remove: []string{"DELETE FROM " + idx.table("docs") + " WHERE docid = ?",
+			"DELETE FROM " + idx.table("tags") + " WHERE docid = ?"},
+	}
+	for k, t := range []struct {
+		kind string
+		cols []int
+	}{{"s", l.Stemmed}, {"r", l.Raw}} {
+		if len(t.cols) == 0 {
+			continue
+		}
+		b.Reset()
+		b.WriteString("INSERT INTO " + idx.table(t.kind) + " (rowid")
+		for _, c := range t.cols {
+			b.WriteString(", c" + strconv.Itoa(c))
+		}
+		b.WriteString(") VALUES (?" + strings.Repeat(", ?", len(t.cols)) + ")")
+		idx.sql.insText[k] = b.String()
+	}
+	if len(l.Stemmed)+len(l.Raw) > 0 {
+		idx.sql.remove = append(idx.sql.remove, "INSERT INTO "+idx.table("gc")+" (docid) VALUES (?)")
+	}
 	idx.filter = nil
 	if idx.spec.Filter != "" {
 		// Checked when the index was created.
@@ -590,6 +633,7 @@ func cmdFtAlter(c *Ctx) error {
 	// FTS5 tables cannot gain columns: the tables are built again and
 	// filled by the back-fill, as RediSearch rescans after an ALTER.
 	idx.spec.Fields = fields
+	idx.prepare()
 	if err := c.a.createIndexTables(idx); err != nil {
 		return err
 	}
@@ -880,46 +924,29 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 		}
 	}
 	s.vals = row
-	var b strings.Builder
-	b.WriteString("INSERT INTO " + idx.table("docs") + " (key")
-	for i := range fields {
-		b.WriteString(", v" + strconv.Itoa(i))
-	}
-	b.WriteString(") VALUES (?")
-	b.WriteString(strings.Repeat(", ?", len(fields)))
-	b.WriteString(")")
-	if err := a.st.SearchExec(b.String(), row...); err != nil {
+	if err := a.st.SearchExec(idx.sql.insDoc, row...); err != nil {
 		return err
 	}
 	docid := a.st.SearchLastID()
 	l := idx.layout()
-	for _, t := range []struct {
-		kind string
-		cols []int
-	}{{"s", l.Stemmed}, {"r", l.Raw}} {
-		if len(t.cols) == 0 {
+	for k, cols := range [2][]int{l.Stemmed, l.Raw} {
+		if len(cols) == 0 {
 			continue
 		}
-		b.Reset()
 		row = append(row[:0], docid)
-		b.WriteString("INSERT INTO " + idx.table(t.kind) + " (rowid")
-		for _, c := range t.cols {
-			b.WriteString(", c" + strconv.Itoa(c))
+		for _, c := range cols {
 			if vals[c] == nil {
 				row = append(row, nil)
 			} else {
 				row = append(row, string(vals[c]))
 			}
 		}
-		b.WriteString(") VALUES (?")
-		b.WriteString(strings.Repeat(", ?", len(t.cols)))
-		b.WriteString(")")
-		if err := a.st.SearchExec(b.String(), row...); err != nil {
+		if err := a.st.SearchExec(idx.sql.insText[k], row...); err != nil {
 			return err
 		}
 	}
 	s.vals = row[:0]
-	tagSQL := "INSERT OR IGNORE INTO " + idx.table("tags") + " (field, val, docid) VALUES (?, ?, ?)"
+	tagSQL := idx.sql.insTag
 	for i, f := range fields {
 		if f.Type != ftTag || vals[i] == nil || f.NoIndex {
 			continue
@@ -936,7 +963,7 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 // hasDoc reports whether key has a document in idx.
 func (a *Actor) hasDoc(idx *ftIndex, key []byte) (bool, error) {
 	has := false
-	err := a.st.SearchQuery("SELECT 1 FROM "+idx.table("docs")+" WHERE key = ?", true, []any{key},
+	err := a.st.SearchQuery(idx.sql.lookup, true, []any{key},
 		func(storage.SearchRow) bool {
 			has = true
 			return false
@@ -947,7 +974,7 @@ func (a *Actor) hasDoc(idx *ftIndex, key []byte) (bool, error) {
 // unindexKey removes key's document from idx, if it has one.
 func (a *Actor) unindexKey(idx *ftIndex, key []byte) error {
 	docid := int64(0)
-	err := a.st.SearchQuery("SELECT docid FROM "+idx.table("docs")+" WHERE key = ?", true, []any{key},
+	err := a.st.SearchQuery(idx.sql.lookup, true, []any{key},
 		func(r storage.SearchRow) bool {
 			docid = r.Int(0)
 			return false
@@ -955,15 +982,9 @@ func (a *Actor) unindexKey(idx *ftIndex, key []byte) error {
 	if err != nil || docid == 0 {
 		return err
 	}
-	l := idx.layout()
-	stmts := []string{"DELETE FROM " + idx.table("docs") + " WHERE docid = ?",
-		"DELETE FROM " + idx.table("tags") + " WHERE docid = ?"}
-	if len(l.Stemmed)+len(l.Raw) > 0 {
-		// The FTS5 rows go later, all together (collectIndex).
-		stmts = append(stmts, "INSERT INTO "+idx.table("gc")+" (docid) VALUES (?)")
-		idx.gc = true
-	}
-	for _, q := range stmts {
+	// The FTS5 rows go later, all together (collectIndex).
+	idx.gc = idx.gc || len(idx.sql.remove) > 2
+	for _, q := range idx.sql.remove {
 		if err := a.st.SearchExec(q, docid); err != nil {
 			return err
 		}
