@@ -65,7 +65,8 @@ func main() {
 		panic(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Protocol: 2, PoolSize: *conns + 2})
+	// No read timeout: a slow query is a result to report, not an error.
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Protocol: 2, PoolSize: *conns + 2, ReadTimeout: -1})
 	deadline := time.Now().Add(20 * time.Second)
 	for c.Ping(ctx).Err() != nil {
 		if time.Now().After(deadline) {
