@@ -385,10 +385,21 @@ func cmdFtAggregate(c *Ctx) error {
 }
 
 // writeRows writes an FT.AGGREGATE page: the count, then each row's
-// visible fields.
+// visible fields; in RESP3 RediSearch 2.8's map (attributes, format,
+// results with each row's extra_attributes, total_results, warning).
 func writeRows(w *proto.Writer, total int, rows []*arow) {
-	w.Array(1 + len(rows))
-	w.Int(int64(total))
+	if w.Proto == 3 {
+		w.Map(5)
+		w.Simple("attributes")
+		w.Array(0)
+		w.Simple("format")
+		w.Simple("STRING")
+		w.Simple("results")
+		w.Array(len(rows))
+	} else {
+		w.Array(1 + len(rows))
+		w.Int(int64(total))
+	}
 	for _, r := range rows {
 		n := 0
 		for i := range r.names {
@@ -396,7 +407,11 @@ func writeRows(w *proto.Writer, total int, rows []*arow) {
 				n++
 			}
 		}
-		w.Array(2 * n)
+		if w.Proto == 3 {
+			w.Map(2)
+			w.Simple("extra_attributes")
+		}
+		w.Map(n)
 		for i, name := range r.names {
 			if r.vals[i].null() || strings.HasPrefix(name, "\x00") {
 				continue
@@ -404,6 +419,16 @@ func writeRows(w *proto.Writer, total int, rows []*arow) {
 			w.BulkString(name)
 			w.BulkString(r.vals[i].String())
 		}
+		if w.Proto == 3 {
+			w.Simple("values")
+			w.Array(0)
+		}
+	}
+	if w.Proto == 3 {
+		w.Simple("total_results")
+		w.Int(int64(total))
+		w.Simple("warning")
+		w.Array(0)
 	}
 }
 

@@ -983,6 +983,9 @@ func cmdFtSearch(c *Ctx) error {
 	if err != nil {
 		return err
 	}
+	if c.w.Proto == 3 {
+		return c.writeSearch3(idx, o, hits, total)
+	}
 	per := 1
 	if o.withScores {
 		per++
@@ -1021,11 +1024,70 @@ func cmdFtSearch(c *Ctx) error {
 	return nil
 }
 
-// writeContent writes a hit's fields: the whole hash, or RETURN's fields.
+// writeSearch3 writes FT.SEARCH's reply in RESP3, as RediSearch 2.8 does:
+// a map of attributes, format, results (a map per hit: id, score,
+// sortkey, extra_attributes, values), total_results and warning.
+func (c *Ctx) writeSearch3(idx *ftIndex, o *ftSearch, hits []ftHit, total int64) error {
+	w := c.w
+	w.Map(5)
+	w.Simple("attributes")
+	w.Array(0)
+	w.Simple("format")
+	w.Simple("STRING")
+	w.Simple("results")
+	w.Array(len(hits))
+	for _, h := range hits {
+		n := 2
+		if o.withScores {
+			n++
+		}
+		if o.sortKeys {
+			n++
+		}
+		if !o.noContent {
+			n++
+		}
+		w.Map(n)
+		w.Simple("id")
+		w.Bulk(h.key)
+		if o.withScores {
+			w.Simple("score")
+			w.Double(h.score)
+		}
+		if o.sortKeys {
+			w.Simple("sortkey")
+			if h.sortKey == nil {
+				w.Null()
+			} else {
+				w.Bulk(h.sortKey)
+			}
+		}
+		if !o.noContent {
+			w.Simple("extra_attributes")
+			marked, err := c.a.markup(idx, h.docid, o)
+			if err != nil {
+				return err
+			}
+			if err := c.writeContent(h.key, o, marked); err != nil {
+				return err
+			}
+		}
+		w.Simple("values")
+		w.Array(0)
+	}
+	w.Simple("total_results")
+	w.Int(total)
+	w.Simple("warning")
+	w.Array(0)
+	return nil
+}
+
+// writeContent writes a hit's fields: the whole hash, or RETURN's fields
+// (pairs in RESP2, a map in RESP3).
 func (c *Ctx) writeContent(key []byte, o *ftSearch, marked map[string]string) error {
 	h, err := c.st.OpenColl(0, key, storage.TypeHash)
 	if err != nil || h == nil {
-		c.w.Array(0)
+		c.w.Map(0)
 		if err == storage.ErrWrongType {
 			err = nil
 		}
@@ -1036,7 +1098,7 @@ func (c *Ctx) writeContent(key []byte, o *ftSearch, marked map[string]string) er
 		return err
 	}
 	if !o.hasReturn {
-		c.w.Array(2 * len(elems))
+		c.w.Map(len(elems))
 		for _, e := range elems {
 			c.w.Bulk(e.Member)
 			if v, ok := marked[string(e.Member)]; ok {
@@ -1060,7 +1122,7 @@ func (c *Ctx) writeContent(key []byte, o *ftSearch, marked map[string]string) er
 			}
 		}
 	}
-	c.w.Array(len(out))
+	c.w.Map(len(out) / 2)
 	for _, b := range out {
 		c.w.Bulk(b)
 	}

@@ -709,6 +709,21 @@ func TestGoRedisSearch(t *testing.T) {
 	if got := c.FTTagVals(ctx, "people", "city").Val(); !slices.Equal(got, []string{"london", "new york"}) {
 		t.Fatalf("FTTagVals: %v", got)
 	}
+	// RESP3 (go-redis's default protocol): RediSearch 2.8's map shape.
+	c3 := s.client()
+	res, err = c3.FTSearchWithArgs(ctx, "people", "@city:{london}", &redis.FTSearchOptions{
+		SortBy: []redis.FTSearchSortBy{{FieldName: "age", Asc: true}}, WithScores: true}).Result()
+	if err != nil || res.Total != 2 || len(res.Docs) != 2 || res.Docs[0].ID != "person:1" || res.Docs[0].Fields["city"] != "London" || res.Docs[0].Score == nil {
+		t.Fatalf("FTSearch over RESP3: %+v %v", res, err)
+	}
+	r3 := s.raw()
+	r3.do("HELLO", "3")
+	r3.expect("%5\r\n+attributes\r\n*0\r\n+format\r\n+STRING\r\n+results\r\n*1\r\n%3\r\n+id\r\n$8\r\nperson:3\r\n"+
+		"+extra_attributes\r\n%1\r\n$4\r\nname\r\n$12\r\nGrace Hopper\r\n+values\r\n*0\r\n+total_results\r\n:1\r\n+warning\r\n*0\r\n",
+		"FT.SEARCH", "people", "grace", "RETURN", "1", "name")
+	r3.expect("%5\r\n+attributes\r\n*0\r\n+format\r\n+STRING\r\n+results\r\n*1\r\n%2\r\n+extra_attributes\r\n%2\r\n$4\r\ncity\r\n$6\r\nlondon\r\n$1\r\nn\r\n$1\r\n2\r\n"+
+		"+values\r\n*0\r\n+total_results\r\n:1\r\n+warning\r\n*0\r\n",
+		"FT.AGGREGATE", "people", "@city:{london}", "APPLY", "lower(@city)", "AS", "city", "GROUPBY", "1", "@city", "REDUCE", "COUNT", "0", "AS", "n")
 	if err := c.FTAliasAdd(ctx, "people", "folk").Err(); err != nil {
 		t.Fatal(err)
 	}
