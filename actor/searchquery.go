@@ -1203,6 +1203,12 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	setSQL, setArgs := q.b.String(), q.args
 	o.scored = q.scored
 	ctes, scoreArgs, score := q.scoreCTEs()
+	if n.op == qText && len(ctes) == 1 {
+		// One term, prefix or phrase over one FTS5 table: its matches and
+		// their scores are one scan, not two.
+		setSQL = "WITH " + strings.Replace(ctes[0], "sc0(docid, sc)", "m(docid, sc)", 1)
+		setArgs, ctes, scoreArgs, score = scoreArgs, nil, nil, "m.sc"
+	}
 
 	var b strings.Builder
 	b.WriteString(setSQL)
