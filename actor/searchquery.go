@@ -545,10 +545,72 @@ func matchExpr(n *qnode, cols, all []int) string {
 	return b.String()
 }
 
+// ftsOnly returns n as one FTS5 MATCH expression over one FTS5 table
+// (kind "s" or "r"), when n is made only of text leaves that table holds,
+// joined by AND, OR and negation inside an AND with a positive part:
+// FTS5 then evaluates the whole subtree in one scan.
+func (q *qsql) ftsOnly(n *qnode) (expr, kind string, ok bool) {
+	switch n.op {
+	case qText:
+		stem, raw := q.textCols(n)
+		switch {
+		case len(stem) > 0 && len(raw) == 0:
+			return matchExpr(n, stem, q.l.Stemmed), "s", true
+		case len(raw) > 0 && len(stem) == 0:
+			return matchExpr(n, raw, q.l.Raw), "r", true
+		}
+		return "", "", false
+	case qAnd, qOr:
+		var pos, neg []string
+		for _, k := range n.kids {
+			sub := k
+			if k.op == qNot && n.op == qAnd {
+				sub = k.kids[0]
+			} else if k.op == qNot || k.op == qOpt {
+				return "", "", false
+			}
+			e, kk, ok := q.ftsOnly(sub)
+			if !ok || (kind != "" && kk != kind) {
+				return "", "", false
+			}
+			kind = kk
+			if sub != k {
+				neg = append(neg, "("+e+")")
+			} else {
+				pos = append(pos, "("+e+")")
+			}
+		}
+		if len(pos) == 0 {
+			return "", "", false
+		}
+		op := " AND "
+		if n.op == qOr {
+			op = " OR "
+		}
+		expr = strings.Join(pos, op)
+		for _, e := range neg {
+			expr = "(" + expr + ") NOT " + e
+		}
+		return expr, kind, true
+	}
+	return "", "", false
+}
+
 // set writes a SELECT of the document ids n matches; positive says n is
 // not under a negation (its text counts for the score).
 func (q *qsql) set(n *qnode, positive bool) {
 	docs := q.idx.table("docs")
+	if n.op == qAnd || n.op == qOr {
+		if e, kind, ok := q.ftsOnly(n); ok {
+			tbl := q.idx.table(kind)
+			q.b.WriteString("SELECT rowid AS docid FROM " + tbl + " WHERE " + tbl + " MATCH ?")
+			q.args = append(q.args, e)
+			if positive {
+				q.scored[kind] = append(q.scored[kind], e)
+			}
+			return
+		}
+	}
 	switch n.op {
 	case qAll:
 		q.b.WriteString("SELECT docid FROM " + docs)
@@ -1203,7 +1265,7 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	setSQL, setArgs := q.b.String(), q.args
 	o.scored = q.scored
 	ctes, scoreArgs, score := q.scoreCTEs()
-	if n.op == qText && len(ctes) == 1 {
+	if _, _, one := q.ftsOnly(n); one && len(ctes) == 1 {
 		// One term, prefix or phrase over one FTS5 table: its matches and
 		// their scores are one scan, not two.
 		setSQL = "WITH " + strings.Replace(ctes[0], "sc0(docid, sc)", "m(docid, sc)", 1)
