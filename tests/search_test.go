@@ -930,3 +930,51 @@ func TestSearchAggregateCursor(t *testing.T) {
 	r.expect(array(array(integer(5), row(0), row(1), row(2), row(3), row(4)), integer(0)),
 		"FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n", "SORTBY", "2", "@n", "ASC", "WITHCURSOR")
 }
+
+// A full disk. FTS5 keeps the terms a transaction adds in memory until
+// the flush commits it, so with an index a full database may show at the
+// flush rather than at the write: then the server refuses writes until it
+// restarts, as after any failed commit. Either way nothing acknowledged is
+// lost, and after the restart the index agrees with the hashes.
+func TestSearchDiskFull(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	r := s.raw()
+	r.expect(status("OK"), "FT.CREATE", "idx", "PREFIX", "1", "doc:", "SCHEMA", "title", "TEXT", "NOSTEM", "tags", "TAG", "n", "NUMERIC")
+	words := ftVocab[:5]
+	big := strings.Repeat("alpha beta gamma ", 400)
+	for i := range 10 {
+		r.expect(integer(3), "HSET", fmt.Sprintf("doc:%d", i), "title", words[i%5]+" "+big, "tags", "x", "n", strconv.Itoa(i))
+	}
+	r.expect(status("OK"), "CONFIG", "SET", "sqlite-max-page-count", "1")
+	acked := map[string]string{} // key -> the title last acknowledged
+	failed := false
+	for i := 10; i < 2000 && !failed; i++ {
+		k, title := fmt.Sprintf("doc:%d", i%40), words[i%5]+" "+big
+		got := r.do("HSET", k, "title", title, "tags", "y", "n", strconv.Itoa(i%10))
+		switch {
+		case strings.HasPrefix(got, ":"):
+			acked[k] = title
+		case strings.Contains(got, "full") || strings.Contains(got, "refusing writes"):
+			failed = true
+		default:
+			t.Fatalf("HSET at the cap: %q", got)
+		}
+	}
+	if !failed {
+		t.Fatal("the writes fitted under a cap of the current size")
+	}
+	// The cap is a run-time setting: the restart lifts it.
+	s.restart()
+	c := resp2(s)
+	for k, title := range acked {
+		if got := c.HGet(ctx, k, "title").Val(); got != title {
+			t.Fatalf("acknowledged HSET %s lost: title %.20q", k, got)
+		}
+	}
+	waitIndexed(t, c, "idx")
+	checkIndex(t, c, words)
+	r = s.raw()
+	r.expect(integer(0), "HSET", "doc:1", "title", "delta", "tags", "z", "n", "7")
+	checkIndex(t, c, words)
+}
