@@ -743,11 +743,11 @@ func cmdFtInfo(c *Ctx) error {
 	}
 	w := c.w
 	sp := &idx.spec
-	n := 26
+	n := 13 // pairs: a map in RESP3, flat in RESP2
 	if sp.Stopwords != nil {
-		n += 2
+		n++
 	}
-	w.Array(n * 1)
+	w.Map(n)
 	w.BulkString("index_name")
 	w.BulkString(idx.name)
 	w.BulkString("index_options")

@@ -716,6 +716,9 @@ func TestGoRedisSearch(t *testing.T) {
 	if err != nil || res.Total != 2 || len(res.Docs) != 2 || res.Docs[0].ID != "person:1" || res.Docs[0].Fields["city"] != "London" || res.Docs[0].Score == nil {
 		t.Fatalf("FTSearch over RESP3: %+v %v", res, err)
 	}
+	if info, err := c3.FTInfo(ctx, "people").Result(); err != nil || info.NumDocs != 3 || len(info.Attributes) != 3 {
+		t.Fatalf("FTInfo over RESP3: %+v %v", info, err)
+	}
 	r3 := s.raw()
 	r3.do("HELLO", "3")
 	r3.expect("%5\r\n+attributes\r\n*0\r\n+format\r\n+STRING\r\n+results\r\n*1\r\n%3\r\n+id\r\n$8\r\nperson:3\r\n"+
