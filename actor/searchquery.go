@@ -217,6 +217,10 @@ func (p *qparser) prim(depth int) (*qnode, error) {
 		return p.term()
 	case c == ')' || c == '|':
 		return nil, p.errNear()
+	case strings.IndexByte(",.<>;!#&+=/':^", c) >= 0:
+		// Punctuation between terms separates them, as in the text.
+		p.pos++
+		return nil, nil
 	case isQuerySep(c) && c != '\\':
 		return nil, p.errNear()
 	}
@@ -231,6 +235,12 @@ func (p *qparser) word() string {
 		if c == '\\' && p.pos+1 < len(p.s) {
 			b.WriteByte(p.s[p.pos+1])
 			p.pos += 2
+			continue
+		}
+		// A decimal point inside a number is part of it (3.14).
+		if c == '.' && b.Len() > 0 && isDigit(p.s[p.pos-1]) && p.pos+1 < len(p.s) && isDigit(p.s[p.pos+1]) {
+			b.WriteByte(c)
+			p.pos++
 			continue
 		}
 		if isQuerySep(c) {

@@ -306,6 +306,11 @@ func TestSearchReplies(t *testing.T) {
 	r.expect(array(integer(2), bulk("p:1"), bulk("q:2")), "FT.SEARCH", "idx", "*", "SORTBY", "price", "DESC", "NOCONTENT") // missing values last
 	r.expect(array(integer(2), bulk("p:1"), bulk("#10"), bulk("q:2"), "$-1\r\n"), "FT.SEARCH", "idx", "*", "SORTBY", "price", "DESC", "NOCONTENT", "WITHSORTKEYS")
 	r.expect(array(integer(2), bulk("q:2"), bulk("$hello planet"), bulk("p:1"), bulk("$hello world")), "FT.SEARCH", "idx", "*", "SORTBY", "t", "NOCONTENT", "WITHSORTKEYS")
+	// Punctuation separates terms; a number keeps its decimal point.
+	r.expect(array(integer(1), bulk("p:1")), "FT.SEARCH", "idx", "hello, world.", "NOCONTENT")
+	r.expect(integer(0), "HSET", "p:1", "title", "Hello World version 3.14")
+	r.expect(array(integer(1), bulk("p:1")), "FT.SEARCH", "idx", "3.14", "NOCONTENT")
+	r.expect(integer(0), "HSET", "p:1", "title", "Hello World")
 	// Stemming: TEXT fields are stemmed unless NOSTEM.
 	r.expect(integer(1), "HSET", "p:4", "title", "dogs running")
 	r.expect(array(integer(1), bulk("p:4")), "FT.SEARCH", "idx", "run", "NOCONTENT")
