@@ -312,6 +312,7 @@ func cmdFtCreate(c *Ctx) error {
 		return errFtTooMany("indexes", maxSearchIndexes)
 	}
 	spec := ftSpec{Score: 1}
+	skipScan := false
 	args := c.args[2:]
 	i := 0
 	for ; i < len(args); i++ {
@@ -379,8 +380,10 @@ func cmdFtCreate(c *Ctx) error {
 			}
 			spec.Fields = fields
 			i = len(args)
+		case eqFold(args[i], "SKIPINITIALSCAN"):
+			skipScan = true
 		case eqFold(args[i], "MAXTEXTFIELDS"), eqFold(args[i], "NOOFFSETS"), eqFold(args[i], "NOHL"),
-			eqFold(args[i], "NOFIELDS"), eqFold(args[i], "NOFREQS"), eqFold(args[i], "SKIPINITIALSCAN"):
+			eqFold(args[i], "NOFIELDS"), eqFold(args[i], "NOFREQS"):
 			// Accepted for compatibility; they change nothing here.
 		default:
 			return errFtUnknownArg(args[i])
@@ -397,6 +400,13 @@ func cmdFtCreate(c *Ctx) error {
 	idx.prepare()
 	if err := c.a.createIndexTables(idx); err != nil {
 		return err
+	}
+	if skipScan {
+		// Only the hashes written from now on.
+		idx.cursor = -1
+		if err := c.a.st.SetSearchCursor(idx.name, -1); err != nil {
+			return err
+		}
 	}
 	c.w.OK()
 	return nil
