@@ -65,9 +65,23 @@ req = AggregateRequest("*").group_by("@genre", reducers.count().alias("n"), redu
 res = ft.aggregate(req)
 assert res.rows == [["genre", "crime,action", "n", "1", "latest", "1995"], ["genre", "crime", "n", "1", "latest", "1981"]], res.rows
 
+# Suggestions, spell checking, synonyms, through redis-py's own calls.
+from redis.commands.search.suggestion import Suggestion
+
+assert ft.sugadd("ac", Suggestion("heat wave", 2.0), Suggestion("heathrow", 1.0)) == 2
+sug = ft.sugget("ac", "hea", with_scores=True)
+assert [s.string for s in sug] == ["heat wave", "heathrow"] and sug[0].score == 2.0, sug
+assert ft.suglen("ac") == 2 and ft.sugdel("ac", "heathrow") == 1
+
+corrections = ft.spellcheck("thiex")
+assert [c["suggestion"] for c in corrections["thiex"]] == ["thief"], corrections
+
+ft.synupdate("g1", False, "thief", "burglar")
+assert ft.search(Query("burglar").no_content()).total == 2
+
 ft.aliasadd("films")
 assert r.ft("films").search(Query("heat")).total == 1
 assert "movies" in r.execute_command("FT._LIST")
 ft.dropindex(delete_documents=True)
 assert r.exists("movie:2") == 0
-print("ok redis-py search: create, back-fill, search, sort, filter, params, aggregate, alias, drop")
+print("ok redis-py search: create, back-fill, search, sort, filter, params, aggregate, suggestions, spellcheck, synonyms, alias, drop")
