@@ -65,6 +65,13 @@ req = AggregateRequest("*").group_by("@genre", reducers.count().alias("n"), redu
 res = ft.aggregate(req)
 assert res.rows == [["genre", "crime,action", "n", "1", "latest", "1995"], ["genre", "crime", "n", "1", "latest", "1981"]], res.rows
 
+res = ft.search(Query("detective").highlight(fields=["plot"], tags=["[", "]"]).return_fields("plot"))
+assert res.docs[0].plot == "a [detective] hunts a thief", res
+
+req = AggregateRequest("*").load("@year").apply(decade="floor(@year / 10) * 10").filter("@decade < 1990").group_by("@decade", reducers.count().alias("n"))
+res = ft.aggregate(req)
+assert res.rows == [["decade", "1980", "n", "1"]], res.rows
+
 # Suggestions, spell checking, synonyms, through redis-py's own calls.
 from redis.commands.search.suggestion import Suggestion
 
