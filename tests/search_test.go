@@ -980,6 +980,9 @@ func TestSearchDiskFull(t *testing.T) {
 	// The cap is a run-time setting: the restart lifts it.
 	s.restart()
 	c := resp2(s)
+	if l := fmt.Sprint(c.Do(ctx, "FT._LIST").Val()); l != "[idx]" {
+		t.Fatalf("FT._LIST after the restart: %s\n%s", l, s.logBuf.String())
+	}
 	for k, title := range acked {
 		if got := c.HGet(ctx, k, "title").Val(); got != title {
 			t.Fatalf("acknowledged HSET %s lost: title %.20q", k, got)
