@@ -53,6 +53,7 @@ type Actor struct {
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
 	// (debug.go).
 	noActiveExpire bool
+	search         search // FT.* indexes (search.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
@@ -216,6 +217,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
+		return nil, err
+	}
+	if err := a.loadSearch(); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -164,6 +164,7 @@ var families = [][]*Command{
 	debugCommands,
 	aclCommands,
 	opsCommands,
+	searchCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -669,3 +669,128 @@ const (
 func errHFEExpireTime(cmd string) error {
 	return ReplyError("ERR invalid expire time in '" + cmd + "' command")
 }
+
+// Search (FT.*, search.go and searchquery.go): RediSearch's texts, which
+// carry no "ERR" code (a module's error replies start with the text).
+const (
+	ErrFtDBNotZero         ReplyError = "Cannot create index on db != 0"
+	ErrFtIndexExists       ReplyError = "Index already exists"
+	ErrFtOnArgs            ReplyError = "Bad arguments for ON: Expected an argument, but none provided"
+	ErrFtOnType            ReplyError = "Invalid index type: Cellar indexes hashes only (ON HASH)"
+	ErrFtLanguageArgs      ReplyError = "Bad arguments for LANGUAGE: Expected an argument, but none provided"
+	ErrFtScoreArgs         ReplyError = "Bad arguments for SCORE: Expected an argument, but none provided"
+	ErrFtScoreRange        ReplyError = "Invalid score"
+	ErrFtNoSchema          ReplyError = "No schema found"
+	ErrFtNoFields          ReplyError = "Fields arguments are missing"
+	ErrFtWeightArgs        ReplyError = "Bad arguments for WEIGHT: Expected an argument, but none provided"
+	ErrFtWeight            ReplyError = "Could not parse field spec: bad WEIGHT"
+	ErrFtPhoneticArgs      ReplyError = "Bad arguments for PHONETIC: Expected an argument, but none provided"
+	ErrFtSeparator         ReplyError = "Tag separator must be a single character"
+	ErrFtUnknownIndex      ReplyError = "Unknown Index name"
+	ErrFtUnknownIndexLower ReplyError = "Unknown index name"
+	ErrFtAlterSyntax       ReplyError = "Unknown action passed to ALTER SCHEMA"
+	ErrFtAliasExists       ReplyError = "Alias already exists"
+	ErrFtAliasMissing      ReplyError = "Alias does not exist"
+	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow. Try moving nested parentheses more to the left"
+	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
+	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
+	ErrFtSugScore          ReplyError = "ERR invalid score"
+	ErrFtCursorMissing     ReplyError = "Cursor not found"
+	ErrFtCursorNotExist    ReplyError = "Cursor does not exist"
+	ErrFtAddScore          ReplyError = "Score must be between 0 and 1"
+	ErrFtNoFieldList       ReplyError = "No field list found"
+	ErrFtFieldsPairs       ReplyError = "Fields must be specified in FIELD VALUE pairs"
+	ErrFtDocExists         ReplyError = "Document already exists"
+	ErrFtSpellDistance     ReplyError = "bad distance given, distance must be a natural number between 1 to 4"
+	ErrFtSpellTerms        ReplyError = "bad format, exlude/include operation was not given"
+	ErrFtSugMax            ReplyError = "Invalid MAX value"
+	ErrFtConfigOption      ReplyError = "Invalid option"
+	ErrFtConfigSyntax      ReplyError = "ERR wrong number of arguments for 'ft.config' command"
+	ErrFtParamsCount       ReplyError = "Parameters must be specified in PARAM VALUE pairs"
+)
+
+func errFtLanguage(lang []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid language: Cellar stems English only, not '%s'", lang))
+}
+func errFtUnknownArg(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s`", arg))
+}
+func errFtBadCount(what string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Value is outside acceptable bounds", what))
+}
+func errFtFieldType(field string) error {
+	return ReplyError(fmt.Sprintf("Field `%s` does not have a type", field))
+}
+func errFtFieldTypeNamed(t []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid field type for field `%s`", t))
+}
+func errFtDupField(field string) error {
+	return ReplyError(fmt.Sprintf("Duplicate field in schema - %s", field))
+}
+func errFtNotTag(field []byte) error {
+	return ReplyError(fmt.Sprintf("No such tag field `%s`", field))
+}
+func errFtSyntax(offset int, near string) error {
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", offset, near))
+}
+func errFtNoParam(name string) error {
+	return ReplyError(fmt.Sprintf("No such parameter `%s`", name))
+}
+func errFtBadRange(which, tok string) error {
+	return ReplyError(fmt.Sprintf("Bad %s range: %s", which, tok))
+}
+func errFtArgMissing(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Expected an argument, but none provided", strings.ToUpper(string(arg))))
+}
+func errFtNoProperty(name string) error {
+	return ReplyError(fmt.Sprintf("Property `%s` not loaded nor in schema", name))
+}
+func errFtUnknownField(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown field `%s`", name))
+}
+func errFtUnsupported(arg []byte) error {
+	return ReplyError(fmt.Sprintf("%s is not supported by Cellar's FT.SEARCH", strings.ToUpper(string(arg))))
+}
+func errFtUnknownSearchArg(arg []byte, pos int) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s` at position %d for <main>", arg, pos))
+}
+func errFtNoSuchIndex(name []byte) error {
+	return ReplyError(fmt.Sprintf("%s: no such index", name))
+}
+func errFtBadProperty(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown property `%s`. Did you mean `@%s`?", name, name))
+}
+func errFtReducer(name string) error {
+	return ReplyError(fmt.Sprintf("No such reducer `%s`", name))
+}
+func errFtReducerArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: wrong number of arguments", name))
+}
+func errFtExpr(expr string, pos int) error {
+	near := expr[pos:]
+	if len(near) > 10 {
+		near = near[:10]
+	}
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", pos, near))
+}
+func errFtFunction(name string) error {
+	return ReplyError(fmt.Sprintf("Unknown function name '%s'", name))
+}
+func errFtFunctionArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Function '%s' was called with the wrong number of arguments", name))
+}
+func errFtLimitTooLarge(limit int64) error {
+	return ReplyError(fmt.Sprintf("LIMIT exceeds maximum of %d", limit))
+}
+func errFtConfigValue(name string) error {
+	return ReplyError(fmt.Sprintf("Invalid value for %s", name))
+}
+func errFtUnknownKeyword(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown keyword `%s` given", arg))
+}
+func errFtTooMany(what string, limit int) error {
+	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))
+}
+func errFtQuery(msg string) error {
+	return ReplyError(fmt.Sprintf("Syntax error: %s", msg))
+}

@@ -28,6 +28,9 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.sweepMore = n == a.cfg.SweepBatch || hn == a.cfg.SweepBatch
 		}
 		a.keysTouched() // the sweep's deletions are changes like any other
+		if a.search.n > 0 && a.roundErr == nil && a.backfillStep() {
+			a.sweepMore = true // an index still filling: go on next round
+		}
 	}
 	if a.roundErr == nil {
 		// Free the blobs of large values whose rows went (storage/blobs.go).

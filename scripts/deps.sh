@@ -5,6 +5,7 @@
 #     real clients), python3-redis and python3-rq (redis-py and the RQ job
 #     framework, run with Debian's /usr/bin/python3), nodejs and npm,
 #     haproxy (a real load balancer sending the PROXY protocol);
+#     wamerican (the word list bench/search builds its corpus from);
 #   - from npm: the Node.js clients in tests/clients/node (ioredis and the
 #     BullMQ job framework), with `npm ci` from its package-lock.json. Its
 #     package.json pins msgpackr-extract (an optional native speed-up of a
@@ -28,6 +29,7 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+[ -e /usr/share/dict/american-english ] || need+=(wamerican)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -123,6 +123,8 @@ type Store struct {
 	cache   *hotCache
 	pending []*centry // collection key rows ahead of SQLite (writeback.go)
 	scratch []byte
+
+	searchStmts map[string]*stmt // statements over the search tables (search.go)
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -323,6 +325,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.stmts = nil
+	s.closeSearchStmts()
 	s.wal.close()
 	// The actor's connection must be the last one open, so that closing it
 	// checkpoints the whole WAL and removes it.

@@ -126,6 +126,8 @@ func TestVersionMigration(t *testing.T) {
 		DROP TABLE streams; DROP TABLE stream_entries; DROP TABLE stream_groups;
 		DROP TABLE stream_consumers; DROP TABLE stream_pel; DROP TABLE function_libraries;
 		DROP INDEX hashes_by_expiry; ALTER TABLE hashes DROP COLUMN expire_at; ALTER TABLE hashes DROP COLUMN ord;
+		DROP TABLE search_indexes; DROP TABLE search_aliases; DROP TABLE search_suggestions;
+		DROP TABLE search_dicts; DROP TABLE search_synonyms;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})
