@@ -845,7 +845,7 @@ func TestSearchRediSearch1AndSpellcheck(t *testing.T) {
 	r.expect(status("OK"), "FT.ADD", "idx", "doc1", "1.0", "FIELDS", "title", "hello world", "n", "3")
 	r.expect(errr("Document already exists"), "FT.ADD", "idx", "doc1", "1.0", "FIELDS", "title", "x")
 	r.expect(status("OK"), "FT.ADD", "idx", "doc1", "1.0", "REPLACE", "PARTIAL", "FIELDS", "n", "4")
-	r.expect(array(bulk("n"), bulk("4"), bulk("title"), bulk("hello world")), "FT.GET", "idx", "doc1")
+	r.expect(array(bulk("title"), bulk("hello world"), bulk("n"), bulk("4")), "FT.GET", "idx", "doc1")
 	r.expect(status("OK"), "FT.ADD", "idx", "doc2", "0.5", "REPLACE", "FIELDS", "title", "help wanted")
 	r.expect(array(integer(1), bulk("doc1")), "FT.SEARCH", "idx", "@n:[4 4]", "NOCONTENT")
 	r.expect(array(array(bulk("title"), bulk("help wanted")), "*-1\r\n"), "FT.MGET", "idx", "doc2", "nosuch")
