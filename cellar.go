@@ -13,6 +13,7 @@ package cellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,6 +31,7 @@ import (
 	"github.com/cellar-db/cellar/actor"
 	"github.com/cellar-db/cellar/loop"
 	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/ops"
 	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/replica"
 	"github.com/cellar-db/cellar/storage"
@@ -50,6 +52,7 @@ type Server struct {
 	net   *loop.Server
 
 	debug     *http.Server
+	ops       *ops.Server // the HTTP port (nil when off)
 	actorDone chan struct{}
 	stopOnce  sync.Once
 	stopErr   error
@@ -61,6 +64,13 @@ type Server struct {
 func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	proxyFrom, err := loop.ParseProxyFrom(cfg.ProxyProtocolFrom)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ProxyProtocol && len(proxyFrom) == 0 {
+		return nil, errors.New("cellar: proxy_protocol needs the load balancers' addresses in proxy_protocol_from")
 	}
 	dur, _ := actor.ParseDurability(cfg.Durability)
 	store, err := storage.Open(storage.Options{
@@ -85,11 +95,18 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		IdleTimeout: cfg.Offload.IdleTimeout,
 	})
 	s := &Server{cfg: cfg, log: log, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
-	clients := actor.NewMemBudget(cfg.MaxMemoryClients, log.With().Str("pkg", "clients").Logger())
+	clients := actor.NewMemBudget(cfg.MaxMemoryClients, sampledWarnings(log.With().Str("pkg", "clients").Logger()))
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
+		Users:                cfg.Users,
+		ACLFile:              cfg.ACLFile,
+		NoProtectedMode:      !cfg.ProtectedMode,
+		IdleTimeout:          int(cfg.Timeout / time.Second),
+		RenameCommands:       cfg.RenameCommands,
+		TCPKeepAlive:         int(cfg.TCPKeepAlive / time.Second),
 		MaxBulkLen:           cfg.ProtoMaxBulkLen,
+		EnableDebugCommand:   cfg.EnableDebugCommand,
 		MaxReply:             cfg.OutputBuffer.HardLimit,
 		PubsubHardLimit:      cfg.OutputBuffer.PubsubHardLimit,
 		PubsubSoftLimit:      cfg.OutputBuffer.PubsubSoftLimit,
@@ -118,6 +135,14 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxWatchedKeys:     cfg.Transactions.MaxWatchedKeys,
 		MaxScripts:         cfg.Lua.MaxScripts,
 		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
+
+		StoredParams: map[string]string{
+			"slowlog-log-slower-than":   strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
+			"slowlog-max-len":           strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
+			"latency-monitor-threshold": strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+		},
+		RewriteConfig: s.rewriter(),
+		ConfigFile:    cfg.File,
 	}, store, pool, log.With().Str("pkg", "actor").Logger())
 	if err == nil {
 		var n int
@@ -153,8 +178,9 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		OutputSoftTime:  cfg.OutputBuffer.SoftSeconds,
 		MaxBacklog:      cfg.MaxBacklog,
 		Clients:         clients,
-		TCPKeepAlive:    cfg.TCPKeepAlive,
-	}, act, log.With().Str("pkg", "loop").Logger())
+		ProxyProtocol:   cfg.ProxyProtocol,
+		ProxyFrom:       proxyFrom,
+	}, act, sampledWarnings(log.With().Str("pkg", "loop").Logger()))
 	go func() {
 		act.Run()
 		close(s.actorDone)
@@ -180,6 +206,21 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		host, port, _ := cfg.ReplicaOfAddr() // Validate checked it
 		act.ReplicaOf(host, port)
 	}
+	if cfg.HTTP.Enabled {
+		s.ops = ops.New(ops.Config{
+			Addr:          net.JoinHostPort(cfg.HTTP.Bind, strconv.Itoa(cfg.HTTP.Port)),
+			Pprof:         cfg.HTTP.Pprof,
+			HealthTimeout: cfg.HTTP.HealthTimeout,
+		}, act, pool, log.With().Str("pkg", "ops").Logger())
+		if err := s.ops.Start(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			defer cancel()
+			s.Shutdown(ctx)
+			return nil, fmt.Errorf("cellar: http port: %w", err)
+		}
+		s.ops.SetReady()
+		log.Info().Str("addr", s.ops.Addr().String()).Msg("serving /metrics, /healthz and /readyz")
+	}
 	log.Info().Str("addr", s.net.Addr().String()).Str("db", cfg.DBPath()).
 		Str("durability", cfg.Durability).Str("version", Version).Msg("Cellar is ready to accept connections")
 	return s, nil
@@ -191,6 +232,41 @@ func (s *Server) Addr() net.Addr { return s.net.Addr() }
 // Scripts is the running script's watch: whether one makes the server
 // busy, and the switches that stop it (safe from any goroutine).
 func (s *Server) Scripts() *actor.ScriptWatch { return s.act.Scripts() }
+
+// sampledWarnings limits l's warnings to bursts of 50 a second, then one
+// in 100: the per-client warnings (a client closed at a limit, evicted)
+// cannot flood the log when many clients misbehave at once. Other levels
+// pass untouched.
+func sampledWarnings(l zerolog.Logger) zerolog.Logger {
+	return l.Sample(zerolog.LevelSampler{WarnSampler: &zerolog.BurstSampler{
+		Burst: 50, Period: time.Second, NextSampler: &zerolog.BasicSampler{N: 100},
+	}})
+}
+
+// rewriter is CONFIG REWRITE's writer, nil without a configuration file.
+func (s *Server) rewriter() func(map[string]string) error {
+	if s.cfg.File == "" {
+		return nil
+	}
+	return func(values map[string]string) error { return rewriteConfig(s.cfg.File, values) }
+}
+
+// HTTPAddr is where the HTTP port listens; nil when it is off.
+func (s *Server) HTTPAddr() net.Addr {
+	if s.ops == nil {
+		return nil
+	}
+	return s.ops.Addr()
+}
+
+// Drain makes /readyz answer 503 from now on, while clients are still
+// served: the first step of a graceful stop behind a load balancer.
+// Shutdown drains too.
+func (s *Server) Drain() {
+	if s.ops != nil {
+		s.ops.Drain()
+	}
+}
 
 // Done is closed once the server has shut down.
 func (s *Server) Done() <-chan struct{} { return s.done }
@@ -206,6 +282,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		defer close(s.done)
+		s.Drain()
 		if s.debug != nil {
 			s.debug.Close()
 		}
@@ -227,6 +304,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if err := s.net.Stop(ctx); err != nil && s.stopErr == nil {
 			s.stopErr = err
+		}
+		if s.ops != nil {
+			s.ops.Close()
 		}
 		s.log.Info().Msg("Cellar stopped")
 	})
@@ -278,7 +358,6 @@ func (s *Server) params() []actor.Param {
 		{Name: "client-output-buffer-limit", Get: str(fmt.Sprintf("normal %d %d %d slave 268435456 67108864 60 pubsub %d %d %d",
 			c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit, int64(c.OutputBuffer.SoftSeconds/time.Second),
 			c.OutputBuffer.PubsubHardLimit, c.OutputBuffer.PubsubSoftLimit, int64(c.OutputBuffer.PubsubSoftSeconds/time.Second)))},
-		{Name: "tcp-keepalive", Get: num(int64(c.TCPKeepAlive / time.Second))},
 		{Name: "loglevel", Get: str(c.LogLevel)},
 	}
 }
@@ -309,8 +388,12 @@ func parseLogLevel(s string) (zerolog.Level, error) {
 	return zerolog.InfoLevel, fmt.Errorf("must be debug, info, warn or error, not %q", s)
 }
 
-// NewLogger makes the server logger at cfg's level, writing to w.
+// NewLogger makes the server logger at cfg's level and in its format
+// (JSON lines, or zerolog's console format), writing to w.
 func NewLogger(cfg Config, w zerolog.LevelWriter) zerolog.Logger {
 	lvl, _ := parseLogLevel(cfg.LogLevel)
+	if cfg.LogFormat == "console" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}).Level(lvl).With().Timestamp().Logger()
+	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

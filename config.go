@@ -33,14 +33,45 @@ type Config struct {
 	SnapshotFilename string `koanf:"snapshot_filename"`
 	Durability       string `koanf:"durability"`
 	RequirePass      string `koanf:"requirepass"`
-	LogLevel         string `koanf:"loglevel"`
+	// Users are ACL users, each in Redis's "user" line format without
+	// the word "user" ("alice on >secret ~app:* +@read"); ACLFile is an
+	// ACL file in Redis's format instead (read at start and by ACL LOAD,
+	// written by ACL SAVE). requirepass stays the default user's password.
+	Users   []string `koanf:"users"`
+	ACLFile string   `koanf:"aclfile"`
+	// ProtectedMode is Redis's protected-mode: while the default user has
+	// no password, clients from addresses other than 127.0.0.1 and ::1
+	// are refused with Redis's -DENIED text and closed.
+	ProtectedMode bool `koanf:"protected_mode"`
+	// ProxyProtocol: connections from the load balancers named in
+	// ProxyProtocolFrom (addresses or CIDR networks) must start with a
+	// PROXY protocol header, version 1 or 2 (HAProxy's send-proxy,
+	// send-proxy-v2); the client's address it names is the one CLIENT
+	// LIST, ACL LOG, protected mode and the logs see. An invalid header,
+	// or a header from another address, closes the connection with a log
+	// line; other addresses connect directly as usual.
+	ProxyProtocol     bool     `koanf:"proxy_protocol"`
+	ProxyProtocolFrom []string `koanf:"proxy_protocol_from"`
+	// RenameCommands is Redis's rename-command: command name → its new
+	// name, or "" to disable it ({flushall: "", config: "cfg-3f9a"}). The
+	// old name is then unknown everywhere (clients, MULTI, scripts); ACL
+	// rules keep using the real names.
+	RenameCommands map[string]string `koanf:"rename_commands"`
+	LogLevel       string            `koanf:"loglevel"`
+	// LogFormat is "json" (one JSON object per line, for log collectors)
+	// or "console" (human-readable, for a terminal).
+	LogFormat string `koanf:"log_format"`
 
 	MaxClients             int           `koanf:"maxclients"`
 	Loops                  int           `koanf:"loops"`
 	ProtoMaxBulkLen        int64         `koanf:"proto_max_bulk_len"`
+	EnableDebugCommand     string        `koanf:"enable_debug_command"`
 	ClientQueryBufferLimit int           `koanf:"client_query_buffer_limit"`
 	TCPKeepAlive           time.Duration `koanf:"tcp_keepalive"`
-	ShutdownTimeout        time.Duration `koanf:"shutdown_timeout"`
+	// Timeout is Redis's timeout: a client idle this long is closed
+	// (blocked and subscribed clients excepted); 0 never. Whole seconds.
+	Timeout         time.Duration `koanf:"timeout"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// DebugAddr, when set (host:port), serves Go's pprof profiles over HTTP
 	// there, for profiling a running server. Keep it on loopback.
 	DebugAddr string `koanf:"debug_addr"`
@@ -75,6 +106,17 @@ type Config struct {
 	Transactions TransactionsConfig `koanf:"transactions"`
 	Lua          LuaConfig          `koanf:"lua"`
 
+	// HTTP is the port for metrics and health checks (ops/).
+	HTTP HTTPConfig `koanf:"http"`
+	// Slowlog is Redis's slow log (SLOWLOG): commands that ran for at
+	// least LogSlowerThan microseconds (negative: none; 0: all) are kept,
+	// the last MaxLen of them. CONFIG SET slowlog-* changes them.
+	Slowlog SlowlogConfig `koanf:"slowlog"`
+	// LatencyMonitorThreshold is Redis's latency-monitor-threshold, in
+	// milliseconds: events that take at least that long are sampled for
+	// LATENCY (0: off).
+	LatencyMonitorThreshold int64 `koanf:"latency_monitor_threshold"`
+
 	// ReplicaOf makes Cellar a replica of a Redis master at start-up
 	// ("host port" or "host:port"; empty: a master), as REPLICAOF does.
 	ReplicaOf string `koanf:"replicaof"`
@@ -83,6 +125,10 @@ type Config struct {
 	MasterAuth string        `koanf:"masterauth"`
 	MasterUser string        `koanf:"masteruser"`
 	Replica    ReplicaConfig `koanf:"replica"`
+
+	// File is the YAML file the configuration was loaded from ("" when
+	// none); CONFIG REWRITE writes to it.
+	File string `koanf:"-"`
 }
 
 // ReplicaConfig tunes the replica's link (package replica).
@@ -91,6 +137,29 @@ type ReplicaConfig struct {
 	// arrive while its RDB is loaded. Past it the sync is abandoned, with
 	// a log line, and started again.
 	BacklogMaxBytes int64 `koanf:"backlog_max_bytes"`
+}
+
+// SlowlogConfig is the slow log's settings.
+type SlowlogConfig struct {
+	LogSlowerThan int64 `koanf:"log_slower_than"`
+	MaxLen        int64 `koanf:"max_len"`
+}
+
+// HTTPConfig is Cellar's HTTP port: /metrics (Prometheus), /healthz,
+// /readyz and, with Pprof, /debug/pprof/. Off unless Enabled.
+type HTTPConfig struct {
+	Enabled bool   `koanf:"enabled"`
+	Bind    string `koanf:"bind"`
+	// Port 0 picks a free port (tests).
+	Port  int  `koanf:"port"`
+	Pprof bool `koanf:"pprof"`
+	// HealthTimeout is how long /healthz and /metrics wait for the actor
+	// to answer.
+	HealthTimeout time.Duration `koanf:"health_timeout"`
+	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
+	// Cellar still serves, before the graceful stop begins: time for a
+	// load balancer's health check to take it out of rotation.
+	DrainDelay time.Duration `koanf:"drain_delay"`
 }
 
 // LuaConfig tunes scripting (EVAL, FCALL).
@@ -194,9 +263,15 @@ func DefaultConfig() Config {
 		DBFilename:             "cellar.db",
 		SnapshotFilename:       "cellar-snapshot.db",
 		Durability:             "everysec",
+		Users:                  []string{},
+		ProtectedMode:          true,
+		ProxyProtocolFrom:      []string{},
+		RenameCommands:         map[string]string{},
 		LogLevel:               "info",
+		LogFormat:              "json",
 		MaxClients:             10000,
 		ProtoMaxBulkLen:        512 << 20,
+		EnableDebugCommand:     "no",
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer: OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second,
 			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second},
@@ -213,6 +288,8 @@ func DefaultConfig() Config {
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20},
+		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
+		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
 }
 
@@ -334,6 +411,7 @@ func LoadConfig(args, environ []string, usage *strings.Builder) (Config, error) 
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return def, &ConfigError{Msg: strings.ReplaceAll(err.Error(), "\n", " ")}
 	}
+	cfg.File = path
 	return cfg, cfg.Validate()
 }
 
@@ -363,7 +441,8 @@ func checkKeys(k *koanf.Koanf) error {
 	known := knownKeys()
 	var unknown []string
 	for _, key := range k.Keys() {
-		if !known[key] {
+		// rename_commands is a map whose keys are command names.
+		if !known[key] && !strings.HasPrefix(key, "rename_commands.") {
 			unknown = append(unknown, key)
 		}
 	}
@@ -390,6 +469,20 @@ func (c Config) Validate() error {
 		return bad("port", "must be between 0 and 65535, not %d", c.Port)
 	case c.Bind == "":
 		return bad("bind", "must not be empty")
+	case c.HTTP.Enabled && (c.HTTP.Port < 0 || c.HTTP.Port > 65535):
+		return bad("http.port", "must be between 0 and 65535, not %d", c.HTTP.Port)
+	case c.HTTP.Enabled && c.HTTP.Bind == "":
+		return bad("http.bind", "must not be empty")
+	case c.HTTP.HealthTimeout <= 0:
+		return bad("http.health_timeout", "must be positive, not %s", c.HTTP.HealthTimeout)
+	case c.Slowlog.LogSlowerThan < -1:
+		return bad("slowlog.log_slower_than", "must be -1 (off) or more, not %d", c.Slowlog.LogSlowerThan)
+	case c.Slowlog.MaxLen < 0:
+		return bad("slowlog.max_len", "must not be negative, not %d", c.Slowlog.MaxLen)
+	case c.LatencyMonitorThreshold < 0:
+		return bad("latency_monitor_threshold", "must not be negative, not %d", c.LatencyMonitorThreshold)
+	case c.HTTP.DrainDelay < 0:
+		return bad("http.drain_delay", "must not be negative, not %s", c.HTTP.DrainDelay)
 	case c.Dir == "":
 		return bad("dir", "must not be empty")
 	case c.DBFilename == "" || strings.ContainsRune(c.DBFilename, '/'):
@@ -402,6 +495,8 @@ func (c Config) Validate() error {
 		return bad("loops", "must be 0 (one per core) or more, not %d", c.Loops)
 	case c.ProtoMaxBulkLen < 1<<20:
 		return bad("proto_max_bulk_len", "must be at least 1048576, not %d", c.ProtoMaxBulkLen)
+	case c.EnableDebugCommand != "no" && c.EnableDebugCommand != "yes" && c.EnableDebugCommand != "local":
+		return bad("enable_debug_command", "must be no, yes or local, not %q", c.EnableDebugCommand)
 	case c.ClientQueryBufferLimit < 1<<20:
 		return bad("client_query_buffer_limit", "must be at least 1048576, not %d", c.ClientQueryBufferLimit)
 	case c.OutputBuffer.HardLimit < 1<<20:
@@ -431,6 +526,8 @@ func (c Config) Validate() error {
 		return bad("maxmemory_clients", "must be 0 (no limit) or at least 1048576, not %d", c.MaxMemoryClients)
 	case c.TCPKeepAlive < 0:
 		return bad("tcp_keepalive", "must not be negative")
+	case c.Timeout < 0 || c.Timeout%time.Second != 0:
+		return bad("timeout", "must be 0 (never) or a whole number of seconds, not %s", c.Timeout)
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", "must be positive")
 	case c.Storage.FlushInterval <= 0 || c.Storage.FlushInterval > time.Minute:
@@ -476,6 +573,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := actor.ParseDurability(c.Durability); err != nil {
 		return bad("durability", "%v", err)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" && c.LogFormat != "" {
+		return bad("log_format", "must be json or console, not %q", c.LogFormat)
 	}
 	if _, err := parseLogLevel(c.LogLevel); err != nil {
 		return bad("loglevel", "%v", err)

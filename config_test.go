@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,38 @@ func TestExampleFileMatchesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != DefaultConfig() {
+	cfg.File = "" // where it came from, not a setting
+	if !reflect.DeepEqual(cfg, DefaultConfig()) {
 		t.Errorf("deploy/cellar.yaml's values differ from the defaults:\n file: %+v\n code: %+v", cfg, DefaultConfig())
+	}
+}
+
+// The security settings from a YAML file: users, the command policy (a map
+// whose keys are command names), PROXY protocol balancers, timeout.
+func TestSecuritySettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte(`users:
+  - "app on >pw ~app:* +@read"
+  - "user ops on >o +@all ~*"
+rename_commands:
+  flushall: ""
+  config: "cfg-3f9a"
+protected_mode: false
+proxy_protocol: true
+proxy_protocol_from: ["10.0.0.0/8", "192.0.2.7"]
+timeout: 30s
+`), 0o644)
+	cfg, err := load(t, []string{"--config", path}, "CELLAR_RENAME_COMMANDS__KEYS=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"flushall": "", "config": "cfg-3f9a", "keys": ""}
+	if !reflect.DeepEqual(cfg.RenameCommands, want) || len(cfg.Users) != 2 || cfg.Users[1] != "user ops on >o +@all ~*" ||
+		cfg.ProtectedMode || !cfg.ProxyProtocol || len(cfg.ProxyProtocolFrom) != 2 || cfg.Timeout != 30*time.Second {
+		t.Fatalf("security settings: %+v", cfg)
+	}
+	os.WriteFile(path, []byte("timeout: 1500ms\n"), 0o644)
+	if _, err := load(t, []string{"--config", path}); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("timeout 1500ms: %v", err)
 	}
 }

@@ -2,7 +2,10 @@ package actor
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +51,10 @@ type Actor struct {
 	track   tracking  // client-side caching's tables (tracking.go)
 	repl    replState // the replica role and its link (replication.go)
 	pause   pausing   // CLIENT PAUSE (pause.go)
+	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
+	// (debug.go).
+	noActiveExpire bool
+	search         search // FT.* indexes (search.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
@@ -82,23 +89,46 @@ type Actor struct {
 	logPos      redo.Position
 	trimRunning bool
 	nextSweep   time.Time
-	sweepMore   bool
-	lastSync    time.Time
+	// nextIdleCheck: when closeIdle looks for idle clients next.
+	nextIdleCheck time.Time
+	sweepMore     bool
+	lastSync      time.Time
 
 	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
 	// busy-reply-threshold in milliseconds (CONFIG SET changes it).
 	scripts scripting
 	busyMs  atomic.Int64
 
+	// acl is the users and the ACL LOG (acl.go, aclcmd.go); gate what the
+	// loops read of it, and of protected-mode (gate.go).
+	acl           aclState
+	gate          Gate
+	protectedMode bool
+	// renamed is the command policy (rename.go); nil without renames.
+	renamed *renames
+
 	stats stats
 	// cmdStats are INFO commandstats' counters, by Command.idx.
 	cmdStats []cmdStat
+	// errorStats counts error replies by their first word (INFO
+	// errorstats; at most maxErrorCodes codes), errorReplies all of them.
+	errorStats   map[string]uint64
+	errorReplies uint64
+	slow         slowlog        // SLOWLOG (slowlog.go)
+	startHeap    uint64         // the Go heap when the actor was made (MEMORY STATS)
+	runID        string         // INFO run_id: 40 random hex digits, new at each start
+	lat          latencyMonitor // LATENCY (latency.go)
+	monitors     []*session     // MONITOR's clients (monitor.go)
+	inst         instant        // INFO's instantaneous_* (ops.go)
 }
 
 // cmdStat is one command's line of INFO commandstats.
 type cmdStat struct {
 	calls, rejected, failed uint64
 	took                    time.Duration
+	// hist is the command's execution times (LATENCY HISTOGRAM, INFO
+	// latencystats), made at its first call.
+	hist *Histogram
 }
 
 type stats struct {
@@ -145,6 +175,13 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)
 	}
 	a.setNotify(flags)
+	if err := a.initACL(); err != nil {
+		return nil, err
+	}
+	a.gate.keepAlive.Store(int64(cfg.TCPKeepAlive))
+	if err := a.setRenames(cfg.RenameCommands); err != nil {
+		return nil, err
+	}
 	a.blk.queues = map[waitKey]*waitQueue{}
 	a.blk.readySet = map[waitKey]bool{}
 	a.blk.timer = time.NewTimer(time.Hour)
@@ -162,8 +199,32 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	if a.repl.replID == "" {
 		a.repl.replID = newReplID()
 	}
+	a.errorStats = map[string]uint64{}
+	a.storedParams = storedParams{}
+	for name, v := range cfg.StoredParams {
+		rp := redisParamByName[name]
+		if rp == nil {
+			return nil, fmt.Errorf("actor: no parameter %q", name)
+		}
+		n, err := rp.normalize(v)
+		if err != nil {
+			return nil, fmt.Errorf("actor: %s: %w", name, err)
+		}
+		a.storedParams[name] = n
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a.startHeap = ms.HeapAlloc
+	var id [20]byte
+	crand.Read(id[:])
+	a.runID = hex.EncodeToString(id[:])
+	a.applyOpsParams()
+	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
 	if err := a.loadStoredFunctions(); err != nil {
+		return nil, err
+	}
+	if err := a.loadSearch(); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -203,7 +264,9 @@ func (a *Actor) Run() {
 				a.spare = msgs
 				break
 			}
+			t0 := time.Now()
 			a.round(msgs)
+			a.lat.observe(evRound, time.Since(t0))
 		}
 		if a.ckptRest {
 			a.flush() // the second phase needs no transaction open

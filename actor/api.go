@@ -54,9 +54,31 @@ func ParseDurability(s string) (Durability, error) {
 type Config struct {
 	Durability  Durability
 	RequirePass string
+	// Users are ACL users in Redis's "user" lines ("alice on >pw ~* +@all",
+	// the leading "user" optional); ACLFile is an ACL file in Redis's
+	// format, read at start and by ACL LOAD, written by ACL SAVE. At most
+	// one of the two.
+	Users   []string
+	ACLFile string
+	// NoProtectedMode is protected-mode no: without it, while the
+	// default user has no password, clients from other addresses than
+	// 127.0.0.1 and ::1 are refused with Redis's -DENIED text.
+	NoProtectedMode bool
+	// IdleTimeout is Redis's timeout in seconds: a client idle longer is
+	// closed (blocked and subscribed ones excepted); 0 never.
+	IdleTimeout int
+	// RenameCommands is Redis's rename-command: a command's new name, ""
+	// to disable it (rename.go).
+	RenameCommands map[string]string
+	// TCPKeepAlive is tcp-keepalive in seconds (0: off), set on every
+	// accepted socket by the loops (Gate.TCPKeepAlive).
+	TCPKeepAlive int
 	// MaxBulkLen bounds values built by commands (APPEND, SETRANGE), like
 	// Redis's proto-max-bulk-len.
 	MaxBulkLen int64
+	// EnableDebugCommand is Redis's enable-debug-command: no, yes, or
+	// local (loopback and unix socket clients only).
+	EnableDebugCommand string
 	// MaxReply is the output buffer hard limit: once a client's replies
 	// (being built, in flight to its loop and unsent in its socket's
 	// buffer) pass it, its batch is abandoned and the client disconnected,
@@ -133,6 +155,17 @@ type Config struct {
 	// TrackingTableMaxKeys bounds client-side caching's tracking table
 	// (tracking.go); 0: no limit.
 	TrackingTableMaxKeys int
+
+	// StoredParams are start values of Redis parameters the actor keeps
+	// (configparams.go), by Redis's name: the slow log's and the latency
+	// monitor's settings from the configuration file.
+	StoredParams map[string]string
+	// RewriteConfig writes the settings' current values, by CONFIG name,
+	// into the configuration file Cellar was started with (CONFIG
+	// REWRITE); nil when it was started without one.
+	RewriteConfig func(values map[string]string) error
+	// ConfigFile is the configuration file's path, for INFO ("" if none).
+	ConfigFile string
 }
 
 func (c Config) withDefaults() Config {
@@ -201,6 +234,11 @@ type ConnInfo struct {
 	// Master marks the replication link's connection to the master
 	// (package replica): authenticated, and obeyed by a read-only replica.
 	Master bool
+	// Authed is whether the client is authenticated, set by the loop as
+	// the Gate said when it accepted the connection and kept up to date by
+	// the actor; the loop holds an unauthenticated client to small
+	// requests (nil: the actor decides alone).
+	Authed *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"time"
 
 	"github.com/cellar-db/cellar/offload"
 )
@@ -12,7 +13,9 @@ func (a *Actor) startCheckpoint() {
 	ck := a.st.Checkpointer()
 	a.ckptRunning = true
 	job := &offload.Job{Run: func() {
+		t0 := time.Now()
 		err := ck.Passive()
+		a.lat.observe(evCheckpoint, time.Since(t0))
 		a.in.put(message{kind: msgCall, fn: func() {
 			a.ckptRunning = false
 			if err != nil {
@@ -30,7 +33,10 @@ func (a *Actor) startCheckpoint() {
 // checkpointRest is phase 2, on the actor, with no transaction open.
 func (a *Actor) checkpointRest() {
 	a.ckptRest = false
-	if err := a.st.CheckpointRest(); err != nil {
+	t0 := time.Now()
+	err := a.st.CheckpointRest()
+	a.lat.observe(evCheckpointFinish, time.Since(t0))
+	if err != nil {
 		a.log.Warn().Err(err).Msg("checkpoint (phase 2) failed; will retry")
 	}
 }

@@ -63,7 +63,20 @@ type ClientMem struct {
 	mu    sync.Mutex
 	parts [memParts]int64
 	gone  bool // evicted or closed: no longer counted
+
+	// Set by the connection's loop, for CLIENT LIST: queryFree is the free
+	// room in the buffer the next input goes to (qbuf-free), waiting the
+	// replies the loop holds until their turn (oll).
+	queryFree, waiting atomic.Int64
 }
+
+// SetQueryFree records the free room of the connection's query buffer
+// (the loop, as it accounts its input).
+func (m *ClientMem) SetQueryFree(n int64) { m.queryFree.Store(n) }
+
+// SetWaiting records how many completions the loop holds for the client
+// until their turn in its reply FIFO.
+func (m *ClientMem) SetWaiting(n int64) { m.waiting.Store(n) }
 
 // Add charges d bytes (negative to release) to part p.
 func (m *ClientMem) Add(p int, d int64) {

@@ -103,6 +103,9 @@ func cmdScanColl(c *Ctx, t storage.Type) error {
 	if err != nil {
 		return err
 	}
+	if compact && t == storage.TypeSet {
+		sortIntElems(all)
+	}
 	var items [][]byte
 	var num []byte
 	add := func(e *storage.Elem) {
@@ -169,6 +172,9 @@ func (c *Ctx) writeRandom(coll *storage.Coll, count int64, with bool, second fun
 		es, err := c.st.Sample(coll, count)
 		if err != nil {
 			return err
+		}
+		if coll.Type == storage.TypeSet {
+			sortIntElems(es)
 		}
 		writePairs(c, es, with, second)
 		return nil

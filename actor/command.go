@@ -106,6 +106,11 @@ type Command struct {
 	// and noscript (the (P|S)(UN)SUBSCRIBE family); a family spec sets it
 	// for the others Redis allows (PING, QUIT, RESET).
 	InSubscribed bool
+	// Authenticates marks AUTH, HELLO and RESET, which change whether the
+	// client is authenticated: before authentication the loop sends one
+	// in a batch of its own and waits for its reply before parsing on, so
+	// the requests after it are held to the right limits.
+	Authenticates bool
 	// events is what the command's writes are called in keyspace
 	// notifications (notify.go), nil for a command with no events of its own.
 	events *eventSpec
@@ -145,6 +150,8 @@ var families = [][]*Command{
 	hashCommands,
 	setCommands,
 	zsetCommands,
+	geoCommands,
+	hashFieldExpiryCommands,
 	transactionCommands,
 	pubsubCommands,
 	streamCommands,
@@ -152,6 +159,14 @@ var families = [][]*Command{
 	functionCommands,
 	dumpCommands,
 	replicationCommands,
+	bitmapCommands,
+	hllCommands,
+	lcsCommands,
+	sortCommands,
+	debugCommands,
+	aclCommands,
+	opsCommands,
+	searchCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

@@ -530,6 +530,7 @@ func (a *Actor) storedParam(rp *redisParam) Param {
 			n, err := rp.normalize(v)
 			if err == nil {
 				a.storedParams[rp.name] = n
+				a.applyOpsParams() // slowlog-*, latency-monitor-threshold (ops.go)
 			}
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,9 +18,14 @@ type session struct {
 	created     time.Time
 	lastActive  time.Time
 
-	db      int
-	resp    int
-	authed  bool
+	db     int
+	resp   int
+	authed bool
+	// authFlag is authed as the connection's loop sees it (ConnInfo.Authed).
+	authFlag *atomic.Bool
+	// user is the ACL user the client runs as (acl.go); the default user
+	// until AUTH or HELLO names another.
+	user    *aclUser
 	name    string
 	libName string
 	libVer  string
@@ -55,6 +61,8 @@ type session struct {
 	// clients may then run only the commands flagged InSubscribed).
 	subs       *subscriptions
 	subscribed bool
+	// monitor: the client ran MONITOR (monitor.go).
+	monitor bool
 	// seq is the sequence number of the client's last batch the actor ran:
 	// a push to it is written after that batch's replies.
 	seq uint64
@@ -78,13 +86,21 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 		// A caller without a loop (tests) has nothing that could evict.
 		info.Mem = a.cfg.Clients.Register(info.ID, func() {})
 	}
+	// The loop decided, when it accepted the connection, whether it
+	// starts authenticated; the session agrees with it.
+	authed := !a.authRequired()
+	if info.Authed != nil {
+		authed = info.Authed.Load()
+	}
 	a.sessions[info.ID] = &session{
 		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
 		created: now, lastActive: now,
-		resp:   2,
-		authed: a.cfg.RequirePass == "" || info.Master,
-		mem:    info.Mem,
-		master: info.Master,
+		resp:     2,
+		authed:   authed || info.Master,
+		master:   info.Master,
+		authFlag: info.Authed,
+		user:     a.acl.def,
+		mem:      info.Mem,
 	}
 }
 
@@ -130,9 +146,9 @@ var connectionCommands = []*Command{
 	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing, InSubscribed: true},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
 	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true, InSubscribed: true},
-	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true},
-	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello},
-	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth},
+	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true, Authenticates: true},
+	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello, Authenticates: true},
+	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth, Authenticates: true},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
 	{Name: "client", Summary: "Inspects and controls client connections.", Subs: []*Command{
 		{Name: "client|id", Summary: "Returns the connection's client id.", Handler: cmdClientID},
@@ -199,7 +215,8 @@ func cmdReset(c *Ctx) error {
 	s := c.s
 	c.a.resetState(s)
 	s.db, s.resp, s.name = 0, 2, ""
-	s.authed = c.a.cfg.RequirePass == ""
+	s.setAuthed(!c.a.authRequired())
+	s.user = c.a.acl.def
 	s.noTouch = false
 	s.mem.SetNoEvict(false)
 	c.w.Proto = 2
@@ -216,6 +233,7 @@ func (a *Actor) resetState(s *session) {
 	a.resetTx(s)
 	a.unsubscribeAll(s)
 	a.disableTracking(s)
+	a.stopMonitor(s)
 	s.reply = replyOn
 }
 
@@ -249,10 +267,9 @@ func cmdHello(c *Ctx) error {
 		}
 	}
 	if user != nil {
-		if !c.a.checkPassword(user, pass) {
+		if !c.a.authenticate(c.s, c.args[0], user, pass) {
 			return ErrWrongPass
 		}
-		c.s.authed = true
 	}
 	if !c.s.authed {
 		return ErrHelloNoAuth
@@ -286,15 +303,6 @@ func cmdHello(c *Ctx) error {
 	return nil
 }
 
-// checkPassword authenticates username/password against the only user
-// Cellar has, "default", whose password is requirepass (none: any).
-func (a *Actor) checkPassword(user, pass []byte) bool {
-	if string(user) != "default" {
-		return false
-	}
-	return a.cfg.RequirePass == "" || string(pass) == a.cfg.RequirePass
-}
-
 // AUTH [username] password
 func cmdAuth(c *Ctx) error {
 	if len(c.args) > 3 {
@@ -302,16 +310,15 @@ func cmdAuth(c *Ctx) error {
 	}
 	user, pass := []byte("default"), c.args[1]
 	if len(c.args) == 2 {
-		if c.a.cfg.RequirePass == "" {
+		if c.a.acl.def.nopass {
 			return ErrAuthNotSet
 		}
 	} else {
 		user, pass = c.args[1], c.args[2]
 	}
-	if !c.a.checkPassword(user, pass) {
+	if !c.a.authenticate(c.s, c.args[0], user, pass) {
 		return ErrWrongPass
 	}
-	c.s.authed = true
 	c.w.OK()
 	return nil
 }
@@ -446,6 +453,9 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	// In Redis's order (CLIENT LIST's flags).
 	var fl [8]byte
 	flags := fl[:0]
+	if s.monitor {
+		flags = append(flags, 'O')
+	}
 	if s.subscribed {
 		flags = append(flags, 'P')
 	}
@@ -491,26 +501,34 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	}
 	app("multi", num(multi))
 	// Redis's buffer fields from the client's memory accounting: qbuf is
-	// input not yet parsed, argv-mem parsed commands waiting to run, omem
-	// replies not yet sent (built, in flight or in the socket's buffer).
+	// input not yet parsed, qbuf-free the room left in the buffer it is
+	// read into, argv-mem parsed commands waiting to run, obl the replies
+	// in the socket's buffer not yet sent, oll the replies the loop holds
+	// for their turn plus one for unsent output, omem all replies not yet
+	// sent (built, in flight or in the socket's buffer). The loops set
+	// them (loop/conn.go).
 	var parts [memParts]int64
 	for p := range parts {
 		parts[p] = s.mem.Part(p)
 	}
 	omem := parts[MemReplies] + parts[MemOutput]
 	app("qbuf", num(parts[MemQuery]))
-	app("qbuf-free", "0")
+	app("qbuf-free", num(s.mem.queryFree.Load()))
 	app("argv-mem", num(parts[MemBatches]))
 	app("multi-mem", num(multiMem))
 	app("rbs", "0")
 	app("rbp", "0")
-	app("obl", "0")
-	app("oll", "0")
+	oll := s.mem.waiting.Load()
+	if parts[MemOutput] > 0 {
+		oll++
+	}
+	app("obl", num(parts[MemOutput]))
+	app("oll", num(oll))
 	app("omem", num(omem))
 	app("tot-mem", num(parts[MemQuery]+parts[MemBatches]+omem+parts[MemMulti]+parts[MemWatch]+parts[MemPubsub]))
 	app("events", "r")
 	app("cmd", orNULL(s.lastCmd))
-	app("user", "default")
+	app("user", s.user.name)
 	app("redir", redirField(s))
 	app("resp", num(int64(s.resp)))
 	app("lib-name", s.libName)
@@ -611,6 +629,7 @@ func cmdClientKill(c *Ctx) error {
 	var haveAddr, haveLaddr bool
 	var typ string
 	var id uint64
+	var user *aclUser
 	skipme := true
 	if len(c.args) == 3 {
 		addr, haveAddr, skipme = string(c.args[2]), true, false
@@ -635,7 +654,8 @@ func cmdClientKill(c *Ctx) error {
 			case c.argEq(i, "laddr") && more:
 				laddr, haveLaddr = string(c.args[i+1]), true
 			case c.argEq(i, "user") && more:
-				if string(c.args[i+1]) != "default" {
+				user = c.a.acl.users[string(c.args[i+1])]
+				if user == nil {
 					return errNoSuchUser(c.args[i+1])
 				}
 			case c.argEq(i, "skipme") && more:
@@ -657,7 +677,7 @@ func cmdClientKill(c *Ctx) error {
 	killed := 0
 	for _, s := range c.a.sortedSessions() {
 		if (haveAddr && s.addr != addr) || (haveLaddr && s.laddr != laddr) ||
-			(typ != "" && s.clientType() != typ) || (id != 0 && s.id != id) || (s == c.s && skipme) || s.killed {
+			(typ != "" && s.clientType() != typ) || (id != 0 && s.id != id) || (user != nil && s.user != user) || (s == c.s && skipme) || s.killed {
 			continue
 		}
 		if s == c.s {

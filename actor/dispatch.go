@@ -67,17 +67,21 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	a.stats.commands++
 	// A command refused before it runs also fails the transaction it
 	// would have been queued in (flagTx; multi.go).
-	cmd := Lookup(args[0])
+	cmd := a.Lookup(args[0])
 	if cmd == nil {
 		flagTx(s)
-		w.Error(errUnknownCommand(args).Error())
+		e := errUnknownCommand(args).Error()
+		w.Error(e)
+		a.countError(e)
 		return false
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			flagTx(s)
-			w.Error(errUnknownSubcommand(cmd.Name, args[1]).Error())
+			e := errUnknownSubcommand(cmd.Name, args[1]).Error()
+			w.Error(e)
+			a.countError(e)
 			return false
 		}
 		cmd = sub
@@ -86,9 +90,18 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		a.reject(s, cmd, errWrongArgs(cmd.Name).Error(), w)
 		return false
 	}
-	if !s.authed && a.cfg.RequirePass != "" && !cmd.Is(FlagNoAuth) {
+	if !s.authed && !cmd.Is(FlagNoAuth) {
 		a.reject(s, cmd, string(ErrNoAuth), w)
 		return false
+	}
+	// ACL: one field test for a user allowed everything (the default
+	// user); the others' commands are checked here at the top level (EXEC
+	// and redis.call check what they run themselves: multi.go, lua.go).
+	if !s.user.open && a.depth == 0 {
+		if text, refused := a.aclRefuse(s, cmd, args); refused {
+			a.reject(s, cmd, text, w)
+			return false
+		}
 	}
 	if s.subscribed && s.resp == 2 && !cmd.InSubscribed {
 		a.reject(s, cmd, errSubscribedMode(cmd.Name).Error(), w)
@@ -131,7 +144,11 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if keyspace && a.roundErr != nil {
 		reply, _ := replyFor(a.roundErr)
 		w.Error(reply)
+		a.countError(reply)
 		return true
+	}
+	if len(a.monitors) > 0 && cmd.Is(FlagSkipMonitor) {
+		a.feedScript(s, cmd, args) // monitor.go
 	}
 	a.st.Now = a.nowMs
 	f := a.enter()
@@ -155,9 +172,14 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	defer a.commandDone(s)
 	began := time.Now()
 	err := c.run()
+	took := time.Since(began)
 	st := &a.cmdStats[cmd.idx]
 	st.calls++
-	st.took += time.Since(began)
+	st.took += took
+	a.timeCommand(s, cmd, args, st, took) // ops.go
+	if len(a.monitors) > 0 && !cmd.Is(FlagSkipMonitor) {
+		a.feedMonitors(s, cmd, args) // monitor.go
+	}
 	if err != nil {
 		st.failed++
 	}
@@ -179,6 +201,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	w.Buf = w.Buf[:start] // drop anything half written
 	reply, fatal := replyFor(err)
 	w.Error(reply)
+	a.countError(reply)
 	switch {
 	case guard && fatal && a.st.Undo():
 		// Only this write is refused; the batch goes on.

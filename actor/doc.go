@@ -13,6 +13,9 @@
 //     block; disk work that does (fsync, checkpoints, snapshots) goes to the
 //     offload pool, which reports back through callbacks that touch only
 //     goroutine-safe state.
+//   - Actor.Lookup (the table through the configured command renames) and
+//     Actor.Gate (atomics: protected mode, whether new clients must
+//     authenticate) are safe from any goroutine; the loops use both.
 //   - Lookup and IsBlocking read the immutable command table and are safe
 //     from any goroutine.
 //   - The replica link (package replica) reaches the actor as a loop

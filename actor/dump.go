@@ -230,7 +230,7 @@ func writeObject(st *storage.Store, db int, key []byte, o *rdb.Object, expireAt 
 		switch o.Kind {
 		case rdb.KindHash:
 			for i := 0; i+1 < len(o.Items) && err == nil; i += 2 {
-				_, err = st.HashSet(coll, o.Items[i], o.Items[i+1], false)
+				_, err = st.HashSet(coll, o.Items[i], o.Items[i+1], storage.HashReplace)
 			}
 		case rdb.KindSet:
 			for i := 0; i < len(o.Items) && err == nil; i++ {

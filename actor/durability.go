@@ -30,6 +30,7 @@ type syncer struct {
 	fsync func() error // fsyncs what every commit so far wrote: the redo log (or the WAL without one)
 	pool  *offload.Pool
 	log   zerolog.Logger
+	lat   *latencyMonitor // times each fsync (latency.go); nil in unit tests
 
 	mu      sync.Mutex
 	waiting []routed
@@ -127,6 +128,7 @@ func (y *syncer) run() {
 			t0 := time.Now()
 			err = y.fsync()
 			y.fsyncNs.Store(int64(time.Since(t0)))
+			y.lat.observe(evFsync, time.Since(t0))
 			if err == nil {
 				y.fsyncs.Add(1)
 				y.covered.Add(target - y.durable.Load())

@@ -57,6 +57,9 @@ import (
 //     by the expiry sweep) is one DEL key record, in the touch's database,
 //     at the round's time, before the command's own record. Replay does
 //     not rely on finding the same keys expired: it is told.
+//   - hash fields found expired and removed (Touch kind FieldsExpired,
+//     lazily or by the sweep) are one HDEL key field... record, likewise
+//     before the command's own.
 //   - then, if the command changed anything else, the command itself. A
 //     command that changed nothing (a read, a failed write, a blocking
 //     command that parked) records nothing but those DELs.
@@ -106,7 +109,8 @@ type effects struct {
 	ends []int  // where each record in buf ends
 	recs [][]byte
 
-	del [2][]byte // a DEL record's arguments, reused
+	del  [2][]byte // a DEL record's arguments, reused
+	hdel [][]byte  // an HDEL record's arguments (expired hash fields)
 
 	scratch []byte   // group's copy of the records it folds
 	members [][]byte // replay's records of a group
@@ -257,6 +261,7 @@ func (e *effects) emit(woken bool, db int, now int64, args [][]byte) {
 
 var (
 	delCmd  = []byte("DEL")
+	hdelCmd = []byte("HDEL")
 	sremCmd = []byte("SREM")
 )
 
@@ -285,12 +290,19 @@ func (a *Actor) propagate(ts []storage.Touch) {
 	own := false
 	for i := range ts {
 		t := &ts[i]
-		if t.Kind != storage.Expired {
+		switch t.Kind {
+		case storage.Expired:
+			e.del[0], e.del[1] = delCmd, t.Key
+			e.emit(false, t.DB, now, e.del[:])
+		case storage.FieldsExpired:
+			// Expired hash fields are an HDEL of them, as Redis 7.4
+			// propagates them (which deletes a hash they empty).
+			e.hdel = append(append(e.hdel[:0], hdelCmd, t.Key), storage.ExpiredFields(t.Effect, nil)...)
+			e.emit(false, t.DB, now, e.hdel)
+			clear(e.hdel)
+		default:
 			own = true
-			continue
 		}
-		e.del[0], e.del[1] = delCmd, t.Key
-		e.emit(false, t.DB, now, e.del[:])
 	}
 	e.del[1] = nil
 	if !own {
@@ -525,7 +537,7 @@ func (a *Actor) replayEffect(payload []byte) error {
 	}
 	if e.session == nil {
 		// Authenticated, RESP2, never in a.sessions: no reply leaves it.
-		e.session = &session{resp: 2, authed: true, name: "redo-replay"}
+		e.session = &session{resp: 2, authed: true, user: a.acl.internalUser(), name: "redo-replay"}
 	}
 	s := e.session
 	s.db = rec.db

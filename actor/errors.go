@@ -3,6 +3,8 @@ package actor
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/cellar-db/cellar/storage"
@@ -511,3 +513,302 @@ const (
 	ErrNoReplication     ReplyError = "ERR replication is not available in this server"
 	ErrStaleMaster       ReplyError = "ERR this connection is no longer the master's"
 )
+
+// Bitmaps, bit fields and HyperLogLogs (bitmaps.go, hyperloglog.go).
+const (
+	ErrBitValue         ReplyError = "ERR bit is not an integer or out of range"
+	ErrBitArg           ReplyError = "ERR The bit argument must be 1 or 0."
+	ErrBitOpNot         ReplyError = "ERR BITOP NOT must be called with a single source key."
+	ErrBitfieldType     ReplyError = "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+	ErrBitfieldOverflow ReplyError = "ERR Invalid OVERFLOW type specified"
+	ErrBitfieldRO       ReplyError = "ERR BITFIELD_RO only supports the GET subcommand"
+	ErrNotHLL           ReplyError = "WRONGTYPE Key is not a valid HyperLogLog string value."
+	ErrInvalidHLL       ReplyError = "INVALIDOBJ Corrupted HLL object detected"
+	ErrPFDebugNoKey     ReplyError = "ERR The specified key does not exist"
+	ErrHLLNotSparse     ReplyError = "ERR HLL encoding is not sparse"
+	ErrLCSNotString     ReplyError = "ERR The specified keys must contain string values"
+	ErrLCSIdxAndLen     ReplyError = "ERR If you want both the length and indexes, please just use IDX."
+	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
+
+	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugReloadOption ReplyError = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+)
+
+// errPFDebugArity is PFDEBUG's error for a subcommand given extra arguments.
+func errPFDebugArity(sub []byte) error {
+	return ReplyError("ERR Wrong number of arguments for the '" + cString(sub, 1<<30) + "' subcommand")
+}
+
+// errPFDebugUnknown is PFDEBUG's error for a subcommand it does not know.
+func errPFDebugUnknown(sub []byte) error {
+	return ReplyError("ERR Unknown PFDEBUG subcommand '" + cString(sub, 1<<30) + "'")
+}
+
+// errInPlaceLost is BITFIELD's failure should a string checked for an
+// in-place write no longer take it within the same command (it cannot).
+var errInPlaceLost = errors.New("actor: an in-place string write found the string changed")
+
+// errPFSelfTest is PFSELFTEST's failure.
+func errPFSelfTest(msg string) error { return ReplyError("ERR " + msg) }
+
+// ACL (acl.go, aclcmd.go): Redis 7.0's texts.
+const (
+	ErrNoPermKey      ReplyError = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	ErrNoPermChannel  ReplyError = "NOPERM this user has no permissions to access one of the channels used as arguments"
+	ErrACLUserSpaces  ReplyError = "ERR Usernames can't contain spaces or null characters"
+	ErrACLDelDefault  ReplyError = "ERR The 'default' user cannot be removed"
+	ErrACLGenPassBits ReplyError = "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096"
+	ErrACLNoFile      ReplyError = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+	ErrACLSave        ReplyError = "ERR There was an error trying to save the ACLs. Please check the server logs for more information"
+)
+
+func errNoPermCmd(name string) error {
+	return ReplyError("NOPERM this user has no permissions to run the '" + name + "' command")
+}
+
+func errNoPermExec(reason string) error {
+	return ReplyError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
+}
+
+// errScriptNoPerm is redis.call's refusal of a command the script's caller
+// may not run.
+func errScriptNoPerm(d aclDenial) ReplyError {
+	switch d {
+	case aclDeniedKey:
+		return "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+	case aclDeniedChannel:
+		return "ERR The user executing the script can't publish to the channel mentioned in the command"
+	}
+	return "ERR The user executing the script can't run this command or subcommand"
+}
+
+func errACLUnmatched(arg []byte) error {
+	return ReplyError("ERR Unmatched parenthesis in acl selector starting at '" + cString(arg, 1<<30) + "'.")
+}
+
+func errACLSetUser(op []byte, why error) error {
+	return ReplyError("ERR Error in ACL SETUSER modifier '" + cString(op, 1<<30) + "': " + why.Error())
+}
+
+func errACLUnknownCategory(cat []byte) error {
+	return ReplyError("ERR Unknown category '" + cString(cat, 128) + "'")
+}
+
+func errACLNoUser(name []byte) error {
+	return ReplyError("ERR User '" + cString(name, 1<<30) + "' not found")
+}
+
+func errACLNoCommand(name []byte) error {
+	return ReplyError("ERR Command '" + cString(name, 1<<30) + "' not found")
+}
+
+// SORT's patterns read keys its arguments do not name; a user without read
+// access to every key may not use them (Ctx.canReadAnyKey).
+const (
+	ErrSortByACL  ReplyError = "ERR BY option of SORT denied due to insufficient ACL permissions."
+	ErrSortGetACL ReplyError = "ERR GET option of SORT denied due to insufficient ACL permissions."
+)
+
+// Errors of the operators' commands (slowlog.go, latency.go, memory.go).
+const (
+	ErrSlowlogCount ReplyError = "ERR count should be greater than or equal to -1"
+)
+
+// errNoLatencySamples is LATENCY GRAPH's reply for an event without samples.
+func errNoLatencySamples(event string) error {
+	return ReplyError("ERR No samples available for event '" + event + "'")
+}
+
+// ErrNoConfigFile is CONFIG REWRITE's reply when Cellar was started
+// without a configuration file.
+const ErrNoConfigFile ReplyError = "ERR The server is running without a config file"
+
+// errRewriteConfig is CONFIG REWRITE's reply when writing the file failed.
+func errRewriteConfig(err error) error {
+	return ReplyError("ERR Rewriting config file: " + err.Error())
+}
+
+// The geo commands (geo.go).
+const (
+	ErrGeoUnit            ReplyError = "ERR unsupported unit provided. please use M, KM, FT, MI"
+	ErrGeoRadiusNotNumber ReplyError = "ERR need numeric radius"
+	ErrGeoRadiusNegative  ReplyError = "ERR radius cannot be negative"
+	ErrGeoWidthNotNumber  ReplyError = "ERR need numeric width"
+	ErrGeoHeightNotNumber ReplyError = "ERR need numeric height"
+	ErrGeoBoxNegative     ReplyError = "ERR height or width cannot be negative"
+	ErrGeoMemberMissing   ReplyError = "ERR could not decode requested zset member"
+	ErrGeoCount           ReplyError = "ERR COUNT must be > 0"
+	ErrGeoAnyNeedsCount   ReplyError = "ERR the ANY argument requires COUNT argument"
+)
+
+// errGeoLonLat is the error for a position outside what a geohash covers;
+// the numbers are printed as C's %f prints them.
+func errGeoLonLat(lon, lat float64) error {
+	return ReplyError("ERR invalid longitude,latitude pair " + cFloatF(lon) + "," + cFloatF(lat))
+}
+
+// cFloatF formats v as C's printf("%f").
+func cFloatF(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'f', 6, 64)
+}
+
+// errGeoStoreWith refuses WITHDIST, WITHHASH and WITHCOORD with a store
+// (what names the store: "GEOSEARCHSTORE" or "STORE option in GEORADIUS").
+func errGeoStoreWith(what string) error {
+	return ReplyError("ERR " + what + " is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
+}
+
+// errGeoFrom and errGeoBy name the command as the client spelled it.
+func errGeoFrom(cmd []byte) error {
+	return ReplyError("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for " + string(cmd))
+}
+
+func errGeoBy(cmd []byte) error {
+	return ReplyError("ERR exactly one of BYRADIUS and BYBOX can be specified for " + string(cmd))
+}
+
+// Hash field expiration (hashfe.go), Redis 7.4's texts.
+const (
+	ErrHFEExpireNegative    ReplyError = "ERR invalid expire time, must be >= 0"
+	ErrHFEFieldsMissing     ReplyError = "ERR Mandatory argument FIELDS is missing or not at the right position"
+	ErrHFENumFieldsPositive ReplyError = "ERR Parameter `numFields` should be greater than 0"
+	ErrHFEFieldsPositive    ReplyError = "ERR Number of fields must be a positive integer"
+	ErrHFENumFields         ReplyError = "ERR The `numfields` parameter must match the number of arguments"
+)
+
+// errHFEExpireTime is Redis's addReplyErrorExpireTime for a field expiry.
+func errHFEExpireTime(cmd string) error {
+	return ReplyError("ERR invalid expire time in '" + cmd + "' command")
+}
+
+// Search (FT.*, search.go and searchquery.go): RediSearch's texts, which
+// carry no "ERR" code (a module's error replies start with the text).
+const (
+	ErrFtDBNotZero         ReplyError = "Cannot create index on db != 0"
+	ErrFtIndexExists       ReplyError = "Index already exists"
+	ErrFtOnArgs            ReplyError = "Bad arguments for ON: Expected an argument, but none provided"
+	ErrFtOnType            ReplyError = "Invalid index type: Cellar indexes hashes only (ON HASH)"
+	ErrFtLanguageArgs      ReplyError = "Bad arguments for LANGUAGE: Expected an argument, but none provided"
+	ErrFtScoreArgs         ReplyError = "Bad arguments for SCORE: Expected an argument, but none provided"
+	ErrFtScoreRange        ReplyError = "Invalid score"
+	ErrFtNoSchema          ReplyError = "No schema found"
+	ErrFtNoFields          ReplyError = "Fields arguments are missing"
+	ErrFtWeightArgs        ReplyError = "Bad arguments for WEIGHT: Expected an argument, but none provided"
+	ErrFtWeight            ReplyError = "Could not parse field spec: bad WEIGHT"
+	ErrFtPhoneticArgs      ReplyError = "Bad arguments for PHONETIC: Expected an argument, but none provided"
+	ErrFtSeparator         ReplyError = "Tag separator must be a single character"
+	ErrFtUnknownIndex      ReplyError = "Unknown Index name"
+	ErrFtUnknownIndexLower ReplyError = "Unknown index name"
+	ErrFtAlterSyntax       ReplyError = "Unknown action passed to ALTER SCHEMA"
+	ErrFtAliasExists       ReplyError = "Alias already exists"
+	ErrFtAliasMissing      ReplyError = "Alias does not exist"
+	ErrFtQueryTooDeep      ReplyError = "Parser stack overflow. Try moving nested parentheses more to the left"
+	ErrFtDialect           ReplyError = "DIALECT requires a non negative integer >=1 and <= 4"
+	ErrFtLimit             ReplyError = "Bad arguments for LIMIT: Value is outside acceptable bounds"
+	ErrFtSugScore          ReplyError = "ERR invalid score"
+	ErrFtCursorMissing     ReplyError = "Cursor not found"
+	ErrFtCursorNotExist    ReplyError = "Cursor does not exist"
+	ErrFtAddScore          ReplyError = "Score must be between 0 and 1"
+	ErrFtNoFieldList       ReplyError = "No field list found"
+	ErrFtFieldsPairs       ReplyError = "Fields must be specified in FIELD VALUE pairs"
+	ErrFtDocExists         ReplyError = "Document already exists"
+	ErrFtSpellDistance     ReplyError = "bad distance given, distance must be a natural number between 1 to 4"
+	ErrFtSpellTerms        ReplyError = "bad format, exlude/include operation was not given"
+	ErrFtSugMax            ReplyError = "Invalid MAX value"
+	ErrFtConfigOption      ReplyError = "Invalid option"
+	ErrFtConfigSyntax      ReplyError = "ERR wrong number of arguments for 'ft.config' command"
+	ErrFtParamsCount       ReplyError = "Parameters must be specified in PARAM VALUE pairs"
+)
+
+func errFtLanguage(lang []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid language: Cellar stems English only, not '%s'", lang))
+}
+func errFtUnknownArg(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s`", arg))
+}
+func errFtBadCount(what string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Value is outside acceptable bounds", what))
+}
+func errFtFieldType(field string) error {
+	return ReplyError(fmt.Sprintf("Field `%s` does not have a type", field))
+}
+func errFtFieldTypeNamed(t []byte) error {
+	return ReplyError(fmt.Sprintf("Invalid field type for field `%s`", t))
+}
+func errFtDupField(field string) error {
+	return ReplyError(fmt.Sprintf("Duplicate field in schema - %s", field))
+}
+func errFtNotTag(field []byte) error {
+	return ReplyError(fmt.Sprintf("No such tag field `%s`", field))
+}
+func errFtSyntax(offset int, near string) error {
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", offset, near))
+}
+func errFtNoParam(name string) error {
+	return ReplyError(fmt.Sprintf("No such parameter `%s`", name))
+}
+func errFtBadRange(which, tok string) error {
+	return ReplyError(fmt.Sprintf("Bad %s range: %s", which, tok))
+}
+func errFtArgMissing(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: Expected an argument, but none provided", strings.ToUpper(string(arg))))
+}
+func errFtNoProperty(name string) error {
+	return ReplyError(fmt.Sprintf("Property `%s` not loaded nor in schema", name))
+}
+func errFtUnknownField(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown field `%s`", name))
+}
+func errFtUnsupported(arg []byte) error {
+	return ReplyError(fmt.Sprintf("%s is not supported by Cellar's FT.SEARCH", strings.ToUpper(string(arg))))
+}
+func errFtUnknownSearchArg(arg []byte, pos int) error {
+	return ReplyError(fmt.Sprintf("Unknown argument `%s` at position %d for <main>", arg, pos))
+}
+func errFtNoSuchIndex(name []byte) error {
+	return ReplyError(fmt.Sprintf("%s: no such index", name))
+}
+func errFtBadProperty(name []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown property `%s`. Did you mean `@%s`?", name, name))
+}
+func errFtReducer(name string) error {
+	return ReplyError(fmt.Sprintf("No such reducer `%s`", name))
+}
+func errFtReducerArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Bad arguments for %s: wrong number of arguments", name))
+}
+func errFtExpr(expr string, pos int) error {
+	near := expr[pos:]
+	if len(near) > 10 {
+		near = near[:10]
+	}
+	return ReplyError(fmt.Sprintf("Syntax error at offset %d near %s", pos, near))
+}
+func errFtFunction(name string) error {
+	return ReplyError(fmt.Sprintf("Unknown function name '%s'", name))
+}
+func errFtFunctionArgs(name string) error {
+	return ReplyError(fmt.Sprintf("Function '%s' was called with the wrong number of arguments", name))
+}
+func errFtLimitTooLarge(limit int64) error {
+	return ReplyError(fmt.Sprintf("LIMIT exceeds maximum of %d", limit))
+}
+func errFtConfigValue(name string) error {
+	return ReplyError(fmt.Sprintf("Invalid value for %s", name))
+}
+func errFtUnknownKeyword(arg []byte) error {
+	return ReplyError(fmt.Sprintf("Unknown keyword `%s` given", arg))
+}
+func errFtTooMany(what string, limit int) error {
+	return ReplyError(fmt.Sprintf("Too many %s (%d)", what, limit))
+}
+func errFtQuery(msg string) error {
+	return ReplyError(fmt.Sprintf("Syntax error: %s", msg))
+}

@@ -105,6 +105,7 @@ func (a *Actor) reloadFunctions() {
 	if err := a.loadStoredFunctions(); err != nil {
 		a.log.Error().Err(err).Msg("reloading the function libraries after a rollback")
 	}
+	a.reloadSearch() // the search catalog is reloaded on the same occasions
 }
 
 // parseLibraryHeader reads "#!lua name=<name>" from code's first line.

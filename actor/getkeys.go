@@ -48,6 +48,12 @@ func getKeys(c *Ctx, withFlags bool) error {
 	if ok && cmd.Name == "set" {
 		keys = setKeyFlags(argv)
 	}
+	switch cmd.Name {
+	case "sort", "sort_ro":
+		keys, ok = sortKeys(argv, cmd.Name == "sort"), true
+	case "bitfield":
+		keys, ok = bitfieldKeys(argv), true
+	}
 	if !ok || len(keys) == 0 {
 		if cmd.Is(FlagNoMandatoryKeys) {
 			c.w.Array(0)

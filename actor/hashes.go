@@ -44,7 +44,7 @@ func cmdHSet(reply func(w *proto.Writer, added int64)) Handler {
 		}
 		added := int64(0)
 		for i := 2; i < len(c.args); i += 2 {
-			ok, err := c.st.HashSet(h, c.args[i], c.args[i+1], false)
+			ok, err := c.st.HashSet(h, c.args[i], c.args[i+1], storage.HashReplace)
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ func cmdHSetNX(c *Ctx) error {
 	if err != nil {
 		return err
 	}
-	added, err := c.st.HashSet(h, c.args[2], c.args[3], true)
+	added, err := c.st.HashSet(h, c.args[2], c.args[3], storage.HashKeepNew)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,14 @@ func cmdHGetAll(parts hashParts) Handler {
 			c.w.Array(n)
 		}
 		written := 0
-		err = c.st.Elements(h, func(e *storage.Elem) bool {
+		// A small hash comes back in insertion order, as from Redis's
+		// listpack; a large one in storage order (Redis's is its
+		// hashtable's, unspecified).
+		each := c.st.Elements
+		if h.Len <= storage.SmallHash {
+			each = c.st.OrderedElements
+		}
+		err = each(h, func(e *storage.Elem) bool {
 			if keys {
 				c.w.Bulk(e.Member)
 			}
@@ -247,7 +254,7 @@ func cmdHIncrBy(c *Ctx) error {
 	}
 	cur += incr
 	var buf [20]byte
-	if _, err := c.st.HashSet(h, c.args[2], strconv.AppendInt(buf[:0], cur, 10), false); err != nil {
+	if _, err := c.st.HashSet(h, c.args[2], strconv.AppendInt(buf[:0], cur, 10), storage.HashKeepTTL); err != nil {
 		return err
 	}
 	c.w.Int(cur)
@@ -288,7 +295,7 @@ func cmdHIncrByFloat(c *Ctx) error {
 		return ErrIncrNaNOrInf
 	}
 	s := formatLongDouble(sum)
-	if _, err := c.st.HashSet(h, c.args[2], []byte(s), false); err != nil {
+	if _, err := c.st.HashSet(h, c.args[2], []byte(s), storage.HashKeepTTL); err != nil {
 		return err
 	}
 	c.w.BulkString(s)

@@ -9,18 +9,28 @@ import (
 func (a *Actor) housekeeping(now time.Time) {
 	a.nextSweep = now.Add(a.cfg.SweepInterval)
 	a.sweepMore = false
-	if a.roundErr == nil && !a.pause.on { // no active expiry during CLIENT PAUSE, as in Redis
+	if a.roundErr == nil && !a.pause.on && !a.noActiveExpire { // none during CLIENT PAUSE, as in Redis, nor after DEBUG SET-ACTIVE-EXPIRE 0
 		a.st.Now = a.nowMs
+		t0 := time.Now()
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
+		hn := 0
+		if err == nil {
+			// Hash fields past their expiry (a hash emptied goes too).
+			hn, err = a.st.SweepExpiredFields(a.cfg.SweepBatch)
+		}
+		a.lat.sample(evExpireCycle, time.Since(t0))
 		if err != nil {
 			a.roundErr = err
 		} else {
 			a.stats.expiredKeys += uint64(n)
 			// A full slice means more are due: go on next round, after
 			// whatever clients sent meanwhile.
-			a.sweepMore = n == a.cfg.SweepBatch
+			a.sweepMore = n == a.cfg.SweepBatch || hn == a.cfg.SweepBatch
 		}
 		a.keysTouched() // the sweep's deletions are changes like any other
+		if a.search.n > 0 && a.roundErr == nil && a.backfillStep() {
+			a.sweepMore = true // an index still filling: go on next round
+		}
 	}
 	if a.roundErr == nil {
 		// Free the blobs of large values whose rows went (storage/blobs.go).
@@ -32,8 +42,27 @@ func (a *Actor) housekeeping(now time.Time) {
 	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
 		a.startCheckpoint()
 	}
+	if a.cfg.IdleTimeout > 0 && !now.Before(a.nextIdleCheck) {
+		a.nextIdleCheck = now.Add(time.Second)
+		a.closeIdle(now)
+	}
 	if a.cfg.Durability == Everysec && now.Sub(a.lastSync) >= time.Second {
 		a.lastSync = now
 		a.durable.syncSoon(a.syncSeq())
+	}
+	a.sampleInstant(now) // INFO instantaneous_* (ops.go)
+}
+
+// closeIdle closes the clients idle for longer than timeout, as Redis's
+// clientsCronHandleTimeout: not a blocked client (its command waits), not
+// one held by CLIENT PAUSE, not a subscriber.
+func (a *Actor) closeIdle(now time.Time) {
+	limit := time.Duration(a.cfg.IdleTimeout) * time.Second
+	for _, s := range a.sessions {
+		if s.blocked != nil || s.held > 0 || s.subscribed || s.killed || now.Sub(s.lastActive) <= limit {
+			continue
+		}
+		a.log.Debug().Uint64("client", s.id).Str("addr", s.addr).Msg("closing idle client")
+		a.kill(s)
 	}
 }

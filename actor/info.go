@@ -4,35 +4,47 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// infoSections are INFO's sections in Redis's order; "default" is all of
-// them here (Cellar has no module section worth printing). "cluster" is
-// there because clients and tools read cluster_enabled from it.
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "commandstats", "cluster", "keyspace"}
+// infoSections are INFO's sections in Redis 7.0's order, with Cellar's
+// "offload" after "cpu". "cluster" is there because clients and tools read
+// cluster_enabled from it; "modules" is empty (Cellar has no modules).
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "offload", "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 // notDefault are the sections INFO and INFO default leave out, as Redis
 // does: only "all", "everything" or their name print them.
-var notDefault = map[string]bool{"commandstats": true}
+var notDefault = map[string]bool{"commandstats": true, "latencystats": true}
 
-// INFO [section [section ...]]
+// INFO [section [section ...]], with Redis 7.0's rules: no section is
+// "default"; several may be named; "all" and "everything" are every
+// section, "default" the default ones; names are case-insensitive, and
+// unknown ones are ignored. Sections come out in Redis's order whatever
+// the order asked.
 func cmdInfo(c *Ctx) error {
-	want := map[string]bool{}
+	var all, def bool
+	var named []string
 	if len(c.args) == 1 {
-		want["default"] = true
+		def = true
 	}
-	for _, a := range c.args[1:] {
-		want[lower(a)] = true
+	for _, arg := range c.args[1:] {
+		switch name := lower(arg); name {
+		case "all", "everything":
+			all = true
+		case "default":
+			def = true
+		default:
+			named = append(named, name)
+		}
 	}
-	all := want["all"] || want["everything"]
-	def := want["default"]
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !want[sec] && !(def && !notDefault[sec]) {
+		if !all && !(def && !notDefault[sec]) && !slices.Contains(named, sec) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -58,19 +70,42 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("arch_bits", 64)
 		kv("multiplexing_api", "epoll")
 		kv("process_id", os.Getpid())
+		supervised := "no"
+		if os.Getenv("NOTIFY_SOCKET") != "" {
+			supervised = "systemd"
+		}
+		kv("process_supervised", supervised)
+		kv("run_id", a.runID)
 		kv("tcp_port", a.cfg.Port)
 		kv("server_time_usec", now.UnixMicro())
 		up := int64(now.Sub(a.start) / time.Second)
 		kv("uptime_in_seconds", up)
 		kv("uptime_in_days", up/86400)
 		kv("hz", int(time.Second/a.cfg.SweepInterval))
+		kv("configured_hz", int(time.Second/a.cfg.SweepInterval))
 		kv("executable", executable())
+		kv("config_file", a.cfg.ConfigFile)
+		kv("io_threads_active", 0)
 		kv("cellar_version", a.cfg.Version)
 		kv("cellar_storage", "sqlite "+a.st.Path())
 	case "clients":
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", len(a.sessions))
 		kv("cluster_connections", 0)
+		for _, p := range a.cfg.Params {
+			if p.Name == "maxclients" {
+				kv("maxclients", p.Get())
+			}
+		}
+		// The largest input and output a client holds now (Redis: over
+		// the last few seconds).
+		var maxIn, maxOut int64
+		for _, s := range a.sessions {
+			maxIn = max(maxIn, s.mem.Part(MemQuery))
+			maxOut = max(maxOut, s.mem.Output())
+		}
+		kv("client_recent_max_input_buffer", maxIn)
+		kv("client_recent_max_output_buffer", maxOut)
 		kv("blocked_clients", a.blk.waiters+a.pause.sessions) // paused clients count, as in Redis
 		kv("tracking_clients", a.track.clients)
 		kv("clients_in_timeout_table", len(a.blk.timers))
@@ -96,6 +131,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("used_memory_rss_human", human(rss))
 		kv("used_memory_peak", ms.HeapSys)
 		kv("used_memory_peak_human", human(ms.HeapSys))
+		kv("used_memory_startup", a.startHeap)
+		sysMem := systemMemory()
+		kv("total_system_memory", sysMem)
+		kv("total_system_memory_human", human(sysMem))
 		// maxmemory and its policy are stored, not applied (configparams.go).
 		maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
 		kv("maxmemory", maxmem)
@@ -103,6 +142,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
+		kv("mem_fragmentation_ratio", strconv.FormatFloat(float64(rss)/float64(max(ms.HeapAlloc, 1)), 'f', 2, 64))
 		kv("mem_allocator", "go-"+runtime.Version())
 		// Scripting: counts only (the Lua states live in Go's heap, in
 		// used_memory; their share is not measured apart).
@@ -177,10 +217,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", a.stats.connsReceived)
 		kv("total_commands_processed", a.stats.commands)
+		kv("instantaneous_ops_per_sec", int64(mean(a.inst.ops[:])))
 		kv("actor_rounds", a.stats.rounds)
 		kv("backlog_bytes", a.Backlog())
 		kv("total_net_input_bytes", in)
 		kv("total_net_output_bytes", out)
+		kv("instantaneous_input_kbps", strconv.FormatFloat(mean(a.inst.in[:]), 'f', 2, 64))
+		kv("instantaneous_output_kbps", strconv.FormatFloat(mean(a.inst.out[:]), 'f', 2, 64))
 		kv("rejected_connections", rejected)
 		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
@@ -200,6 +243,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("tracking_total_keys", len(a.track.keys))
 		kv("tracking_total_items", a.track.items)
 		kv("tracking_total_prefixes", len(a.track.prefixes))
+		kv("unexpected_error_replies", 0)
+		kv("total_error_replies", a.errorReplies)
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		a.infoReplication(kv)
@@ -239,6 +284,45 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			}
 			fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
 				cmd.Name, st.calls, usec, perCall, st.rejected, st.failed)
+		}
+		for _, cmd := range commands.list {
+			line(cmd)
+			for _, sub := range cmd.Subs {
+				line(sub)
+			}
+		}
+	case "modules":
+		b.WriteString("# Modules\r\n")
+	case "errorstats":
+		b.WriteString("# Errorstats\r\n")
+		codes := make([]string, 0, len(a.errorStats))
+		for code := range a.errorStats {
+			codes = append(codes, code)
+		}
+		sort.Strings(codes)
+		for _, code := range codes {
+			fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", code, a.errorStats[code])
+		}
+	case "latencystats":
+		b.WriteString("# Latencystats\r\n")
+		if a.storedParamValue("latency-tracking") != "yes" {
+			break
+		}
+		pcts := strings.Fields(a.storedParamValue("latency-tracking-info-percentiles"))
+		line := func(cmd *Command) {
+			h := a.cmdStats[cmd.idx].hist
+			if h == nil || h.Count() == 0 {
+				return
+			}
+			fmt.Fprintf(b, "latency_percentiles_usec_%s:", cmd.Name)
+			for i, p := range pcts {
+				f, _ := strconv.ParseFloat(p, 64)
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(b, "p%s=%.3f", strconv.FormatFloat(f, 'f', -1, 64), float64(h.Percentile(f))/1000)
+			}
+			b.WriteString("\r\n")
 		}
 		for _, cmd := range commands.list {
 			line(cmd)
@@ -289,6 +373,24 @@ func residentBytes() uint64 {
 	}
 	pages, _ := strconv.ParseUint(f[1], 10, 64)
 	return pages * uint64(os.Getpagesize())
+}
+
+// systemMemory is the machine's memory, from /proc/meminfo (0 if unknown).
+func systemMemory() uint64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseUint(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 // human formats bytes as Redis's bytesToHuman does (B, K, M, G with two

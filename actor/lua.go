@@ -487,7 +487,7 @@ func (a *Actor) registerRedisAPI(e *luaEnv, functions bool) {
 	set("replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 })
 	set("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
 	set("debug", func(L *lua.LState) int { return 0 })
-	set("acl_check_cmd", luaACLCheckCmd)
+	set("acl_check_cmd", a.luaACLCheckCmd)
 	if functions {
 		set("register_function", a.luaRegisterFunction)
 	}
@@ -538,14 +538,14 @@ func luaStatusReply(L *lua.LState) int {
 	return 1
 }
 
-// luaACLCheckCmd is redis.acl_check_cmd(command, args...): Cellar's one
-// user may run every command, so it answers whether the command exists.
-func luaACLCheckCmd(L *lua.LState) int {
+// luaACLCheckCmd is redis.acl_check_cmd(command, args...): whether the
+// script's caller may run the command with these arguments.
+func (a *Actor) luaACLCheckCmd(L *lua.LState) int {
 	if L.GetTop() < 1 {
 		luaRaise(L, "Please specify at least one argument for this redis lib call")
 	}
 	name, ok := L.Get(1).(lua.LString)
-	cmd := Lookup([]byte(name))
+	cmd := a.Lookup([]byte(name))
 	if ok && cmd != nil && cmd.subs != nil && L.GetTop() >= 2 {
 		sub, _ := L.Get(2).(lua.LString)
 		cmd = cmd.sub([]byte(sub))
@@ -553,7 +553,16 @@ func luaACLCheckCmd(L *lua.LState) int {
 	if !ok || cmd == nil {
 		luaRaise(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
-	L.Push(lua.LTrue)
+	allowed := true
+	if r := a.scripts.run; r != nil && !r.ctx.s.user.open {
+		args := make([][]byte, L.GetTop())
+		for i := range args {
+			args[i] = []byte(L.ToString(i + 1))
+		}
+		d, _ := r.ctx.s.user.check(cmd, args)
+		allowed = d == aclOK
+	}
+	L.Push(lua.LBool(allowed))
 	return 1
 }
 
@@ -702,7 +711,7 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 		}
 	}
 	r.args = args
-	cmd := Lookup(args[0])
+	cmd := a.Lookup(args[0])
 	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
 		cmd = cmd.sub(args[1])
 	}
@@ -713,7 +722,11 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 		return fail(ErrScriptArity)
 	case cmd.Is(FlagNoScript):
 		return fail(ErrScriptNoScript)
-	case cmd.Is(FlagWrite) && r.readOnly:
+	}
+	if e, refused := a.aclScriptRefuse(r.ctx.s, cmd, args); refused {
+		return fail(e)
+	}
+	if cmd.Is(FlagWrite) && r.readOnly {
 		return fail(ErrScriptReadOnly)
 	}
 	if cmd.Is(FlagWrite) {

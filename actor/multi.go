@@ -108,10 +108,12 @@ func (a *Actor) reject(s *session, cmd *Command, text string, w *proto.Writer) {
 	if cmd.Name != "exec" {
 		flagTx(s)
 		w.Error(text)
+		a.countError(text)
 		return
 	}
 	a.resetTx(s)
 	w.Error(errExecAbortBecause(text).Error())
+	a.countError("EXECABORT")
 }
 
 // endTx drops s's queue, if any, and gives back its memory.
@@ -173,6 +175,10 @@ func cmdExec(c *Ctx) error {
 	mark := a.effectsMark()
 	for _, args := range tx.queue {
 		start := len(c.w.Buf)
+		if text, refused := a.aclExecRefuse(s, tx, args); refused {
+			c.w.Error(text)
+			continue
+		}
 		if c.call(args, c.w) {
 			c.keyspace = true
 		}

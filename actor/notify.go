@@ -260,6 +260,19 @@ var notifyEvents = map[string]*eventSpec{
 	"zinterstore":      {class: notifyZSet, event: "zinterstore"},
 	"zdiffstore":       {class: notifyZSet, event: "zdiffstore"},
 	"zrangestore":      {class: notifyZSet, event: "zrangestore"},
+	// GEOADD is a ZADD; the searches that store name their own event.
+	"geoadd":            {class: notifyZSet, event: "zadd"},
+	"georadius":         {class: notifyZSet, event: "georadiusstore"},
+	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
+	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
+	// Hash field expiry (Redis 7.4.5's hashTypeSetExDone): one "hdel" if
+	// a past time deleted fields (then "del" if that emptied the hash),
+	// else "hexpire", whichever of the four set the expiries.
+	"hexpire":    hashTTLEvents("hexpire"),
+	"hpexpire":   hashTTLEvents("hexpire"),
+	"hexpireat":  hashTTLEvents("hexpire"),
+	"hpexpireat": hashTTLEvents("hexpire"),
+	"hpersist":   hashTTLEvents("hpersist"),
 	// Streams: the kind of change names the event (creating the stream,
 	// Written, has none of its own; "new" comes from the Created record).
 	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
@@ -274,6 +287,21 @@ var notifyEvents = map[string]*eventSpec{
 	"xreadgroup":            streamEvents(),
 	"xclaim":                streamEvents(),
 	"xautoclaim":            streamEvents(),
+}
+
+// hashTTLEvents names the events of a command that sets or removes hash
+// field expiries: "hdel" for fields it deleted (a time in the past), ev for
+// the expiries it changed.
+func hashTTLEvents(ev string) *eventSpec {
+	return &eventSpec{class: notifyHash, popDel: true, ends: func(_ [][]byte, kind storage.Change) []string {
+		switch kind {
+		case storage.Removed, storage.Deleted:
+			return []string{"hdel"}
+		case storage.Modified:
+			return []string{ev}
+		}
+		return nil
+	}}
 }
 
 // streamEvents names a stream command's events by the kind of change
@@ -331,6 +359,13 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	switch t.Kind {
 	case storage.Expired:
 		a.notifyEvent(notifyExpired, "expired", t.DB, t.Key)
+	case storage.FieldsExpired:
+		// Redis 7.4: "hexpired" for the fields, then "del" if the hash
+		// went with them.
+		a.notifyEvent(notifyHash, "hexpired", t.DB, t.Key)
+		if t.Other == 1 {
+			a.notifyEvent(notifyGeneric, "del", t.DB, t.Key)
+		}
 	case storage.Created:
 		a.notifyEvent(notifyNew, "new", t.DB, t.Key)
 	case storage.RenamedFrom:

@@ -113,7 +113,7 @@ func (a *Actor) pausedBatch(s *session, b *Batch) bool {
 		return true
 	}
 	for i := range b.Len() {
-		cmd := Lookup(b.Cmd(i)[0])
+		cmd := a.Lookup(b.Cmd(i)[0])
 		if cmd == nil {
 			continue
 		}

@@ -101,7 +101,13 @@ func (a *Actor) endRound() error {
 // what waited for it (a snapshot's start).
 func (a *Actor) flush() {
 	a.flushAt = time.Now().Add(a.cfg.FlushInterval)
-	if a.logging() && a.st.InTx() {
+	if a.logging() && a.st.InTx() && a.durable.failure() != nil {
+		// Durability failed (a redo that could not be applied, a failed
+		// log write or fsync): what the open transaction holds may lack
+		// rounds the log has, so it must not be stored as covering the
+		// log. The restart replays the log instead.
+		a.st.Rollback()
+	} else if a.logging() && a.st.InTx() {
 		l := a.cfg.Log
 		t0 := time.Now()
 		err := a.st.SetRedoPosition(uint64(l.Written()))
@@ -117,6 +123,7 @@ func (a *Actor) flush() {
 			a.unflushed = 0
 			a.stats.flushes++
 			a.stats.lastFlushUsec = time.Since(t0).Microseconds()
+			a.lat.observe(evFlush, time.Since(t0))
 		}
 	}
 	after := a.afterFlush

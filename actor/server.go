@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ var serverCommands = []*Command{
 		{Name: "config|get", Summary: "Returns the settings matching patterns.", Handler: cmdConfigGet},
 		{Name: "config|set", Summary: "Changes settings.", Handler: cmdConfigSet},
 		{Name: "config|resetstat", Summary: "Resets the counters INFO reports.", Handler: cmdConfigResetStat},
+		{Name: "config|rewrite", Summary: "Writes the settings changed at run time into the configuration file.", Handler: cmdConfigRewrite},
 		{Name: "config|help", Summary: "Lists the CONFIG subcommands.", Handler: cmdConfigHelp},
 	}},
 }
@@ -202,12 +204,9 @@ func writeKeySpec(c *Ctx, k keySpec) {
 	}
 	w.BulkString("flags")
 	w.Set(len(k.Flags))
-	for _, f := range k.Flags {
-		switch f {
-		case "RO", "RW", "OW", "RM":
-			w.Simple(f)
-		default:
-			w.Simple(strings.ToLower(f))
+	for _, f := range keyFlagOrder { // Redis's order, whatever the JSON's
+		if slices.Contains(k.Flags, f.spec) {
+			w.Simple(f.reply)
 		}
 	}
 	w.BulkString("begin_search")
@@ -522,11 +521,23 @@ func (a *Actor) params() []Param {
 		a.busyParam("busy-reply-threshold"),
 		{Name: "save", Get: func() string { return "" }},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
-			a.cfg.RequirePass = v
+			a.setRequirePass(v)
+			return nil
+		}},
+		{Name: "aclfile", Get: func() string { return a.cfg.ACLFile }},
+		a.protectedParam(),
+		a.keepAliveParam(),
+		{Name: "timeout", Get: func() string { return strconv.Itoa(a.cfg.IdleTimeout) }, Set: func(v string) error {
+			nv, err := redisParamByName["timeout"].normalize(v)
+			if err != nil {
+				return err
+			}
+			a.cfg.IdleTimeout, _ = strconv.Atoi(nv)
 			return nil
 		}},
 		{Name: "databases", Get: func() string { return strconv.Itoa(numDBs) }},
 		{Name: "proto-max-bulk-len", Get: func() string { return strconv.FormatInt(a.cfg.MaxBulkLen, 10) }},
+		{Name: "enable-debug-command", Get: func() string { return a.cfg.EnableDebugCommand }},
 		{Name: "hz", Get: func() string { return strconv.Itoa(int(time.Second / a.cfg.SweepInterval)) }},
 		{Name: "dbfilename", Get: func() string { return "cellar.db" }},
 		{Name: "sqlite-max-page-count", Get: func() string {
@@ -741,6 +752,8 @@ func cmdConfigResetStat(c *Ctx) error {
 	s := &c.a.stats
 	s.commands, s.expiredKeys, s.keyspaceHits, s.keyspaceMisses, s.connsReceived = 0, 0, 0, 0, 0
 	clear(c.a.cmdStats)
+	clear(c.a.errorStats)
+	c.a.errorReplies = 0
 	c.w.OK()
 	return nil
 }
@@ -751,6 +764,7 @@ func cmdConfigHelp(c *Ctx) error {
 		"GET <pattern> [<pattern> ...]", "    The settings whose names match a pattern, with their values.",
 		"SET <name> <value> [<name> <value> ...]", "    Change settings at run time; all change or none does.",
 		"RESETSTAT", "    Zero the counters INFO reports.",
+		"REWRITE", "    Write the current settings into the YAML configuration file Cellar was started with.",
 		"HELP", "    This help.",
 	})
 }

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"sort"
+
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -44,6 +46,25 @@ func cmdSMembers(c *Ctx) error {
 		return nil
 	}
 	n := int(s.Len)
+	if s.Len <= intsetEntries {
+		// A small set may be an intset in Redis, which lists its
+		// members sorted: gather it (in the frame's arena) and see.
+		buf := &c.f.elems
+		defer buf.release()
+		if err := c.st.Elements(s, func(e *storage.Elem) bool { buf.add(e); return true }); err != nil {
+			return err
+		}
+		es := buf.list()
+		if len(es) != n {
+			return errCountMismatch(c.args[1], n, len(es))
+		}
+		sortIntElems(es)
+		c.w.Set(n)
+		for i := range es {
+			c.w.Bulk(es[i].Member)
+		}
+		return nil
+	}
 	c.w.Set(n)
 	written := 0
 	err = c.st.Elements(s, func(e *storage.Elem) bool {
@@ -136,7 +157,9 @@ func cmdSPop(c *Ctx) error {
 		return err
 	}
 	if int64(len(es)) >= s.Len {
-		// Everything goes: drop the key in one statement per table.
+		// Everything goes (listed sorted, if Redis would hold the set as
+		// an intset): drop the key in one statement per table.
+		sortIntElems(es)
 		if _, err := c.st.Delete(c.db, c.args[1]); err != nil {
 			return err
 		}
@@ -380,6 +403,7 @@ func cmdSetOp(op func(c *Ctx, sets []*storage.Coll) ([][]byte, error), store boo
 			return err
 		}
 		if !store {
+			sortIntSet(members)
 			c.w.Set(len(members))
 			for _, m := range members {
 				c.w.Bulk(m)
@@ -433,4 +457,66 @@ func cmdSInterCard(c *Ctx) error {
 	}
 	c.w.Int(int64(len(members)))
 	return nil
+}
+
+// sortIntSet puts members in the order Redis 7.0 lists an intset in —
+// ascending numbers — when there are at most set-max-intset-entries of
+// them and every one is an integer in canonical form (what an intset can
+// hold). Other sets are hashtables in Redis, whose order is unspecified,
+// and keep Cellar's.
+func sortIntSet(members [][]byte) {
+	if len(members) > intsetEntries {
+		return
+	}
+	nums := make([]int64, len(members))
+	for i, m := range members {
+		v, ok := parseIntOK(m)
+		if !ok {
+			return
+		}
+		nums[i] = v
+	}
+	sort.Sort(intMembers{nums, members})
+}
+
+// intMembers sorts members by their numbers.
+type intMembers struct {
+	nums    []int64
+	members [][]byte
+}
+
+func (s intMembers) Len() int           { return len(s.nums) }
+func (s intMembers) Less(i, j int) bool { return s.nums[i] < s.nums[j] }
+func (s intMembers) Swap(i, j int) {
+	s.nums[i], s.nums[j] = s.nums[j], s.nums[i]
+	s.members[i], s.members[j] = s.members[j], s.members[i]
+}
+
+// sortIntElems is sortIntSet for elements: it sorts es in place, by
+// number, when Redis would hold them as an intset.
+func sortIntElems(es []storage.Elem) {
+	if len(es) > intsetEntries {
+		return
+	}
+	nums := make([]int64, len(es))
+	for i := range es {
+		v, ok := parseIntOK(es[i].Member)
+		if !ok {
+			return
+		}
+		nums[i] = v
+	}
+	sort.Sort(intElems{nums, es})
+}
+
+type intElems struct {
+	nums []int64
+	es   []storage.Elem
+}
+
+func (s intElems) Len() int           { return len(s.nums) }
+func (s intElems) Less(i, j int) bool { return s.nums[i] < s.nums[j] }
+func (s intElems) Swap(i, j int) {
+	s.nums[i], s.nums[j] = s.nums[j], s.nums[i]
+	s.es[i], s.es[j] = s.es[j], s.es[i]
 }

@@ -22,7 +22,7 @@ import "github.com/cellar-db/cellar/storage"
 // (runBatch, round). This is also where what else must follow every change
 // goes, each reading the same record: client-side tracking invalidation
 // (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one,
-// search indexing will be another.
+// search indexing (search.go) another.
 
 // run runs the command's handler and ends the command in storage. A
 // failure to save what the handler changed is the command's failure.
@@ -61,6 +61,9 @@ func (a *Actor) keysTouched() {
 		}
 		if a.track.tracked() {
 			a.invalidateTouched(ts) // client-side caching (tracking.go)
+		}
+		if a.search.n > 0 {
+			a.indexTouched(ts) // search indexes (search.go)
 		}
 	}
 	a.st.ResetTouched()

@@ -213,10 +213,10 @@ func (a *Actor) runningStreamCommand() bool {
 // 7.0 does not count a change to a stream's consumer groups, consumers or
 // pending entries, nor XSETID: storage records those as Modified,
 // ConsumerCreated or GroupDestroyed, made by a stream command (streamMeta).
-// A Functions change names a library, not a key.
+// A Functions or Search change names a library or an index, not a key.
 func modifiesKey(t *storage.Touch, streamMeta bool) bool {
 	switch t.Kind {
-	case storage.Functions:
+	case storage.Functions, storage.Search:
 		return false
 	case storage.Modified, storage.ConsumerCreated, storage.GroupDestroyed:
 		return !streamMeta

@@ -27,6 +27,7 @@ const (
 // conn is the loop's state for one connection. Only its loop touches it.
 type conn struct {
 	id     uint64
+	addr   string // the client's address: the peer's, or a PROXY header's
 	lp     *eventLoop
 	gc     gnet.Conn
 	state  connState
@@ -35,6 +36,10 @@ type conn struct {
 	need   int      // inbound bytes to wait for before parsing again
 	big    []byte   // a large request being received (receiveBig)
 	mem    *actor.ClientMem
+	// authed is whether the client has authenticated (shared with the
+	// actor, which sets it): until it has, requests are held to Redis's
+	// limits before authentication.
+	authed *atomic.Bool
 	// held: inbound bytes the connection holds while its input waits
 	// (0 when it is being parsed).
 	held int64
@@ -63,6 +68,12 @@ type conn struct {
 	outPaused bool
 	outSince  time.Time
 
+	// opened: the actor has the session (Actor.Open); not yet while a
+	// PROXY header is awaited. proxyCheck: the start of the input is yet
+	// to be looked at for a PROXY header, which is required (proxyWant,
+	// from a balancer) or refused (proxy.go).
+	opened, proxyCheck, proxyWant bool
+
 	// inTraffic is set while gnet's OnTraffic runs for this connection: a
 	// close requested then is returned to gnet as an action (wantClose)
 	// rather than done re-entrantly.
@@ -87,6 +98,9 @@ func (c *conn) readable() {
 func (c *conn) parse() (wait bool) {
 	if c.state != stateOpen || c.lp.srv.stopping.Load() {
 		return true
+	}
+	if c.proxyCheck && !c.proxyHeader() {
+		return c.state != stateOpen
 	}
 	if c.inflight >= c.lp.srv.cfg.MaxInflight || c.barrier != 0 || c.outPaused {
 		return true
@@ -125,6 +139,8 @@ func (c *conn) parse() (wait bool) {
 		return false
 	}
 	c.lp.srv.netIn.Add(uint64(len(buf)))
+	unauth := !c.authed.Load()
+	c.parser.SetUnauthenticated(unauth)
 	b := c.lp.newBatch()
 	consumed := 0
 	var perr error
@@ -155,11 +171,13 @@ func (c *conn) parse() (wait bool) {
 				continue
 			}
 		}
-		if actor.IsBlocking(actor.Lookup(c.args[0])) {
+		if cmd := c.lp.srv.act.Lookup(c.args[0]); actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
 			// A blocking command travels in a batch of its own, so the
 			// replies to the commands before it leave without waiting for
 			// it; and, like Redis with a blocked client, nothing more is
-			// read until it has its reply.
+			// read until it has its reply. So does AUTH (or HELLO, RESET)
+			// before authentication: what follows it is parsed with the
+			// limits its outcome sets.
 			if len(b.ends) > 0 {
 				c.submit(b)
 				b = c.lp.newBatch()
@@ -201,7 +219,7 @@ func (c *conn) parse() (wait bool) {
 // writes away. It returns nil for a command that goes to the actor.
 func (c *conn) busy(args [][]byte) []byte {
 	w := c.lp.srv.scripts
-	cmd := actor.Lookup(args[0])
+	cmd := c.lp.srv.act.Lookup(args[0])
 	if cmd == nil {
 		return nil
 	}
@@ -301,7 +319,7 @@ func (c *conn) receiveBig() (wait bool) {
 		c.inflight++
 		batch := &actor.Batch{ConnID: c.id, Seq: c.nextSeq, Args: argv, Ends: []int32{int32(len(argv))},
 			Bytes: int64(cap(c.big) + 24*len(argv) + 128)}
-		if actor.IsBlocking(actor.Lookup(argv[0])) {
+		if actor.IsBlocking(c.lp.srv.act.Lookup(argv[0])) {
 			c.barrier = c.nextSeq
 		}
 		c.big, c.need = nil, 0
@@ -370,6 +388,7 @@ func (c *conn) deliver(cmp actor.Completion) {
 		c.early = c.early[1:]
 		c.write(next)
 	}
+	c.mem.SetWaiting(int64(len(c.early)))
 	if c.state == stateOpen {
 		c.readable()
 	}
@@ -381,6 +400,7 @@ func (c *conn) wait(cmp actor.Completion, i int) {
 	c.early = append(c.early, actor.Completion{})
 	copy(c.early[i+1:], c.early[i:])
 	c.early[i] = cmp
+	c.mem.SetWaiting(int64(len(c.early)))
 }
 
 // account charges the input the connection holds, a bulk still arriving
@@ -393,6 +413,13 @@ func (c *conn) account(wait bool) {
 	}
 	n := int64(c.gc.InboundBuffered())
 	c.mem.Set(actor.MemQuery, n+int64(cap(c.big)))
+	// qbuf-free: the room left in the large request's own buffer, or in
+	// the loop's read buffer (one read's worth) for ordinary input.
+	if c.big != nil {
+		c.mem.SetQueryFree(int64(cap(c.big) - len(c.big)))
+	} else {
+		c.mem.SetQueryFree(max(0, readChunk-n))
+	}
 	if !wait {
 		n = 0
 	}
@@ -458,6 +485,7 @@ var (
 	errOutputBuffer = errors.New("output buffer limit")
 	errKilled       = errors.New("killed by CLIENT KILL")
 	errEvicted      = errors.New("maxmemory_clients: evicted, using the most client memory")
+	errDenied       = errors.New("protected mode: not a loopback address")
 )
 
 // closeNow asks gnet to close the connection; gnet then calls OnClose,
@@ -487,7 +515,9 @@ func (c *conn) teardown(err error) {
 	}
 	c.state = stateClosed
 	srv := c.lp.srv
-	srv.act.Closed(c.id)
+	if c.opened {
+		srv.act.Closed(c.id)
+	}
 	delete(c.lp.conns, c.id)
 	srv.budget.Release(c.mem)
 	srv.held.Add(-c.held)
@@ -503,7 +533,7 @@ func (c *conn) teardown(err error) {
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
-		e.Uint64("client", c.id).AnErr("reason", err).Msg("connection closed")
+		e.Uint64("client", c.id).Str("addr", c.addr).AnErr("reason", err).Msg("connection closed")
 	}
 }
 

@@ -31,7 +31,7 @@
 //     order.
 //  6. No reply before its data is as durable as configured: the actor's
 //     business; the loop writes only what it is delivered (and, itself,
-//     only protocol and maxclients errors, and while a script runs past
+//     only protocol, maxclients and protected mode's -DENIED errors, and while a script runs past
 //     busy-reply-threshold -BUSY and SCRIPT/FUNCTION KILL's replies
 //     (conn.busy, reading actor.ScriptWatch), which depend on no data).
 //  7. Bounded: a query buffer above its limit closes the connection; a
@@ -43,4 +43,14 @@
 //     client memory budget (maxmemory_clients, actor/clientmem.go), which
 //     evicts the client using the most; output above its limit closes the
 //     connection.
+//
+// Before any command runs, the loop applies what needs no actor round
+// trip, from the actor's Gate (atomics the actor keeps up to date):
+// protected mode refuses a non-loopback client, and an unauthenticated
+// client's requests are held to Redis's limits (10 arguments, 16 KiB
+// bulks); before authentication AUTH, HELLO and RESET travel alone, like a
+// blocking command, so what follows them is parsed with the limits their
+// outcome sets. With proxy_protocol, a connection from a configured load
+// balancer must start with a PROXY header (proxy.go); its session is
+// opened with the actor only once the header names the client.
 package loop

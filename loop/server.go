@@ -44,8 +44,11 @@ type Config struct {
 	// Clients is the client memory budget (maxmemory_clients), shared
 	// with the actor: the loops charge each connection's input and unsent
 	// output to it, and close the connections it evicts.
-	Clients      *actor.MemBudget
-	TCPKeepAlive time.Duration
+	Clients *actor.MemBudget
+	// ProxyProtocol: connections from ProxyFrom must start with a PROXY
+	// protocol header (v1 or v2) naming the real client (proxy.go).
+	ProxyProtocol bool
+	ProxyFrom     []*net.IPNet
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +87,8 @@ type Server struct {
 	// scripts says whether the actor runs a script past
 	// busy-reply-threshold (conn.busy answers for it then).
 	scripts *actor.ScriptWatch
+	// gate is the actor's word on authentication and protected mode.
+	gate *actor.Gate
 
 	engine gnet.Engine
 	booted chan struct{}
@@ -117,6 +122,7 @@ func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 		log:      log,
 		act:      act,
 		scripts:  act.Scripts(),
+		gate:     act.Gate(),
 		booted:   make(chan struct{}),
 		runErr:   make(chan error, 1),
 		loops:    map[gnet.EventLoop]*eventLoop{},
@@ -142,9 +148,6 @@ func (s *Server) Start() error {
 	}
 	if s.cfg.Loops > 0 {
 		opts = append(opts, gnet.WithNumEventLoop(s.cfg.Loops))
-	}
-	if s.cfg.TCPKeepAlive > 0 {
-		opts = append(opts, gnet.WithTCPKeepAlive(s.cfg.TCPKeepAlive))
 	}
 	// gnet reports a port in use as an unrelated setsockopt error; probing
 	// the address first gives the user the real reason.
@@ -280,11 +283,23 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 // closed.
 var errMaxClients = []byte("-" + string(actor.ErrMaxClients) + "\r\n")
 
+// deniedReply is protected mode's refusal.
+var deniedReply = []byte(actor.DeniedText)
+
 // OnOpen admits a connection, or refuses it when maxclients is reached.
 func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	if s.clients.Load() >= int64(s.cfg.MaxClients) || s.stopping.Load() {
 		s.rejected.Add(1)
 		return errMaxClients, gnet.Close
+	}
+	remote := addrString(gc.RemoteAddr())
+	// A balancer's connection is admitted once its PROXY header names the
+	// client (proxy.go); any other is admitted (or refused) now.
+	proxied := s.cfg.ProxyProtocol && s.proxyAllowed(remote)
+	if !proxied && s.gate.DenyRemote() && !actor.IsLoopback(remote) {
+		s.rejected.Add(1)
+		s.log.Info().Str("addr", remote).Msg("protected mode: refused a client from a non-loopback address")
+		return deniedReply, gnet.Close
 	}
 	s.clients.Add(1)
 	lp := s.loopFor(gc.EventLoop())
@@ -295,18 +310,64 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		id:     s.nextID.Add(1),
 		lp:     lp,
 		gc:     gc,
+		addr:   remote,
 		parser: proto.NewParser(s.cfg.Limits),
 		state:  stateOpen,
 		expect: 1,
 	}
+	if ka := s.gate.TCPKeepAlive(); ka > 0 {
+		setKeepAlive(gc.Fd(), ka)
+	}
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
+	c.authed = new(atomic.Bool)
+	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
-	s.act.Open(actor.ConnInfo{
-		ID: c.id, Addr: addrString(gc.RemoteAddr()), LocalAddr: localAddr(gc),
-		FD: gc.Fd(), Sink: lp, Mem: c.mem,
-	})
+	if s.cfg.ProxyProtocol {
+		c.proxyCheck, c.proxyWant = true, proxied
+	}
+	if !proxied {
+		c.open()
+	}
 	return nil, gnet.None
+}
+
+// setKeepAlive turns TCP keepalive on for a client's socket, as Redis's
+// anetKeepAlive does: probes after idle seconds, then every third of it,
+// three unanswered ones closing the connection. It is best effort (a
+// socket that refuses it works without).
+func setKeepAlive(fd, idle int) {
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, idle)
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, max(idle/3, 1))
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 3)
+}
+
+// admit applies protected mode to a balancer's client once its PROXY
+// header named it, and opens its session; false when it was refused.
+func (c *conn) admit() bool {
+	srv := c.lp.srv
+	if srv.gate.DenyRemote() && !actor.IsLoopback(c.addr) {
+		srv.rejected.Add(1)
+		srv.log.Info().Str("addr", c.addr).Msg("protected mode: refused a client from a non-loopback address")
+		c.gc.Write(deniedReply)
+		c.closeNow(errDenied)
+		return false
+	}
+	c.open()
+	return true
+}
+
+// open tells the actor of the connection: from now on it has a session.
+func (c *conn) open() {
+	c.opened = true
+	c.lp.srv.act.Open(actor.ConnInfo{
+		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
+		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
+	})
+	if e := c.lp.srv.log.Debug(); e.Enabled() {
+		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")
+	}
 }
 
 // evictFunc is how the client memory budget closes connection id, from

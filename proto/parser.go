@@ -36,6 +36,16 @@ const (
 	ErrTooBigBulkCount     ProtocolError = "Protocol error: too big bulk count string"
 	ErrTooBigInline        ProtocolError = "Protocol error: too big inline request"
 	ErrUnbalancedQuotes    ProtocolError = "Protocol error: unbalanced quotes in request"
+	// Before authentication (Parser.SetUnauthenticated).
+	ErrUnauthMultibulkLen ProtocolError = "Protocol error: unauthenticated multibulk length"
+	ErrUnauthBulkLen      ProtocolError = "Protocol error: unauthenticated bulk length"
+)
+
+// Redis's limits for a client that has not authenticated yet: at most
+// this many arguments, each at most this long.
+const (
+	UnauthMaxArgs    = 10
+	UnauthMaxBulkLen = 16384
 )
 
 // expectedDollar is Redis's "expected '$', got 'c'" error.
@@ -52,6 +62,8 @@ func expectedDollar(c byte) ProtocolError {
 // The zero value is not ready; use NewParser.
 type Parser struct {
 	lim Limits
+	// unauth holds requests to Redis's limits before authentication.
+	unauth bool
 
 	// State of a multibulk request that is only partly buffered.
 	partial bool
@@ -64,6 +76,11 @@ type Parser struct {
 
 // NewParser returns a parser enforcing lim.
 func NewParser(lim Limits) *Parser { return &Parser{lim: lim} }
+
+// SetUnauthenticated turns the limits before authentication on or off
+// (multibulks of more than UnauthMaxArgs, bulks longer than
+// UnauthMaxBulkLen are protocol errors while on).
+func (p *Parser) SetUnauthenticated(on bool) { p.unauth = on }
 
 // Pending reports whether a request is partly parsed.
 func (p *Parser) Pending() bool { return p.partial }
@@ -102,6 +119,9 @@ func (p *Parser) parseMultibulk(buf []byte, args [][]byte) (_ [][]byte, n, need 
 		if !valid || ll > maxMultibulk {
 			return args, 0, 0, ErrInvalidMultibulkLen
 		}
+		if ll > UnauthMaxArgs && p.unauth {
+			return args, 0, 0, ErrUnauthMultibulkLen
+		}
 		if ll <= 0 {
 			return args, next, 0, nil
 		}
@@ -124,6 +144,10 @@ func (p *Parser) parseMultibulk(buf []byte, args [][]byte) (_ [][]byte, n, need 
 		if !valid || ll < 0 || ll > p.lim.MaxBulkLen {
 			p.Reset()
 			return args, 0, 0, ErrInvalidBulkLen
+		}
+		if ll > UnauthMaxBulkLen && p.unauth {
+			p.Reset()
+			return args, 0, 0, ErrUnauthBulkLen
 		}
 		end := next + int(ll)
 		if len(buf) < end+2 {

@@ -3,7 +3,9 @@
 #   - from Debian's packages: redis-server (the reference the compatibility
 #     tests compare against), redis-tools (redis-cli and redis-benchmark,
 #     real clients), python3-redis and python3-rq (redis-py and the RQ job
-#     framework, run with Debian's /usr/bin/python3), nodejs and npm;
+#     framework, run with Debian's /usr/bin/python3), nodejs and npm,
+#     haproxy (a real load balancer sending the PROXY protocol);
+#     wamerican (the word list bench/search builds its corpus from);
 #   - from npm: the Node.js clients in tests/clients/node (ioredis and the
 #     BullMQ job framework), with `npm ci` from its package-lock.json. Its
 #     package.json pins msgpackr-extract (an optional native speed-up of a
@@ -24,6 +26,10 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import rq' >/dev/null 2>&1; } || need+=(python3-rq)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+[ -e /usr/share/dict/american-english ] || need+=(wamerican)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

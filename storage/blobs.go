@@ -35,6 +35,7 @@ var (
 	qBlobDrop   = newQuery("DELETE FROM blobs WHERE ref = ?1")
 	qBlobFree   = newQuery("DELETE FROM blobs WHERE ref IN (SELECT ref FROM blob_garbage)")
 	qBlobClear  = newQuery("DELETE FROM blob_garbage")
+	qKeepRef    = newQuery("INSERT INTO blob_garbage VALUES (?1)")
 	qKeepKeyRef = newQuery("INSERT INTO blob_garbage SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1 AND typeof(value) = 'integer'")
 )
 
@@ -44,6 +45,13 @@ func (s *Store) keepGarbage(db int, key []byte) error {
 	st := s.q(qKeepKeyRef)
 	st.int(1, int64(db))
 	st.blob(2, key)
+	return st.exec()
+}
+
+// keepRef moves a ref whose row a command deletes to blob_garbage.
+func (s *Store) keepRef(ref int64) error {
+	st := s.q(qKeepRef)
+	st.int(1, ref)
 	return st.exec()
 }
 
@@ -125,6 +133,8 @@ type refRow struct {
 	pos  int64
 	ref  int64
 	elem []byte
+	ord  int64 // a hash field's insertion order
+	exp  int64 // and its expiry (0: none)
 }
 
 // refRows collects the rows of element table query q (columns: position,
@@ -143,6 +153,8 @@ func (s *Store) refRows(q *query, id int64) ([]refRow, error) {
 		r := refRow{pos: st.colInt(0), ref: st.colInt(1)}
 		if q == qHashRefs {
 			r.elem = st.colBlob(2, nil)
+			r.ord = st.colInt(3)
+			r.exp = st.colInt(4)
 		}
 		rows = append(rows, r)
 	}

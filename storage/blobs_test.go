@@ -34,9 +34,9 @@ func TestLargeValues(t *testing.T) {
 		must(t, err)
 		h, err := s.OpenOrCreateColl(0, []byte("h"), TypeHash)
 		must(t, err)
-		_, err = s.HashSet(h, []byte("f"), big('d'), false)
+		_, err = s.HashSet(h, []byte("f"), big('d'), HashReplace)
 		must(t, err)
-		_, err = s.HashSet(h, []byte("g"), small, false)
+		_, err = s.HashSet(h, []byte("g"), small, HashReplace)
 		must(t, err)
 		must(t, s.EndCommand())
 	})
@@ -167,4 +167,72 @@ func TestStringBlobsFreedOnOverwrite(t *testing.T) {
 	get("c") // the cache learns the row from SQLite
 	set("c", []byte("ab"))
 	want(0, "a renamed key's ref overwritten through the cache")
+}
+
+// Every way a list deletes elements (a single pop, a pop of several,
+// LTRIM, LREM, DEL and FLUSHDB) frees the large values it deletes, and no
+// others: no trigger does it for them (migration 10).
+func TestListBlobsFreedOnEveryDelete(t *testing.T) {
+	s := openTest(t)
+	big := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 1000+i) }
+	key := []byte("l")
+	push := func(n int) {
+		t.Helper()
+		vals := make([][]byte, n)
+		for i := range vals {
+			vals[i] = big(i)
+		}
+		inTx(t, s, func() {
+			_, err := s.ListPush(0, key, Right, vals, false)
+			must(t, err)
+			must(t, s.EndCommand())
+		})
+	}
+	want := func(n int64, what string) {
+		t.Helper()
+		if got := blobCount(t, s); got != n {
+			t.Fatalf("%s: %d blobs, want %d", what, got, n)
+		}
+	}
+	push(10)
+	want(10, "ten large elements")
+	inTx(t, s, func() {
+		vals, err := s.ListPop(0, key, Left, 1)
+		must(t, err)
+		if len(vals) != 1 || !bytes.Equal(vals[0], big(0)) {
+			t.Fatalf("popped %d values", len(vals))
+		}
+		vals, err = s.ListPop(0, key, Right, 2)
+		must(t, err)
+		if len(vals) != 2 || !bytes.Equal(vals[0], big(9)) || !bytes.Equal(vals[1], big(8)) {
+			t.Fatalf("popped %d values", len(vals))
+		}
+		must(t, s.EndCommand())
+	})
+	want(7, "after popping one and two")
+	inTx(t, s, func() {
+		must(t, s.ListTrim(0, key, 1, -2)) // keeps big(2)..big(6)
+		must(t, s.EndCommand())
+	})
+	want(5, "after LTRIM 1 -2")
+	inTx(t, s, func() {
+		n, err := s.ListRem(0, key, 0, big(4))
+		must(t, err)
+		if n != 1 {
+			t.Fatalf("LREM removed %d", n)
+		}
+		must(t, s.EndCommand())
+	})
+	want(4, "after LREM")
+	if v, ok, err := s.ListIndex(0, key, 2, nil); err != nil || !ok || !bytes.Equal(v, big(5)) {
+		t.Fatalf("LINDEX 2 after LREM: %d bytes %v %v", len(v), ok, err)
+	}
+	inTx(t, s, func() {
+		_, err := s.Delete(0, key)
+		must(t, err)
+	})
+	want(0, "after DEL")
+	push(3)
+	inTx(t, s, func() { must(t, s.FlushDB(0)) })
+	want(0, "after FLUSHDB")
 }

@@ -34,8 +34,11 @@ type centry struct {
 	head, tail int64
 	version    int64
 	pending    bool
-	exp        int64 // unix ms; 0 when persistent
-	prev, next *centry
+	// A cached list's popped rows that SQLite still holds, just before
+	// head and just after tail; the write-back deletes them (lists.go).
+	lstale, rstale int64
+	exp            int64 // unix ms; 0 when persistent
+	prev, next     *centry
 }
 
 // entryOverhead approximates an entry's bookkeeping (struct, map slot).

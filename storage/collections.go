@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 )
 
 // This file holds what hashes, sets and sorted sets share: the open-key
@@ -47,6 +49,18 @@ func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
 }
 
 func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
+	c, err := s.openCollRow(db, key, types)
+	if c != nil && c.Type == TypeHash && len(s.hfe) > 0 {
+		// Fields past their expiry go before anyone looks (hashfe.go).
+		if gone, err := s.expireFieldsIfDue(c); err != nil || gone {
+			return nil, err
+		}
+	}
+	return c, err
+}
+
+// openCollRow is openColl without the expiry of hash fields.
+func (s *Store) openCollRow(db int, key []byte, types []Type) (*Coll, error) {
 	if e := s.cache.get(db, key, s.Now); e != nil {
 		switch {
 		case e.absent:
@@ -266,9 +280,9 @@ var (
 	qDropHash     = newQuery("DELETE FROM hashes WHERE id = ?1")
 	qDropSet      = newQuery("DELETE FROM sets WHERE id = ?1")
 	qDropZSet     = newQuery("DELETE FROM zsets WHERE id = ?1")
-	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value) SELECT ?2, h, field, value FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
-	qHashRefs     = newQuery("SELECT h, value, field FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
-	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
+	qCopyHash     = newQuery("INSERT INTO hashes (id, h, field, value, ord, expire_at) SELECT ?2, h, field, value, ord, expire_at FROM hashes WHERE id = ?1 AND typeof(value) <> 'integer'")
+	qHashRefs     = newQuery("SELECT h, value, field, ord, expire_at FROM hashes WHERE id = ?1 AND typeof(value) = 'integer'")
+	qHashPutRef   = newQuery("INSERT INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, ?5, nullif(?6, 0))")
 	qCopySet      = newQuery("INSERT INTO sets (id, h, member) SELECT ?2, h, member FROM sets WHERE id = ?1")
 	qCopyZSet     = newQuery("INSERT INTO zsets (id, h, member, score) SELECT ?2, h, member, score FROM zsets WHERE id = ?1")
 	qDropAllHash  = newQuery("DELETE FROM hashes WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 3)")
@@ -313,6 +327,9 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 	if err := st.exec(); err != nil || t != TypeHash {
 		return err
 	}
+	if at, ok := s.hfe[from]; ok {
+		s.noteFieldExpiry(to, at)
+	}
 	// Large values get blobs of their own (refs are never shared).
 	refs, err := s.refRows(qHashRefs, from)
 	if err != nil {
@@ -328,6 +345,8 @@ func (s *Store) copyCollElements(t Type, from, to int64) error {
 		put.int(2, r.pos)
 		put.blob(3, r.elem)
 		put.int(4, ref)
+		put.int(5, r.ord)
+		put.int(6, r.exp)
 		if err := put.exec(); err != nil {
 			return err
 		}
@@ -409,11 +428,12 @@ type elemQueries struct {
 func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
 	sel := "SELECT h, " + cols + " FROM " + table + " WHERE id = ?1"
 	return &elemQueries{
-		all:    newQuery(sel),
-		scan:   newQuery(sel + " AND h >= ?2 ORDER BY h"),
-		from:   newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
-		first:  newQuery(sel + " ORDER BY h LIMIT ?2"),
-		table:  table,
+		all:   newQuery(sel),
+		scan:  newQuery(sel + " AND h >= ?2 ORDER BY h"),
+		from:  newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
+		first: newQuery(sel + " ORDER BY h LIMIT ?2"),
+		table: table,
+
 		hasVal: hasVal,
 		hasSco: hasSco,
 	}
@@ -475,15 +495,74 @@ func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
 	return s.each(q, st, fn)
 }
 
-// AllElements returns copies of every element of c.
-func (s *Store) AllElements(c *Coll) ([]Elem, error) {
-	out := make([]Elem, 0, min(c.Len, 1<<16))
-	err := s.Elements(c, func(e *Elem) bool {
-		out = append(out, e.clone())
+// qHashOrdered reads a hash's rows with their insertion numbers.
+var qHashOrdered = newQuery("SELECT h, field, value, coalesce(ord, 0) FROM hashes WHERE id = ?1")
+
+// ordRow is one row of a hash being put in insertion order: its number
+// and where its field and value are in the arena.
+type ordRow struct {
+	ord             int64
+	field, val, end int
+}
+
+// OrderedElements is Elements in the order Redis gives a collection in its
+// compact encoding, where it can: a hash's fields in insertion order, for
+// the callers of small hashes. The rows are read in storage order and
+// sorted in memory (measured cheaper than SQLite's ORDER BY, which builds a
+// sorter for every call); other types come in storage order.
+func (s *Store) OrderedElements(c *Coll, fn func(e *Elem) bool) error {
+	if c.Type != TypeHash {
+		return s.Elements(c, fn)
+	}
+	st := s.q(qHashOrdered)
+	st.int(1, c.ID)
+	rows, arena := s.ordRows[:0], s.ordArena[:0]
+	var e Elem
+	err := s.each(hashElems, st, func(e *Elem) bool {
+		field := len(arena)
+		arena = append(arena, e.Member...)
+		val := len(arena)
+		arena = append(arena, e.Value...)
+		rows = append(rows, ordRow{ord: st.colInt(3), field: field, val: val, end: len(arena)})
 		return true
 	})
+	if err == nil {
+		slices.SortFunc(rows, func(a, b ordRow) int { return cmp.Compare(a.ord, b.ord) })
+		for _, r := range rows {
+			e.Member, e.Value = arena[r.field:r.val:r.val], arena[r.val:r.end:r.end]
+			if !fn(&e) {
+				break
+			}
+		}
+	}
+	if cap(arena) <= 1<<16 {
+		s.ordRows, s.ordArena = rows[:0], arena[:0]
+	}
+	return err
+}
+
+// AllElements returns copies of every element of c, a small hash's in
+// insertion order (OrderedElements).
+func (s *Store) AllElements(c *Coll) ([]Elem, error) {
+	out := make([]Elem, 0, min(c.Len, 1<<16))
+	keep := func(e *Elem) bool {
+		out = append(out, e.clone())
+		return true
+	}
+	var err error
+	if c.Type == TypeHash && c.Len <= SmallHash {
+		err = s.OrderedElements(c, keep)
+	} else {
+		err = s.Elements(c, keep)
+	}
 	return out, err
 }
+
+// SmallHash is the size up to which Redis 7.0 keeps a hash in a listpack
+// (hash-max-listpack-entries), in insertion order: AllElements keeps that
+// order for hashes up to this size (HSCAN, HRANDFIELD with a count that
+// takes every field).
+const SmallHash = 128
 
 // ScanElements is one call of HSCAN/SSCAN/ZSCAN: elements in h order from
 // cursor on, at least count of them (never splitting a run of equal h), and

@@ -22,15 +22,15 @@ func TestHashFieldsAndCount(t *testing.T) {
 	inTx(t, s, func() {
 		c := openColl(t, s, "h", TypeHash)
 		for _, f := range []string{"a", "b\x00", "", "a"} {
-			_, err := s.HashSet(c, []byte(f), []byte("v"+f), false)
+			_, err := s.HashSet(c, []byte(f), []byte("v"+f), HashReplace)
 			must(t, err)
 		}
-		added, err := s.HashSet(c, []byte("big"), big, false)
+		added, err := s.HashSet(c, []byte("big"), big, HashReplace)
 		must(t, err)
 		if !added || c.Len != 4 {
 			t.Fatalf("added %v len %d", added, c.Len)
 		}
-		added, err = s.HashSet(c, []byte("a"), []byte("no"), true)
+		added, err = s.HashSet(c, []byte("a"), []byte("no"), HashKeepNew)
 		must(t, err)
 		if added {
 			t.Fatal("HSETNX semantics: existing field replaced")
@@ -95,7 +95,7 @@ func TestCollectionsFollowKeyLifecycle(t *testing.T) {
 				m := []byte(fmt.Sprint("m", i))
 				switch typ {
 				case TypeHash:
-					s.HashSet(c, m, m, false)
+					s.HashSet(c, m, m, HashReplace)
 				case TypeSet:
 					s.SetAdd(c, m)
 				case TypeZSet:

@@ -7,9 +7,11 @@ var (
 	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHStrLen = newQuery("SELECT " + lengthExpr + " FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value) VALUES (?1, ?2, ?3, ?4)")
-	qHUpdate = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHDel    = newQuery("DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
+	// HSET replaces a field, expiry included (Redis 7.4); HINCRBY keeps it.
+	qHUpdate        = newQuery("UPDATE hashes SET value = ?4, expire_at = NULL WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHUpdateKeepTTL = newQuery("UPDATE hashes SET value = ?4 WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHDel           = newQuery("DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 )
 
 // bindElem binds (id, h, element) as ?1, ?2, ?3.
@@ -56,9 +58,16 @@ func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
 	return n, err
 }
 
-// HashSet sets field to value; added is true when the field is new. With
-// onlyNew an existing field is left alone (HSETNX).
-func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool, err error) {
+// How HashSet treats a field that exists.
+const (
+	HashReplace = iota // a new value, and no expiry (HSET)
+	HashKeepNew        // left alone (HSETNX)
+	HashKeepTTL        // a new value, the expiry kept (HINCRBY)
+)
+
+// HashSet sets field to value; added is true when the field is new. mode
+// says what happens to a field that exists.
+func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err error) {
 	st := s.q(qHInsert)
 	bindElem(st, c.ID, field)
 	ref, err := s.bindValue(st, 4, value, len(field))
@@ -66,6 +75,7 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 		st.reset()
 		return false, err
 	}
+	st.int(5, s.nextVersion())
 	if err := st.exec(); err != nil {
 		return false, err
 	}
@@ -77,10 +87,13 @@ func (s *Store) HashSet(c *Coll, field, value []byte, onlyNew bool) (added bool,
 	if err := s.dropBlob(ref); err != nil {
 		return false, err
 	}
-	if onlyNew {
+	if mode == HashKeepNew {
 		return false, nil
 	}
 	st = s.q(qHUpdate)
+	if mode == HashKeepTTL {
+		st = s.q(qHUpdateKeepTTL)
+	}
 	bindElem(st, c.ID, field)
 	if _, err := s.bindValue(st, 4, value, len(field)); err != nil {
 		st.reset()

@@ -98,6 +98,9 @@ func (s *Store) remove(db int, key []byte, kind Change) (live bool, err error) {
 	}
 	s.dirty = true
 	s.keyDeltas[db]--
+	if t == TypeHash {
+		delete(s.hfe, id) // hashfe.go
+	}
 	if err := s.dropElements(t, id); err != nil {
 		return false, err
 	}
@@ -459,7 +462,11 @@ func (s *Store) dropAllElements(db int) error {
 	if err := s.dropAllStreams(db); err != nil {
 		return err
 	}
-	return s.dropAllCollElements(db)
+	if err := s.dropAllCollElements(db); err != nil {
+		return err
+	}
+	return s.loadFieldExpiries() // the flushed hashes leave hfe
+
 }
 
 // SwapDB exchanges the contents of two databases.

@@ -3,6 +3,8 @@ package storage
 import (
 	"errors"
 	"math"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // End is one end of a list: Left is the head (index 0), Right the tail.
@@ -30,7 +32,7 @@ var (
 	qTouch         = newQuery("UPDATE keys SET version = ?3 WHERE db = ?1 AND key = ?2")
 	qListInsert    = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListAt        = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos = ?2")
-	qListTake      = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2 RETURNING value")
+	qListDelAt     = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos = ?2")
 	qListSetAt     = newQuery("UPDATE list_items SET value = ?3 WHERE id = ?1 AND pos = ?2")
 	qListMovePos   = newQuery("UPDATE list_items SET pos = ?3 WHERE id = ?1 AND pos = ?2")
 	qListAsc       = newQuery("SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 ORDER BY pos ASC")
@@ -38,8 +40,8 @@ var (
 	qListDelRange  = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
 	qListFindAsc   = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos ASC LIMIT ?5 OFFSET ?6")
 	qListFindDesc  = newQuery("SELECT pos FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND " + valueExpr + " = ?4 ORDER BY pos DESC LIMIT ?5 OFFSET ?6")
-	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos")
-	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos")
+	qListRemAsc    = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos ASC LIMIT ?3) RETURNING pos, value")
+	qListRemDesc   = newQuery("DELETE FROM list_items WHERE id = ?1 AND pos IN (SELECT pos FROM list_items WHERE id = ?1 AND " + valueExpr + " = ?2 ORDER BY pos DESC LIMIT ?3) RETURNING pos, value")
 	qListShift     = newQuery("UPDATE list_items SET pos = pos + ?4 WHERE id = ?1 AND pos BETWEEN ?2 AND ?3")
 	qListUnparkBy  = newQuery("UPDATE list_items SET pos = pos + ?3 WHERE id = ?1 AND pos > ?2")
 	qListUnparkSeq = newQuery(`UPDATE list_items SET pos = r.np
@@ -51,7 +53,25 @@ var (
 	qListRefs    = newQuery("SELECT pos, value FROM list_items WHERE id = ?1 AND typeof(value) = 'integer'")
 	qListPutRef  = newQuery("INSERT INTO list_items (id, pos, value) VALUES (?1, ?2, ?3)")
 	qListDropAll = newQuery("DELETE FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2)")
+
+	// Deleting list elements leaves their blobs to the garbage (blobs.go):
+	// these move the refs first, as no trigger does it (migration 10).
+	qListKeepRange = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3 AND typeof(value) = 'integer'")
+	qListKeepAll   = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id = ?1 AND typeof(value) = 'integer'")
+	qListKeepDB    = newQuery("INSERT INTO blob_garbage SELECT value FROM list_items WHERE id IN (SELECT id FROM keys WHERE db = ?1 AND type = 2) AND typeof(value) = 'integer'")
 )
+
+// A pop from a cached list reads its element and leaves the row in SQLite:
+// the cached entry counts it as stale (centry.lstale/rstale), outside
+// head..tail where no list statement but the unbounded ones looks, and the
+// write-back deletes the stale rows in one range per end (settle). A queue's
+// pop then costs one index lookup. Everything that could see a stale row
+// settles first: the write-back runs before any statement on the keys
+// table (so before an uncached list's bounds are read from its rows, and
+// before every key-level command), and the list commands whose statements
+// are not bounded by head..tail, or that move rows, settle their list
+// (settleList). A stale row's blob ref goes to the garbage when the row is
+// deleted, never before, so it stays valid while the row exists.
 
 // listRef is a live, non-empty list as one statement found it.
 type listRef struct {
@@ -102,6 +122,41 @@ func (s *Store) openList(db int, key []byte) (l listRef, ok bool, err error) {
 	l = listRef{id: id, head: head, tail: tail}
 	s.cachedList(db, key, l, exp)
 	return l, true, nil
+}
+
+// openSettled is openList for the commands whose statements could see a
+// stale row: the list's stale rows are deleted first.
+func (s *Store) openSettled(db int, key []byte) (l listRef, ok bool, err error) {
+	if l, ok, err = s.openList(db, key); ok {
+		err = s.settleList(db, key, l.id)
+	}
+	return l, ok, err
+}
+
+// settleList deletes the stale rows of the list at key, if it is cached
+// with some.
+func (s *Store) settleList(db int, key []byte, id int64) error {
+	if e := s.cache.coll(db, key, id); e != nil {
+		return s.settle(e)
+	}
+	return nil
+}
+
+// settle deletes cached list e's stale rows.
+func (s *Store) settle(e *centry) error {
+	if e.lstale > 0 {
+		if err := s.delRange(e.id, e.head-e.lstale, e.head-1); err != nil {
+			return err
+		}
+		e.lstale = 0
+	}
+	if e.rstale > 0 {
+		if err := s.delRange(e.id, e.tail+1, e.tail+e.rstale); err != nil {
+			return err
+		}
+		e.rstale = 0
+	}
+	return nil
 }
 
 // cachedList caches live list l's key row.
@@ -176,6 +231,9 @@ func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExistin
 		s.Created(db)
 		s.recordNew(db, key)
 		l = listRef{id: id, head: 0, tail: -1}
+	} else if err := s.settleList(db, key, l.id); err != nil {
+		// The new elements' positions may hold stale rows.
+		return 0, err
 	}
 	for _, v := range vals {
 		var pos int64
@@ -284,21 +342,13 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		if end == Right {
 			pos = l.tail
 		}
-		st := s.q(qListTake)
-		st.int(1, l.id)
-		st.int(2, pos)
-		row, err := st.step()
-		var v []byte
-		if row {
-			// The ref of a large value stays readable until the round's
-			// garbage collection (blobs.go).
-			v, err = s.colValue(st, 0, make([]byte, 0, st.colLen(0)))
-			for row && err == nil {
-				row, err = st.step()
-			}
-		}
-		st.reset()
+		v, ref, err := s.listAt(l.id, pos, nil)
 		if err != nil {
+			return nil, err
+		}
+		if e := s.cache.coll(db, key, l.id); e != nil {
+			e.stale(end, 1)
+		} else if err := s.delAt(l.id, pos, ref); err != nil {
 			return nil, err
 		}
 		if end == Right {
@@ -320,11 +370,9 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 		_, err = s.Delete(db, key)
 		return vals, err
 	}
-	st := s.q(qListDelRange)
-	st.int(1, l.id)
-	st.int(2, lo)
-	st.int(3, hi)
-	if err := st.exec(); err != nil {
+	if e := s.cache.coll(db, key, l.id); e != nil {
+		e.stale(end, n)
+	} else if err := s.delRange(l.id, lo, hi); err != nil {
 		return nil, err
 	}
 	if end == Right {
@@ -378,21 +426,76 @@ func (s *Store) ListIndex(db int, key []byte, index int64, dst []byte) ([]byte, 
 	if index < 0 || index >= l.length() {
 		return dst, false, nil
 	}
+	v, _, err := s.listAt(l.id, l.head+index, dst)
+	return v, err == nil, err
+}
+
+// listAt appends the value at position pos of list id to dst and returns
+// the value's blob ref when it has one; a missing row means the list's
+// positions are corrupt.
+func (s *Store) listAt(id, pos int64, dst []byte) (v []byte, ref int64, err error) {
 	st := s.q(qListAt)
-	st.int(1, l.id)
-	st.int(2, l.head+index)
+	defer st.reset()
+	st.int(1, id)
+	st.int(2, pos)
 	row, err := st.step()
-	if row && err == nil {
-		dst, err = s.colValue(st, 0, dst)
+	if err != nil {
+		return dst, 0, err
 	}
-	st.reset()
-	return dst, row && err == nil, err
+	if !row {
+		return dst, 0, &Error{Code: codeCorrupt, Msg: "a list misses an element between its head and tail"}
+	}
+	if st.colType(0) == sqlite3.SQLITE_INTEGER {
+		ref = st.colInt(0)
+	}
+	v, err = s.colValue(st, 0, dst)
+	return v, ref, err
+}
+
+// stale counts n rows popped from end of cached list e as stale.
+func (e *centry) stale(end End, n int64) {
+	if end == Left {
+		e.lstale += n
+	} else {
+		e.rstale += n
+	}
+}
+
+// delAt deletes list id's element at pos, whose value has blob ref ref (0
+// when inline).
+func (s *Store) delAt(id, pos, ref int64) error {
+	if ref != 0 {
+		if err := s.keepRef(ref); err != nil {
+			return err
+		}
+	}
+	st := s.q(qListDelAt)
+	st.int(1, id)
+	st.int(2, pos)
+	return st.exec()
+}
+
+// delRange deletes list id's elements at positions lo..hi, their blobs
+// left to the garbage.
+func (s *Store) delRange(id, lo, hi int64) error {
+	keep := s.prepared(qListKeepRange)
+	keep.int(1, id)
+	keep.int(2, lo)
+	keep.int(3, hi)
+	if err := keep.exec(); err != nil {
+		return err
+	}
+	st := s.prepared(qListDelRange)
+	st.int(1, id)
+	st.int(2, lo)
+	st.int(3, hi)
+	return st.exec()
 }
 
 // ListSet replaces the element at index (negative from the tail): a
 // missing key is ErrNoSuchKey, an index outside the list ErrIndexRange.
 func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil {
 		return err
 	}
@@ -446,7 +549,7 @@ func (s *Store) find(id, lo, hi int64, val []byte, desc bool, skip, limit int64,
 // pivot and returns the new length: 0 for a missing key, -1 when pivot is
 // not in the list. The shorter side of the list moves to make room.
 func (s *Store) ListInsert(db int, key []byte, before bool, pivot, val []byte) (int64, error) {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -533,7 +636,7 @@ func (s *Store) repack(l listRef, lo, hi, newLo int64) error {
 // (count > 0), the last -count from the tail (count < 0), or all (0). It
 // returns how many it removed; a list left empty is deleted.
 func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, error) {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -553,6 +656,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	st.blob(2, val)
 	st.int(3, limit)
 	var k, first, last int64
+	var refs []int64
 	for {
 		row, err := st.step()
 		if err != nil {
@@ -561,6 +665,9 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 		}
 		if !row {
 			break
+		}
+		if st.colType(1) == sqlite3.SQLITE_INTEGER {
+			refs = append(refs, st.colInt(1))
 		}
 		pos := st.colInt(0)
 		if k == 0 || pos < first {
@@ -574,6 +681,11 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 	st.reset()
 	if k == 0 {
 		return 0, nil
+	}
+	for _, ref := range refs {
+		if err := s.keepRef(ref); err != nil {
+			return 0, err
+		}
 	}
 	s.dirty = true
 	if k == l.length() {
@@ -599,7 +711,7 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 // ListTrim keeps only the elements from index start to stop (LTRIM's
 // semantics); a list left empty is deleted. A missing key is not an error.
 func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
-	l, ok, err := s.openList(db, key)
+	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return err
 	}
@@ -620,12 +732,8 @@ func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
 		if lo > hi {
 			return nil
 		}
-		st := s.q(qListDelRange)
-		st.int(1, l.id)
-		st.int(2, lo)
-		st.int(3, hi)
 		s.dirty = true
-		return st.exec()
+		return s.delRange(l.id, lo, hi)
 	}
 	if err := del(l.head, l.head+start-1); err != nil {
 		return err
@@ -677,6 +785,11 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 		return nil, false, err
 	}
 	if string(src) == string(dst) {
+		// The element moves to the position past the other end, where a
+		// stale row may be.
+		if err := s.settleList(db, src, sl.id); err != nil {
+			return nil, false, err
+		}
 		pos := sl.head
 		if from == Right {
 			pos = sl.tail
@@ -714,6 +827,11 @@ func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok 
 }
 
 func (s *Store) dropList(id int64) error {
+	keep := s.q(qListKeepAll)
+	keep.int(1, id)
+	if err := keep.exec(); err != nil {
+		return err
+	}
 	st := s.q(qListDrop)
 	st.int(1, id)
 	return st.exec()
@@ -748,7 +866,28 @@ func (s *Store) copyList(from, to int64) error {
 }
 
 func (s *Store) dropAllLists(db int) error {
+	keep := s.q(qListKeepDB)
+	keep.int(1, int64(db))
+	if err := keep.exec(); err != nil {
+		return err
+	}
 	st := s.q(qListDropAll)
 	st.int(1, int64(db))
 	return st.exec()
+}
+
+// ListReplace makes key a list of vals, whatever it held before (SORT ...
+// STORE); vals must not be empty.
+func (s *Store) ListReplace(db int, key []byte, vals [][]byte) error {
+	live, err := s.remove(db, key, 0)
+	if err != nil {
+		return err
+	}
+	if live {
+		// Overwritten, not new: no Created record.
+		defer func(was bool) { s.RecordNew = was }(s.RecordNew)
+		s.RecordNew = false
+	}
+	_, err = s.ListPush(db, key, Right, vals, false)
+	return err
 }

@@ -99,6 +99,9 @@ type Store struct {
 	commits uint64
 
 	nextID    int64
+	hfe       map[int64]int64 // hashes with field expiries: id -> earliest (hashfe.go)
+	ordRows   []ordRow        // OrderedElements' scratch
+	ordArena  []byte
 	keyCounts [allDBs]int64
 	keyDeltas [allDBs]int64
 	saved     []savepoint // each open Savepoint, innermost last
@@ -129,6 +132,8 @@ type Store struct {
 	cache   *hotCache
 	pending []*centry // collection key rows ahead of SQLite (writeback.go)
 	scratch []byte
+
+	searchStmts map[string]*stmt // statements over the search tables (search.go)
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -248,6 +253,9 @@ func (s *Store) init(o Options) error {
 		}
 		return err
 	}
+	if err := s.loadFieldExpiries(); err != nil {
+		return err
+	}
 	if err := s.loadCounters(); err != nil {
 		return err
 	}
@@ -326,6 +334,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.stmts = nil
+	s.closeSearchStmts()
 	s.wal.close()
 	// The actor's connection must be the last one open, so that closing it
 	// checkpoints the whole WAL and removes it.
@@ -416,6 +425,9 @@ func (s *Store) Rollback() {
 	s.cache.clear() // it may hold what was just rolled back
 	s.dropOpen()
 	s.ResetTouched()
+	// The hashes with field expiries, as the database has them again (on
+	// an error the sweep still finds every due field by its index).
+	s.loadFieldExpiries()
 }
 
 // Savepoint marks the state a single command can be undone to (Undo), and

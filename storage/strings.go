@@ -1,24 +1,21 @@
 package storage
 
-import sqlite3 "modernc.org/sqlite/lib"
+import (
+	"fmt"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
 
 var (
 	qGetString = newQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
 	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), " + lengthExpr + " FROM keys WHERE db = ?1 AND key = ?2")
-	// One statement for the common cases: a new key is inserted, a string is
-	// overwritten in place (keeping its id, and its expiry when asked to and
-	// still alive). A key of another type makes the WHERE fail: no row comes
-	// back and SetString replaces the key. The id returned is ?3 when the
-	// row is new (an existing row keeps its own, always smaller, id).
-	qSetString = newQuery(`INSERT INTO keys (db, key, id, type, expire_at, version, value)
-		VALUES (?1, ?2, ?3, 1, nullif(?4, 0), ?8, ?5)
-		ON CONFLICT (db, key) DO UPDATE SET
-			value = excluded.value,
-			expire_at = CASE WHEN ?6 AND (expire_at IS NULL OR expire_at >= ?7)
-				THEN expire_at ELSE excluded.expire_at END,
-			version = excluded.version
-		WHERE type = 1
-		RETURNING id`)
+	// SET of a key the hot cache does not know reads what is there first:
+	// a lookup and a plain INSERT or UPDATE cost SQLite less than an
+	// upsert, whose RETURNING (needed to tell a new key from an old one)
+	// builds a temporary table, plus the statement that moved a replaced
+	// value's blob ref to the garbage.
+	qStringRow    = newQuery("SELECT type, coalesce(expire_at, 0), typeof(value) = 'integer' FROM keys WHERE db = ?1 AND key = ?2")
+	qInsertString = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 1, nullif(?4, 0), ?5, ?6)")
 	// The fast path for a key the hot cache knows to be a live string: a
 	// plain UPDATE (an upsert's RETURNING costs SQLite a temporary table).
 	qUpdateString = newQuery(`UPDATE keys SET value = ?3, version = ?6,
@@ -108,77 +105,87 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		s.record(db, key, Written, 0)
 		return nil
 	}
-	if e != nil && !e.absent && e.coll == 0 {
-		ok, err := s.updateString(db, key, val, expireAt, keepTTL, e.ref)
+	var t Type // the key's type, 0 for none
+	var ref bool
+	switch {
+	case e == nil:
+		var exp int64
+		var err error
+		if t, exp, ref, err = s.stringRow(db, key); err != nil {
+			return err
+		}
+		if t != 0 && keepTTL {
+			expireAt = exp
+		}
+	case e.absent:
+	case e.coll == 0:
+		t, ref = TypeString, e.ref
+		if keepTTL {
+			expireAt = e.exp
+		}
+	default:
+		t = e.coll
+		if keepTTL {
+			expireAt = e.exp
+		}
+	}
+	// KEEPTTL keeps a live key's expiry whatever its type, as in Redis.
+	keepTTL = false
+	switch t {
+	case 0:
+	case TypeString:
+		ok, err := s.updateString(db, key, val, expireAt, keepTTL, ref)
 		if err != nil || ok {
 			return err
 		}
-	}
-	for attempt := 0; ; attempt++ {
-		if e == nil && attempt == 0 {
-			// A key the cache does not know may be a string whose blob
-			// ref the upsert replaces (a known one went through
-			// updateString; after remove there is no row).
-			if err := s.keepGarbage(db, key); err != nil {
-				return err
-			}
-		}
-		st := s.q(qSetString)
-		st.int(1, int64(db))
-		st.blob(2, key)
-		st.int(3, s.nextID)
-		st.int(4, expireAt)
-		ref, err := s.bindValue(st, 5, val, len(key))
-		if err != nil {
-			st.reset()
-			return err
-		}
-		keep := int64(0)
-		if keepTTL {
-			keep = 1
-		}
-		st.int(6, keep)
-		st.int(7, s.Now)
-		st.int(8, s.nextVersion())
-		row, err := st.step()
-		if err != nil {
-			return err
-		}
-		if row {
-			if st.colInt(0) == s.nextID {
-				s.nextID++
-				s.keyDeltas[db]++
-				s.recordNew(db, key)
-			}
-			st.reset()
-			s.dirty = true
-			s.cacheSet(db, key, val, expireAt, keepTTL, ref != 0)
-			s.record(db, key, Written, 0)
-			return nil
-		}
-		st.reset()
-		if err := s.dropBlob(ref); err != nil {
-			return err
-		}
-		if attempt > 0 {
-			panic("storage: SetString found a key of another type after deleting it")
-		}
-		// A key of another type: replace it. KEEPTTL keeps a live key's
-		// expiry whatever its type, as Redis does.
-		if keepTTL {
-			m, ok, err := s.Lookup(db, key)
-			if err != nil {
-				return err
-			}
-			if ok {
-				expireAt = m.ExpireAt
-			}
-			keepTTL = false
-		}
+		return fmt.Errorf("storage: SetString found no string row for key %q where it had read one", key)
+	default:
 		if _, err := s.remove(db, key, 0); err != nil {
 			return err
 		}
 	}
+	st := s.q(qInsertString)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	st.int(3, s.nextID)
+	st.int(4, expireAt)
+	st.int(5, s.nextVersion())
+	ref2, err := s.bindValue(st, 6, val, len(key))
+	if err != nil {
+		st.reset()
+		return err
+	}
+	if err := st.exec(); err != nil {
+		return err
+	}
+	s.nextID++
+	s.keyDeltas[db]++
+	s.recordNew(db, key)
+	s.dirty = true
+	s.cacheSet(db, key, val, expireAt, false, ref2 != 0)
+	s.record(db, key, Written, 0)
+	return nil
+}
+
+// stringRow reads the type, expiry and value kind (a blob ref or not) of
+// key's row for SetString; an expired key is deleted and reported as none.
+func (s *Store) stringRow(db int, key []byte) (t Type, exp int64, ref bool, err error) {
+	st := s.q(qStringRow)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	row, err := st.step()
+	if row {
+		t, exp, ref = Type(st.colInt(0)), st.colInt(1), st.colInt(2) != 0
+	}
+	st.reset()
+	if err != nil || !row {
+		return 0, 0, false, err
+	}
+	if expired(exp, s.Now) {
+		_, err := s.Delete(db, key)
+		return 0, 0, false, err
+	}
+	return t, exp, ref, nil
 }
 
 // cacheSet writes a SET through to the hot cache. With keepTTL the new

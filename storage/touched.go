@@ -70,11 +70,20 @@ const (
 	// the library's name, or nil for all of them: not a key of any
 	// database, which every reader of the record must skip.
 	Functions
+	// FieldsExpired: fields of the hash Key were found past their expiry
+	// and removed (hashfe.go); Effect names them (ExpiredFields), and
+	// Other is 1 when the hash went with them.
+	FieldsExpired
+	// Search: a search index's definition or an alias changed (FT.CREATE,
+	// FT.DROPINDEX, FT.ALTER, FT.ALIAS*). Key is the index's or alias's
+	// name: not a key of any database, which every reader must skip.
+	Search
 )
 
 var changeNames = [...]string{"none", "written", "added", "removed", "modified", "expiry-changed",
 	"deleted", "expired", "renamed-from", "renamed-to", "moved-from", "moved-to", "copied-to",
-	"flushed", "swapped", "created", "group-destroyed", "consumer-created", "functions"}
+	"flushed", "swapped", "created", "group-destroyed", "consumer-created", "functions", "fields-expired",
+	"search"}
 
 func (k Change) String() string {
 	if int(k) < len(changeNames) {

@@ -150,7 +150,7 @@ func TestChangeRecord(t *testing.T) {
 	check("HSET new", func() {
 		c := openColl(t, s, "h", TypeHash)
 		for _, f := range []string{"f", "g", "h"} {
-			_, err := s.HashSet(c, b(f), b("v"), false)
+			_, err := s.HashSet(c, b(f), b("v"), HashReplace)
 			must(t, err)
 		}
 		if n := len(s.Touched()); n != 0 {
@@ -159,12 +159,12 @@ func TestChangeRecord(t *testing.T) {
 	}, "0/h added")
 	check("HSET of existing fields", func() {
 		c := existing("h", TypeHash)
-		_, err := s.HashSet(c, b("f"), b("w"), false)
+		_, err := s.HashSet(c, b("f"), b("w"), HashReplace)
 		must(t, err)
 	}, "0/h modified")
 	check("HSETNX of an existing field", func() {
 		c := existing("h", TypeHash)
-		_, err := s.HashSet(c, b("f"), b("w"), true)
+		_, err := s.HashSet(c, b("f"), b("w"), HashKeepNew)
 		must(t, err)
 	}, nothing...)
 	check("HDEL", func() {
@@ -254,7 +254,7 @@ func TestChangeRecordUndone(t *testing.T) {
 	must(t, s.Begin())
 	set("a")
 	c := openColl(t, s, "h", TypeHash)
-	_, err := s.HashSet(c, []byte("f"), []byte("v"), false)
+	_, err := s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
 	must(t, err)
 	s.Rollback()
 	if got := takeRecord(s); got != nil {
@@ -272,7 +272,7 @@ func TestChangeRecordUndone(t *testing.T) {
 	must(t, s.Savepoint())
 	set("c")
 	c = openColl(t, s, "h", TypeHash)
-	_, err = s.HashSet(c, []byte("f"), []byte("v"), false)
+	_, err = s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
 	must(t, err)
 	if !s.Undo() {
 		t.Fatal("Undo failed")
@@ -294,7 +294,7 @@ func TestChangeRecordUndone(t *testing.T) {
 	// collection nobody ended.
 	set("e")
 	c = openColl(t, s, "h2", TypeHash)
-	_, err = s.HashSet(c, []byte("f"), []byte("v"), false)
+	_, err = s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
 	must(t, err)
 	if _, _, err := s.Commit(); err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func TestVersionNeverRepeatsForAName(t *testing.T) {
 		_, err := s.Delete(0, k)
 		must(t, err)
 		c := openColl(t, s, "k", TypeHash)
-		_, err = s.HashSet(c, []byte("f"), []byte("v"), false)
+		_, err = s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
 		must(t, err)
 		must(t, s.EndCommand())
 	})
@@ -125,6 +125,9 @@ func TestVersionMigration(t *testing.T) {
 	must(t, s.c.exec(`DROP TABLE counters; DELETE FROM cellar_schema WHERE version >= 5;
 		DROP TABLE streams; DROP TABLE stream_entries; DROP TABLE stream_groups;
 		DROP TABLE stream_consumers; DROP TABLE stream_pel; DROP TABLE function_libraries;
+		DROP INDEX hashes_by_expiry; ALTER TABLE hashes DROP COLUMN expire_at; ALTER TABLE hashes DROP COLUMN ord;
+		DROP TABLE search_indexes; DROP TABLE search_aliases; DROP TABLE search_suggestions;
+		DROP TABLE search_dicts; DROP TABLE search_synonyms;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})

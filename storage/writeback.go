@@ -81,6 +81,10 @@ func (s *Store) writeBack() error {
 		}
 		var st *stmt
 		if e.coll == TypeList {
+			if err := s.settle(e); err != nil {
+				s.pending = s.pending[i:]
+				return err
+			}
 			st = s.prepared(qSaveListRow) // a list's row holds no count
 		} else {
 			st = s.prepared(qSaveCollRow)
@@ -141,6 +145,7 @@ func (s *Store) saveString(e *centry) error {
 func (s *Store) discardPending() {
 	for i, e := range s.pending {
 		e.pending = false
+		e.lstale, e.rstale = 0, 0 // undone: the rows are the list's again
 		s.pending[i] = nil
 	}
 	s.pending = s.pending[:0]

@@ -41,6 +41,11 @@ var notifyScript = [][]string{
 	{"ZREMRANGEBYSCORE", "z", "0", "0"}, {"ZPOPMIN", "z"}, {"ZPOPMAX", "z"}, {"ZMPOP", "1", "z", "MIN"},
 	{"ZADD", "z2", "1", "a", "2", "b"}, {"ZUNIONSTORE", "z3", "1", "z2"}, {"ZRANGESTORE", "z4", "z2", "0", "0"},
 	{"ZINTERSTORE", "z5", "1", "z2"}, {"ZDIFFSTORE", "z6", "1", "z2"}, {"ZREMRANGEBYRANK", "z2", "0", "-1"},
+	// geo
+	{"GEOADD", "g", "13.36", "38.11", "p", "15.08", "37.5", "c"}, {"GEOADD", "g", "13.36", "38.11", "p"},
+	{"GEOSEARCHSTORE", "gs", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km"},
+	{"GEORADIUS", "g", "15", "37", "200", "km", "STOREDIST", "gs2"}, {"GEORADIUS", "g", "0", "0", "1", "km", "STORE", "gs2"},
+	{"GEOSEARCH", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km"}, {"GEOSEARCHSTORE", "gs", "nokey", "FROMMEMBER", "x", "BYBOX", "1", "1", "km"},
 	// streams
 	{"XADD", "xs", "1-1", "f", "v"}, {"XADD", "xs", "MAXLEN", "1", "2-1", "f", "v"}, {"XTRIM", "xs", "MAXLEN", "0"},
 	{"XADD", "xs", "3-1", "f", "v"}, {"XDEL", "xs", "3-1", "9-9"}, {"XGROUP", "CREATE", "xs", "g", "0"},
@@ -50,6 +55,12 @@ var notifyScript = [][]string{
 	{"XAUTOCLAIM", "xs", "g", "c4", "0", "0", "JUSTID"}, {"XACK", "xs", "g", "4-1"},
 	{"XGROUP", "DELCONSUMER", "xs", "g", "c"}, {"XSETID", "xs", "10-1"}, {"XGROUP", "DESTROY", "xs", "g"},
 	{"XADD", "xs3", "NOMKSTREAM", "5-1", "f", "v"},
+	// bitmaps, HyperLogLogs, SORT ... STORE
+	{"SETBIT", "bm", "3", "1"}, {"SETBIT", "bm", "3", "1"}, {"BITFIELD", "bm", "SET", "u8", "0", "1"},
+	{"BITFIELD", "bm", "SET", "u8", "0", "1"}, {"BITFIELD", "bm", "GET", "u8", "0"}, {"BITOP", "NOT", "bm2", "bm"},
+	{"BITOP", "AND", "bm2", "nokey"}, {"PFADD", "hl", "a"}, {"PFADD", "hl", "a"}, {"PFCOUNT", "hl"},
+	{"PFMERGE", "hl2", "hl"}, {"RPUSH", "sl", "2", "1"}, {"SORT", "sl", "STORE", "sl"}, {"SORT", "sl", "STORE", "sl2"},
+	{"SORT", "nokey", "STORE", "sl2"},
 	// reads of missing keys: "keymiss" (class m)
 	{"GET", "nokey"}, {"STRLEN", "nokey"}, {"EXISTS", "nokey", "s"}, {"LRANGE", "nokey", "0", "-1"}, {"LLEN", "nokey"},
 	{"LINDEX", "nokey", "0"}, {"HGET", "nokey", "f"}, {"SMEMBERS", "nokey"}, {"ZSCORE", "nokey", "a"}, {"TTL", "nokey"},

@@ -80,6 +80,14 @@ func TestIORedisPubSub(t *testing.T) {
 	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "pubsub.js"))
 }
 
+// TestIORedisOrder: ioredis's HGETALL object and SMEMBERS array come out
+// in Redis's order for small hashes and integer sets.
+func TestIORedisOrder(t *testing.T) {
+	node := needIORedis(t)
+	s := startServer(t)
+	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "order.js"))
+}
+
 // needIORedis returns node's path, failing the test when node or ioredis
 // is missing (scripts/deps.sh installs both; make test runs it).
 func needIORedis(t *testing.T) string {

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/diode"
@@ -29,6 +30,9 @@ type stderr struct{}
 func (stderr) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheck(args[1:])
+	}
 	var usage strings.Builder
 	cfg, err := cellar.LoadConfig(args, os.Environ(), &usage)
 	switch {
@@ -67,11 +71,26 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "cellar: %v\n", err)
 		return 1
 	}
+	if err := sdNotify("READY=1"); err != nil {
+		log.Warn().Err(err).Msg("cannot notify systemd")
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case s := <-sig:
 		log.Info().Str("signal", s.String()).Msg("shutting down")
+		sdNotify("STOPPING=1")
+		// Not ready first, so a load balancer stops sending clients, then
+		// the graceful stop (docs/architecture.md, "Shutdown").
+		srv.Drain()
+		if d := cfg.HTTP.DrainDelay; d > 0 && cfg.HTTP.Enabled {
+			log.Info().Dur("drain_delay", d).Msg("draining: /readyz answers 503")
+			select {
+			case <-time.After(d):
+			case <-sig: // a second signal stops at once
+			case <-srv.Done():
+			}
+		}
 	case <-srv.Done():
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -1,0 +1,12 @@
+package storage
+
+// Reload writes back what the hot cache holds for SQLite and forgets
+// everything it caches, so that every key is next read from the database
+// (DEBUG RELOAD: Redis saves its RDB file and loads it back).
+func (s *Store) Reload() error {
+	if err := s.writeBack(); err != nil {
+		return err
+	}
+	s.cache.clear()
+	return nil
+}

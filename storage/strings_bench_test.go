@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkSetString measures SET of keys the hot cache does not hold, in
+// transactions of 1024 as the actor's flushes group them: new keys (in a
+// scattered order over a large key space), and existing ones overwritten.
+//
+//	go test ./storage -run '^$' -bench SetString -benchtime 200000x
+func BenchmarkSetString(b *testing.B) {
+	open := func(b *testing.B) *Store {
+		s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		s.Now = 1
+		return s
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "key:%012d", uint64(i)*2654435761%1_000_000_007) }
+	val := []byte("xxx")
+	run := func(b *testing.B, s *Store) {
+		must(b, s.Begin())
+		for i := 0; i < b.N; i++ {
+			must(b, s.SetString(0, key(i), val, 0, false))
+			must(b, s.EndCommand())
+			if i%16384 == 16383 {
+				_, _, err := s.Commit()
+				must(b, err)
+				must(b, s.Begin())
+			}
+		}
+		_, _, err := s.Commit()
+		must(b, err)
+	}
+	b.Run("new", func(b *testing.B) { run(b, open(b)) })
+	b.Run("existing", func(b *testing.B) {
+		s := open(b)
+		run(b, s)
+		b.ResetTimer()
+		run(b, s)
+	})
+}
