@@ -97,7 +97,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// ACL: one field test for a user allowed everything (the default
 	// user); the others' commands are checked here at the top level (EXEC
 	// and redis.call check what they run themselves: multi.go, lua.go).
-	if !s.user.open && a.depth == 0 {
+	if !s.user.open && a.depth == 0 && !s.master { // the master's commands are obeyed, as in Redis
 		if text, refused := a.aclRefuse(s, cmd, args); refused {
 			a.reject(s, cmd, text, w)
 			return false
