@@ -33,6 +33,7 @@ import (
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/ops"
 	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/replica"
 	"github.com/cellar-db/cellar/storage"
 )
 
@@ -47,6 +48,7 @@ type Server struct {
 	redo  *redo.Log
 	pool  *offload.Pool
 	act   *actor.Actor
+	repl  *replica.Manager
 	net   *loop.Server
 
 	debug     *http.Server
@@ -158,6 +160,12 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.act = act
+	s.repl = replica.New(act, replica.Config{
+		MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, ListenPort: cfg.Port,
+		BacklogMaxBytes: cfg.Replica.BacklogMaxBytes, Clients: clients,
+		Log: log.With().Str("pkg", "replica").Logger(),
+	})
+	act.SetReplicator(s.repl)
 	s.net = loop.New(loop.Config{
 		Bind:            cfg.Bind,
 		Port:            cfg.Port,
@@ -193,6 +201,10 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 				log.Error().Err(err).Str("addr", cfg.DebugAddr).Msg("debug endpoint")
 			}
 		}()
+	}
+	if cfg.ReplicaOf != "" {
+		host, port, _ := cfg.ReplicaOfAddr() // Validate checked it
+		act.ReplicaOf(host, port)
 	}
 	if cfg.HTTP.Enabled {
 		s.ops = ops.New(ops.Config{
@@ -275,6 +287,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.debug.Close()
 		}
 		s.net.StopReading()
+		s.repl.Close() // the link to a master, if any: it needs the actor to finish
 		s.act.Stop(ctx)
 		<-s.actorDone
 		s.net.Flush(ctx)

@@ -3,8 +3,10 @@ package cellar
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,6 +105,7 @@ type Config struct {
 	// Transactions bounds what MULTI and WATCH let one client hold.
 	Transactions TransactionsConfig `koanf:"transactions"`
 	Lua          LuaConfig          `koanf:"lua"`
+
 	// HTTP is the port for metrics and health checks (ops/).
 	HTTP HTTPConfig `koanf:"http"`
 	// Slowlog is Redis's slow log (SLOWLOG): commands that ran for at
@@ -114,9 +117,26 @@ type Config struct {
 	// LATENCY (0: off).
 	LatencyMonitorThreshold int64 `koanf:"latency_monitor_threshold"`
 
+	// ReplicaOf makes Cellar a replica of a Redis master at start-up
+	// ("host port" or "host:port"; empty: a master), as REPLICAOF does.
+	ReplicaOf string `koanf:"replicaof"`
+	// MasterAuth and MasterUser authenticate the replica to its master
+	// (Redis's masterauth and masteruser).
+	MasterAuth string        `koanf:"masterauth"`
+	MasterUser string        `koanf:"masteruser"`
+	Replica    ReplicaConfig `koanf:"replica"`
+
 	// File is the YAML file the configuration was loaded from ("" when
 	// none); CONFIG REWRITE writes to it.
 	File string `koanf:"-"`
+}
+
+// ReplicaConfig tunes the replica's link (package replica).
+type ReplicaConfig struct {
+	// BacklogMaxBytes bounds the waitlist: the master's commands that
+	// arrive while its RDB is loaded. Past it the sync is abandoned, with
+	// a log line, and started again.
+	BacklogMaxBytes int64 `koanf:"backlog_max_bytes"`
 }
 
 // SlowlogConfig is the slow log's settings.
@@ -267,6 +287,7 @@ func DefaultConfig() Config {
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
+		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20},
 		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
 		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
@@ -317,6 +338,7 @@ var flagKeys = []struct{ flag, key, usage string }{
 	{"durability", "durability", "always | everysec | off"},
 	{"requirepass", "requirepass", "password clients must AUTH with"},
 	{"loglevel", "loglevel", "debug | info | warn | error"},
+	{"replicaof", "replicaof", "replicate a Redis master: host:port"},
 }
 
 // LoadConfig builds the configuration from, in increasing precedence:
@@ -481,6 +503,11 @@ func (c Config) Validate() error {
 		return bad("output_buffer.hard_limit", "must be at least 1048576, not %d", c.OutputBuffer.HardLimit)
 	case c.OutputBuffer.SoftLimit < 0 || c.OutputBuffer.SoftLimit > c.OutputBuffer.HardLimit:
 		return bad("output_buffer.soft_limit", "must be between 0 and output_buffer.hard_limit (%d), not %d", c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit)
+	case c.Replica.BacklogMaxBytes <= 0:
+		return bad("replica.backlog_max_bytes", "must be more than 0, not %d", c.Replica.BacklogMaxBytes)
+	case c.ReplicaOf != "" && func() bool { _, _, err := c.ReplicaOfAddr(); return err != nil }():
+		_, _, err := c.ReplicaOfAddr()
+		return bad("replicaof", "%v", err)
 	case c.TrackingTableMaxKeys < 0:
 		return bad("tracking_table_max_keys", "must be 0 (no limit) or more, not %d", c.TrackingTableMaxKeys)
 	case notifyErr(c.NotifyKeyspaceEvents) != nil:
@@ -560,4 +587,20 @@ func (c Config) Validate() error {
 func notifyErr(s string) error {
 	_, err := actor.ParseNotifyFlags(s)
 	return err
+}
+
+// ReplicaOfAddr splits the replicaof setting ("host port" or "host:port").
+func (c Config) ReplicaOfAddr() (host string, port int, err error) {
+	v := strings.TrimSpace(c.ReplicaOf)
+	var p string
+	if f := strings.Fields(v); len(f) == 2 {
+		host, p = f[0], f[1]
+	} else if host, p, err = net.SplitHostPort(v); err != nil {
+		return "", 0, fmt.Errorf("must be \"host port\" or \"host:port\", not %q", c.ReplicaOf)
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port must be between 1 and 65535, not %q", p)
+	}
+	return host, port, nil
 }

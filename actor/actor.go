@@ -47,9 +47,10 @@ type Actor struct {
 
 	blk     blocking
 	ps      pubsub
-	watches watching // WATCH's index (multi.go)
-	track   tracking // client-side caching's tables (tracking.go)
-	pause   pausing  // CLIENT PAUSE (pause.go)
+	watches watching  // WATCH's index (multi.go)
+	track   tracking  // client-side caching's tables (tracking.go)
+	repl    replState // the replica role and its link (replication.go)
+	pause   pausing   // CLIENT PAUSE (pause.go)
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
 	// (debug.go).
 	noActiveExpire bool
@@ -194,6 +195,10 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
 	a.scripts.rand = lrand48Init
+	a.repl.replID = cfg.ReplicaID
+	if a.repl.replID == "" {
+		a.repl.replID = newReplID()
+	}
 	a.errorStats = map[string]uint64{}
 	a.storedParams = storedParams{}
 	for name, v := range cfg.StoredParams {

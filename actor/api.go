@@ -148,6 +148,10 @@ type Config struct {
 	MaxScripts         int
 	BusyReplyThreshold time.Duration
 
+	// ReplicaID is the replication ID the server starts with as a master
+	// (empty: a random one).
+	ReplicaID string
+
 	// TrackingTableMaxKeys bounds client-side caching's tracking table
 	// (tracking.go); 0: no limit.
 	TrackingTableMaxKeys int
@@ -227,6 +231,9 @@ type ConnInfo struct {
 	Sink      Sink
 	// Mem is the connection's share of the client memory budget.
 	Mem *ClientMem
+	// Master marks the replication link's connection to the master
+	// (package replica): authenticated, and obeyed by a read-only replica.
+	Master bool
 	// Authed is whether the client is authenticated, set by the loop as
 	// the Gate said when it accepted the connection and kept up to date by
 	// the actor; the loop holds an unauthenticated client to small

@@ -157,6 +157,8 @@ var families = [][]*Command{
 	streamCommands,
 	scriptingCommands,
 	functionCommands,
+	dumpCommands,
+	replicationCommands,
 	bitmapCommands,
 	hllCommands,
 	lcsCommands,

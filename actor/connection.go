@@ -31,6 +31,9 @@ type session struct {
 	libVer  string
 	lastCmd string
 	noTouch bool
+	// master: the replication link's connection to the master, whose
+	// commands a read-only replica obeys (replication.go).
+	master bool
 	// mem is the connection's share of the client memory budget (its
 	// NO-EVICT flag lives there too).
 	mem *ClientMem
@@ -93,7 +96,8 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
 		created: now, lastActive: now,
 		resp:     2,
-		authed:   authed,
+		authed:   authed || info.Master,
+		master:   info.Master,
 		authFlag: info.Authed,
 		user:     a.acl.def,
 		mem:      info.Mem,

@@ -24,6 +24,7 @@ type frame struct {
 	pushAt int
 	elems  elemBuf // sorted-set range replies (zsets.go)
 	val    []byte  // string values copied into replies (strings.go)
+	dump   []byte  // DUMP's payload (dump.go)
 }
 
 // enter starts a level of execution and returns its frame; leave ends it.
@@ -96,7 +97,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// ACL: one field test for a user allowed everything (the default
 	// user); the others' commands are checked here at the top level (EXEC
 	// and redis.call check what they run themselves: multi.go, lua.go).
-	if !s.user.open && a.depth == 0 {
+	if !s.user.open && a.depth == 0 && !s.master { // the master's commands are obeyed, as in Redis
 		if text, refused := a.aclRefuse(s, cmd, args); refused {
 			a.reject(s, cmd, text, w)
 			return false
@@ -120,6 +121,19 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 			a.reject(s, cmd, string(ErrWritesFailing), w)
 			return true
 		}
+	}
+	// A read-only replica refuses clients' writes (Redis's
+	// -READONLY, checked where Redis checks it: before queuing, so a
+	// write in MULTI fails the EXEC); the master's connection is obeyed,
+	// while it is the current link's (replication.go).
+	if s.master {
+		if s.id != a.repl.link {
+			a.reject(s, cmd, string(ErrStaleMaster), w)
+			return false
+		}
+	} else if a.repl.readOnly && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) {
+		a.reject(s, cmd, string(ErrReadOnlyReplica), w)
+		return false
 	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)

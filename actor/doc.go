@@ -18,6 +18,10 @@
 //     authenticate) are safe from any goroutine; the loops use both.
 //   - Lookup and IsBlocking read the immutable command table and are safe
 //     from any goroutine.
+//   - The replica link (package replica) reaches the actor as a loop
+//     does (Open, Submit, Closed; its master connection's session is
+//     flagged master) and through Call for the steps of a full sync
+//     (ReplicaBegin, ReplicaLoad, ReplicaPromote: replication.go).
 //   - Scripts returns the ScriptWatch, which the loops read for every
 //     command (one atomic load) to answer -BUSY and kill a script running
 //     past busy-reply-threshold (scripting.go); it is goroutine-safe.

@@ -496,6 +496,24 @@ func errPrefixOverlapNew(p, q []byte) error {
 	return ReplyError("ERR Prefix '" + string(p) + "' overlaps with another provided prefix '" + string(q) + "'. Prefixes for a single client must not overlap.")
 }
 
+// DUMP and RESTORE (dump.go), as Redis 7.0's restoreCommand answers.
+const (
+	ErrBusyKey       ReplyError = "BUSYKEY Target key name already exists."
+	ErrRestoreTTL    ReplyError = "ERR Invalid TTL value, must be >= 0"
+	ErrRestoreIdle   ReplyError = "ERR Invalid IDLETIME value, must be >= 0"
+	ErrRestoreFreq   ReplyError = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+	ErrDumpPayload   ReplyError = "ERR DUMP payload version or checksum are wrong"
+	ErrBadDataFormat ReplyError = "ERR Bad data format"
+)
+
+// Replication (replication.go), as Redis 7.0 answers.
+const (
+	ErrReadOnlyReplica   ReplyError = "READONLY You can't write against a read only replica."
+	ErrInvalidMasterPort ReplyError = "ERR Invalid master port"
+	ErrNoReplication     ReplyError = "ERR replication is not available in this server"
+	ErrStaleMaster       ReplyError = "ERR this connection is no longer the master's"
+)
+
 // Bitmaps, bit fields and HyperLogLogs (bitmaps.go, hyperloglog.go).
 const (
 	ErrBitValue         ReplyError = "ERR bit is not an integer or out of range"

@@ -247,10 +247,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("total_error_replies", a.errorReplies)
 	case "replication":
 		b.WriteString("# Replication\r\n")
-		kv("role", "master")
-		kv("connected_slaves", 0)
-		kv("master_failover_state", "no-failover")
-		kv("master_repl_offset", 0)
+		a.infoReplication(kv)
 	case "cpu":
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

@@ -199,6 +199,7 @@ func smoveEvents(_ [][]byte, kind storage.Change) []string {
 // copy or set expiries need no entry: the kind of change names those.
 var notifyEvents = map[string]*eventSpec{
 	"set":              {class: notifyString, event: "set", expire: setExpires},
+	"restore":          {class: notifyGeneric, event: "restore"},
 	"setnx":            {class: notifyString, event: "set"},
 	"setex":            {class: notifyString, event: "set", expire: always},
 	"psetex":           {class: notifyString, event: "set", expire: always},
@@ -378,6 +379,9 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	case storage.CopiedTo:
 		a.notifyEvent(notifyGeneric, "copy_to", t.DB, t.Key)
 	case storage.ExpiryChanged:
+		if cmd != nil && cmd.Name == "restore" { // Redis announces only "restore"
+			return
+		}
 		ev := "expire"
 		if cmd != nil && (cmd.Name == "persist" || (cmd.Name == "getex" && hasPersist(args))) {
 			ev = "persist"

@@ -29,7 +29,7 @@ var (
 	qIDRange  = newQuery("SELECT min(id), max(id) FROM keys WHERE db = ?1")
 	qRandom   = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id >= ?2 ORDER BY id LIMIT 1")
 	qExpiring = newQuery("SELECT count(*) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL")
-	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id, key")
+	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id, key") // not the staging databases (StagingDB)
 	qFlushDB  = newQuery("DELETE FROM keys WHERE db = ?1")
 	qMoveDB   = newQuery("UPDATE keys SET db = ?2 WHERE db = ?1")
 )

@@ -53,6 +53,15 @@ var (
 // NumDBs is the number of logical databases (SELECT 0..15).
 const NumDBs = 16
 
+// StagingDB is the first of NumDBs staging databases (StagingDB+db stages
+// db), which no client can select: a replica's full sync loads the
+// master's data there and swaps it in only once complete
+// (actor/replication.go). The expiry sweep leaves them alone.
+const StagingDB = NumDBs
+
+// allDBs counts the logical and the staging databases.
+const allDBs = 2 * NumDBs
+
 // Options configure a Store.
 type Options struct {
 	// Path of the database file; its directory is created if missing.
@@ -93,8 +102,8 @@ type Store struct {
 	hfe       map[int64]int64 // hashes with field expiries: id -> earliest (hashfe.go)
 	ordRows   []ordRow        // OrderedElements' scratch
 	ordArena  []byte
-	keyCounts [NumDBs]int64
-	keyDeltas [NumDBs]int64
+	keyCounts [allDBs]int64
+	keyDeltas [allDBs]int64
 	saved     []savepoint // each open Savepoint, innermost last
 
 	// version is the last key version handed out, versionMark the
@@ -288,7 +297,7 @@ var (
 )
 
 func (s *Store) loadCounters() error {
-	for db := 0; db < NumDBs; db++ {
+	for db := 0; db < allDBs; db++ {
 		st := s.q(qMaxID)
 		st.int(1, int64(db))
 		if _, err := st.step(); err != nil {
@@ -307,7 +316,7 @@ func (s *Store) loadCounters() error {
 		if !row {
 			return nil
 		}
-		if db := st.colInt(0); db >= 0 && db < NumDBs {
+		if db := st.colInt(0); db >= 0 && db < allDBs {
 			s.keyCounts[db] = st.colInt(1)
 		}
 	}
@@ -410,7 +419,7 @@ func (s *Store) Rollback() {
 		s.q(qRollback).exec()
 	}
 	s.inTx, s.dirty = false, false
-	s.keyDeltas = [NumDBs]int64{}
+	s.keyDeltas = [allDBs]int64{}
 	s.saved = s.saved[:0] // a rollback ends every savepoint
 	s.discardPending()
 	s.cache.clear() // it may hold what was just rolled back
@@ -472,7 +481,7 @@ func (s *Store) Undo() bool {
 
 // savepoint is what Undo restores besides SQLite's own state.
 type savepoint struct {
-	deltas [NumDBs]int64
+	deltas [allDBs]int64
 	touch  touchMark
 }
 

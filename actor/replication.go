@@ -1,0 +1,350 @@
+package actor
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/cellar-db/cellar/rdb"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// The replica side of Redis's replication, as the actor sees it: the role
+// (REPLICAOF, SLAVEOF, ROLE, INFO replication), the refusal of client
+// writes while a replica, and the three steps of a full sync that touch
+// the keyspace (ReplicaBegin, ReplicaLoad, ReplicaPromote). The network
+// side — the link to the master, the handshake, reading the RDB and the
+// command stream — is package replica's; it reaches the actor only
+// through Call (the load) and through an ordinary connection (Open,
+// Submit) whose session is flagged master: the master's commands run
+// through the dispatcher like anybody's, are logged to the redo log, wake
+// waiters and notify.
+//
+// A full sync loads into the staging databases (storage.StagingDB + db),
+// which no client can select, in batches that each run as one message of
+// the actor, so clients are served between batches; the live databases
+// are replaced only once the RDB is loaded whole (ReplicaPromote), so a
+// sync that fails half-way leaves the previous data as it was.
+
+// Replicator runs the replica's link to a master (package replica). Its
+// methods are called on the actor goroutine and must not block.
+type Replicator interface {
+	// Follow starts following host:port as generation gen of the link,
+	// ending any previous link.
+	Follow(host string, port int, gen uint64)
+	// Unfollow ends the link.
+	Unfollow()
+	// Status is the link's state; it is goroutine-safe.
+	Status() ReplicaStatus
+}
+
+// ReplicaStatus is what INFO replication and ROLE show of the link.
+type ReplicaStatus struct {
+	// State is ROLE's: connect, connecting, handshake, sync, connected.
+	State          string
+	LinkUp         bool
+	LastIO         time.Time
+	LinkDownSince  time.Time
+	SyncInProgress bool
+	// SyncTotal is the RDB's size (-1 while unknown: a disk-less
+	// transfer), SyncRead the bytes read of it.
+	SyncTotal, SyncRead int64
+	SyncLastIO          time.Time
+	// ReplID and Offset: the master's replication ID and the offset the
+	// data reflects (every command up to it applied).
+	ReplID string
+	Offset int64
+	// ReadOffset is the offset of the stream read so far.
+	ReadOffset int64
+}
+
+// replState is the actor's replication state.
+type replState struct {
+	r Replicator
+	// host and port of the master; on while a replica.
+	host string
+	port int
+	on   bool
+	// readOnly: a replica refuses clients' writes (replica-read-only yes).
+	readOnly bool
+	// gen numbers the links: each REPLICAOF makes a new one, and the
+	// calls of an older link are refused.
+	gen uint64
+	// link is the session id of the current link's master connection.
+	link uint64
+	// replID is this server's own replication ID as a master.
+	replID string
+}
+
+var errStaleLink = errors.New("actor: the replication link was replaced")
+
+func newReplID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var replicationCommands = []*Command{
+	{Name: "replicaof", Summary: "Makes the server a replica of another (or, with NO ONE, a master).", Handler: cmdReplicaOf},
+	{Name: "slaveof", Summary: "Makes the server a replica of another (the old name of REPLICAOF).", Handler: cmdReplicaOf},
+	{Name: "role", Summary: "Returns the server's role in replication.", Handler: cmdRole},
+}
+
+// SetReplicator gives the actor its link runner. Call before Run.
+func (a *Actor) SetReplicator(r Replicator) { a.repl.r = r }
+
+// ReplicaOf makes the server a replica of host:port as REPLICAOF does
+// (the replicaof setting at start-up). Not from the actor goroutine.
+func (a *Actor) ReplicaOf(host string, port int) {
+	a.Call(func() { a.replicaOf(host, port) })
+}
+
+// REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF)
+func cmdReplicaOf(c *Ctx) error {
+	a := c.a
+	if c.argEq(1, "no") && c.argEq(2, "one") {
+		if a.repl.on {
+			a.log.Info().Str("master", a.repl.host+":"+strconv.Itoa(a.repl.port)).Msg("replica: REPLICAOF NO ONE: keeping the data and accepting writes as a master")
+			a.stopReplica()
+		}
+		c.w.OK()
+		return nil
+	}
+	port, err := c.intArg(2)
+	if err != nil || port < 0 || port > 65535 {
+		return ErrInvalidMasterPort
+	}
+	host := string(c.args[1])
+	if a.repl.on && a.repl.host == host && a.repl.port == int(port) {
+		c.w.Simple("OK Already connected to specified master")
+		return nil
+	}
+	if a.repl.r == nil {
+		return ErrNoReplication
+	}
+	a.replicaOf(host, int(port))
+	c.w.OK()
+	return nil
+}
+
+func (a *Actor) replicaOf(host string, port int) {
+	if a.repl.r == nil {
+		return
+	}
+	a.repl.gen++
+	a.repl.on, a.repl.readOnly = true, true
+	a.repl.host, a.repl.port = host, port
+	a.repl.link = 0
+	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
+	a.repl.r.Follow(host, port, a.repl.gen)
+}
+
+// stopReplica is the one way out of the replica role (REPLICAOF NO ONE):
+// the link ends, the data stays, writes are accepted, and this server
+// starts a history of its own.
+func (a *Actor) stopReplica() {
+	a.repl.gen++
+	a.repl.on, a.repl.readOnly = false, false
+	a.repl.link = 0
+	a.repl.replID = newReplID()
+	if a.repl.r != nil {
+		a.repl.r.Unfollow()
+	}
+}
+
+// ROLE
+func cmdRole(c *Ctx) error {
+	a := c.a
+	if !a.repl.on {
+		c.w.Array(3)
+		c.w.BulkString("master")
+		c.w.Int(0)
+		c.w.Array(0)
+		return nil
+	}
+	st := a.repl.r.Status()
+	c.w.Array(5)
+	c.w.BulkString("slave")
+	c.w.BulkString(a.repl.host)
+	c.w.Int(int64(a.repl.port))
+	c.w.BulkString(st.State)
+	if st.LinkUp {
+		c.w.Int(st.Offset)
+	} else {
+		c.w.Int(-1)
+	}
+	return nil
+}
+
+// infoReplication writes INFO's replication section as Redis 7.0 does.
+func (a *Actor) infoReplication(kv func(k string, v any)) {
+	if !a.repl.on {
+		kv("role", "master")
+		kv("connected_slaves", 0)
+		kv("master_failover_state", "no-failover")
+		kv("master_replid", a.repl.replID)
+		kv("master_replid2", "0000000000000000000000000000000000000000")
+		kv("master_repl_offset", 0)
+		kv("second_repl_offset", -1)
+		kv("repl_backlog_active", 0)
+		kv("repl_backlog_size", 1048576)
+		kv("repl_backlog_first_byte_offset", 0)
+		kv("repl_backlog_histlen", 0)
+		return
+	}
+	st := a.repl.r.Status()
+	now := time.Now()
+	kv("role", "slave")
+	kv("master_host", a.repl.host)
+	kv("master_port", a.repl.port)
+	kv("master_link_status", map[bool]string{true: "up", false: "down"}[st.LinkUp])
+	lastIO := -1
+	if !st.LastIO.IsZero() {
+		lastIO = int(now.Sub(st.LastIO) / time.Second)
+	}
+	kv("master_last_io_seconds_ago", lastIO)
+	kv("master_sync_in_progress", b2i(st.SyncInProgress))
+	kv("slave_read_repl_offset", st.ReadOffset)
+	kv("slave_repl_offset", st.Offset)
+	if st.SyncInProgress {
+		kv("master_sync_total_bytes", st.SyncTotal)
+		kv("master_sync_read_bytes", st.SyncRead)
+		left := int64(-1)
+		perc := "0.00"
+		if st.SyncTotal > 0 {
+			left = st.SyncTotal - st.SyncRead
+			perc = strconv.FormatFloat(float64(st.SyncRead)*100/float64(st.SyncTotal), 'f', 2, 64)
+		}
+		kv("master_sync_left_bytes", left)
+		kv("master_sync_perc", perc)
+		kv("master_sync_last_io_seconds_ago", int(now.Sub(st.SyncLastIO)/time.Second))
+	}
+	if !st.LinkUp {
+		down := -1
+		if !st.LinkDownSince.IsZero() {
+			down = int(now.Sub(st.LinkDownSince) / time.Second)
+		}
+		kv("master_link_down_since_seconds", down)
+	}
+	kv("slave_priority", 100)
+	kv("slave_read_only", 1)
+	kv("replica_announced", 1)
+	kv("connected_slaves", 0)
+	kv("master_failover_state", "no-failover")
+	replID := st.ReplID
+	if replID == "" {
+		replID = a.repl.replID
+	}
+	kv("master_replid", replID)
+	kv("master_replid2", "0000000000000000000000000000000000000000")
+	kv("master_repl_offset", st.Offset)
+	kv("second_repl_offset", -1)
+	kv("repl_backlog_active", 0)
+	kv("repl_backlog_size", 1048576)
+	kv("repl_backlog_first_byte_offset", 0)
+	kv("repl_backlog_histlen", 0)
+}
+
+// replicaCall runs fn on the actor for link generation gen, refusing a
+// link that REPLICAOF has since replaced. From the link's goroutine.
+func (a *Actor) replicaCall(gen uint64, fn func() error) error {
+	err := errStaleLink
+	a.Call(func() {
+		if a.repl.on && a.repl.gen == gen {
+			err = fn()
+		}
+	})
+	return err
+}
+
+// ReplicaAttach makes connection id (opened by the link of generation gen
+// with ConnInfo.Master) the master's: its commands are obeyed.
+func (a *Actor) ReplicaAttach(gen, id uint64) error {
+	return a.replicaCall(gen, func() error {
+		a.repl.link = id
+		return nil
+	})
+}
+
+// ReplicaBegin starts a full sync: the staging databases are emptied.
+func (a *Actor) ReplicaBegin(gen uint64) error {
+	return a.replicaCall(gen, func() error {
+		defer a.st.ResetTouched()
+		for db := range storage.NumDBs {
+			if err := a.st.FlushDB(storage.StagingDB + db); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ReplicaLoad writes a batch of keys of the RDB being loaded into the
+// staging databases; a key met twice keeps its last value.
+func (a *Actor) ReplicaLoad(gen uint64, recs []*rdb.Record) error {
+	return a.replicaCall(gen, func() error {
+		defer a.st.ResetTouched()
+		a.st.Now = a.nowMs
+		for _, r := range recs {
+			if r.DB < 0 || r.DB >= storage.NumDBs {
+				return errors.New("replica: the master's RDB names database " + strconv.Itoa(r.DB) + ", beyond Cellar's 16")
+			}
+			db := storage.StagingDB + r.DB
+			if _, err := a.st.Delete(db, r.Key); err != nil {
+				return err
+			}
+			err := writeObject(a.st, db, r.Key, r.Value, r.ExpireAt)
+			if serr := a.st.EndCommand(); err == nil {
+				err = serr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ReplicaPromote ends a full sync: every live database is replaced by its
+// staging copy, and the SQLite transaction is flushed at the end of the
+// round, so that the loaded data (which the redo log does not hold) is
+// durable before anything else is acknowledged on top of it. functions
+// are the RDB's function libraries, which replace the server's.
+func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte) error {
+	return a.replicaCall(gen, func() error {
+		defer a.st.ResetTouched()
+		for db := range storage.NumDBs {
+			if err := a.st.FlushDB(db); err != nil {
+				return err
+			}
+			if err := a.st.SwapDB(db, storage.StagingDB+db); err != nil {
+				return err
+			}
+		}
+		if err := a.replaceFunctions(functions); err != nil {
+			return err
+		}
+		a.afterFlush = append(a.afterFlush, func() {})
+		return nil
+	})
+}
+
+// replaceFunctions makes the RDB's libraries the server's, as a replica's
+// load does (a library that does not load is logged and left out).
+func (a *Actor) replaceFunctions(codes [][]byte) error {
+	if len(codes) == 0 && len(a.scripts.fn.libs) == 0 {
+		return nil
+	}
+	if err := a.st.FlushFunctionLibraries(); err != nil {
+		return err
+	}
+	a.flushFunctions()
+	for _, code := range codes {
+		if _, err := a.loadLibrary(code, true, true); err != nil {
+			a.log.Error().Err(err).Msg("replica: a function library of the master's RDB does not load")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,371 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cellar-db/cellar/actor"
+)
+
+// maxBatchCommands and maxBatchBytes bound one batch of the master's
+// commands.
+const (
+	maxBatchCommands = 512
+	maxBatchBytes    = 1 << 20
+	maxArgs          = 1 << 20
+	maxBulk          = 512 << 20
+)
+
+// stream is one session's master connection in the actor: its own
+// Sink, so that completions arriving after the session ended (the actor
+// runs what was submitted) touch nothing of the next one.
+type stream struct {
+	l        *link
+	connID   uint64
+	mem      *actor.ClientMem
+	slots    chan struct{}
+	bmu      sync.Mutex
+	ends     map[uint64]batchEnd
+	ackNow   chan struct{}
+	killed   chan struct{}
+	killOnce sync.Once
+	// detached: the session ended (its batches may still run);
+	// releaseOnce gives its client memory back once none is left.
+	detached    bool
+	releaseOnce sync.Once
+}
+
+func (fs *stream) release() {
+	fs.releaseOnce.Do(func() {
+		if fs.mem != nil && fs.l.m.cfg.Clients != nil {
+			fs.l.m.cfg.Clients.Release(fs.mem)
+		}
+	})
+}
+
+// reportError logs (at most once a second) an error reply to one of the
+// master's commands: a command Cellar lacks or refuses, after which the
+// replica differs from its master. A reply of the master's commands is
+// only ever a status, an integer, a bulk or an error, so an error is a
+// line starting with '-'.
+func (fs *stream) reportError(reply []byte) {
+	i := bytes.Index(reply, []byte("\r\n-"))
+	switch {
+	case len(reply) > 0 && reply[0] == '-':
+		i = 0
+	case i >= 0:
+		i += 2
+	default:
+		return
+	}
+	now := time.Now().UnixNano()
+	last := fs.l.m.errLogged.Load()
+	if now-last < int64(time.Second) || !fs.l.m.errLogged.CompareAndSwap(last, now) {
+		return
+	}
+	line := reply[i+1:]
+	if j := bytes.IndexByte(line, '\r'); j >= 0 {
+		line = line[:j]
+	}
+	fs.l.log().Error().Str("master", fs.l.addr).Str("error", string(line[:min(len(line), 200)])).
+		Msg("replica: a command of the master's stream failed on Cellar; the data may now differ from the master's")
+}
+
+// advance moves the applied offset up to off (never back).
+func (l *link) advance(off int64) {
+	for {
+		cur := l.applied.Load()
+		if off <= cur || l.applied.CompareAndSwap(cur, off) {
+			return
+		}
+	}
+}
+
+// follow applies the master's command stream until the session fails: the
+// commands go to the actor in batches through the master's connection,
+// each advancing the offset once it ran; REPLCONF GETACK is answered once
+// everything before it ran, and an ACK goes every second.
+func (l *link) follow(c *conn, p *pipe) error {
+	m, a := l.m, l.m.a
+	fs := &stream{l: l}
+	l.fs = fs
+	fs.connID = clientIDBase + m.ids.Add(1)
+	if m.cfg.Clients != nil {
+		fs.mem = m.cfg.Clients.Register(fs.connID, func() {})
+		fs.mem.SetNoEvict(true)
+	}
+	fs.slots = make(chan struct{}, inFlight)
+	l.submitted = l.read.Load()
+	fs.ends = map[uint64]batchEnd{}
+	fs.ackNow = make(chan struct{}, 1)
+	fs.killed = make(chan struct{})
+	a.Open(actor.ConnInfo{ID: fs.connID, Addr: l.addr, Sink: fs, Mem: fs.mem, Master: true})
+	if err := a.ReplicaAttach(l.gen, fs.connID); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go fs.acknowledge(c, stop)
+	c.SetReadDeadline(time.Time{})
+	var (
+		seq   uint64
+		batch = &actor.Batch{ConnID: fs.connID}
+		ack   bool
+		read  = l.read.Load()
+		// db: the database the stream has selected; inMulti: the stream
+		// is between MULTI and EXEC. A batch never ends inside a
+		// transaction: a session that ends after a batch must not leave
+		// half a transaction queued in a connection that is going away.
+		db      = l.db
+		inMulti bool
+	)
+	if db != 0 {
+		// A partial resync continues the stream where the last session
+		// stopped, in the database it had selected (the master does not
+		// select it again, as a Redis replica keeps its cached master's).
+		batch.Args = append(batch.Args, []byte("SELECT"), []byte(strconv.Itoa(db)))
+		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+	}
+	submit := func() error {
+		if batch.Len() == 0 && !ack {
+			return nil
+		}
+		if batch.Len() == 0 {
+			// Only GETACKs: nothing to run. The ACK waits for the batch
+			// in flight, if any, whose end moves past them; else it goes.
+			ack = false
+			fs.bmu.Lock()
+			_, inFlight := fs.ends[seq]
+			if inFlight {
+				fs.ends[seq] = batchEnd{offset: read, ack: true}
+			}
+			fs.bmu.Unlock()
+			if !inFlight {
+				l.advance(read)
+				fs.ackSoon()
+			}
+			return nil
+		}
+		select {
+		case fs.slots <- struct{}{}:
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		case <-fs.killed:
+			return errors.New("replica: the master's connection was killed")
+		}
+		seq++
+		batch.Seq = seq
+		fs.bmu.Lock()
+		fs.ends[seq] = batchEnd{offset: read, ack: ack}
+		fs.bmu.Unlock()
+		a.Submit(batch)
+		l.submitted, l.db = read, db
+		batch, ack = &actor.Batch{ConnID: fs.connID}, false
+		return nil
+	}
+	for {
+		if l.pendingCaughtUp && p.waiting() == 0 {
+			l.pendingCaughtUp = false
+			l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
+				Msg("replica: caught up with the master: the waitlist is applied, following")
+		}
+		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || batch.Bytes >= maxBatchBytes) {
+			if err := submit(); err != nil {
+				return err
+			}
+		}
+		args, n, err := readCommand(c.br)
+		if err != nil {
+			return err
+		}
+		read += int64(n)
+		l.read.Store(read)
+		m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+		if len(args) >= 2 && eqFold(args[0], "replconf") && eqFold(args[1], "getack") {
+			ack = true
+			continue
+		}
+		if len(args) >= 1 && eqFold(args[0], "replconf") {
+			continue
+		}
+		switch {
+		case eqFold(args[0], "select") && len(args) == 2:
+			if v, err := strconv.Atoi(string(args[1])); err == nil {
+				db = v
+			}
+		case eqFold(args[0], "multi"):
+			inMulti = true
+		case eqFold(args[0], "exec") || eqFold(args[0], "discard"):
+			inMulti = false
+		}
+		batch.Args = append(batch.Args, args...)
+		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+		batch.Bytes += int64(n)
+	}
+}
+
+// Deliver receives the replies to the master's batches (actor.Sink):
+// they are dropped, and each advances the applied offset.
+func (fs *stream) Deliver(cs []actor.Completion) {
+	for i := range cs {
+		c := &cs[i]
+		if c.ConnID != fs.connID {
+			continue
+		}
+		if fs.mem != nil && c.Charged != 0 {
+			fs.mem.Add(actor.MemReplies, -c.Charged)
+		}
+		if c.Kill || c.Close {
+			fs.killOnce.Do(func() { close(fs.killed) })
+			continue
+		}
+		if c.Push {
+			continue
+		}
+		fs.reportError(c.Reply)
+		fs.bmu.Lock()
+		e, ok := fs.ends[c.Seq]
+		delete(fs.ends, c.Seq)
+		last := fs.detached && len(fs.ends) == 0
+		fs.bmu.Unlock()
+		if last {
+			fs.release()
+		}
+		if !ok {
+			continue
+		}
+		fs.l.advance(e.offset)
+		select {
+		case <-fs.slots:
+		default:
+		}
+		if e.ack {
+			fs.ackSoon()
+		}
+	}
+}
+
+func (fs *stream) ackSoon() {
+	select {
+	case fs.ackNow <- struct{}{}:
+	default:
+	}
+}
+
+// acknowledge sends REPLCONF ACK <applied offset> every second and when
+// a GETACK asks.
+func (fs *stream) acknowledge(c *conn, stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		case <-fs.ackNow:
+		}
+		if err := c.send("REPLCONF", "ACK", strconv.FormatInt(fs.l.applied.Load(), 10)); err != nil {
+			c.Close() // the session ends through its reader
+			return
+		}
+	}
+}
+
+// detach closes the master's connection in the actor (the session's
+// cleanup).
+func (l *link) detach() {
+	fs := l.fs
+	if fs == nil {
+		return
+	}
+	l.fs = nil
+	// Every batch submitted runs, as the master's: the actor takes its
+	// inbox in order, the close queues behind them and the next session's
+	// commands behind the close. So the offset a partial resync asks from
+	// is the end of the last batch submitted, whether or not it has run
+	// yet; the master sends only what follows, and nothing runs twice.
+	l.m.mu.Lock()
+	if l.m.cur == l && l.submitted >= l.m.offset {
+		l.m.offset, l.m.db = l.submitted, l.db
+	}
+	l.m.mu.Unlock()
+	l.m.a.Closed(fs.connID)
+	// The client memory goes once the batches in flight ran: a released
+	// client's batches are skipped by the actor.
+	fs.bmu.Lock()
+	fs.detached = true
+	idle := len(fs.ends) == 0
+	fs.bmu.Unlock()
+	if idle {
+		fs.release()
+	}
+}
+
+// readCommand reads one command of the master's stream (a RESP array of
+// bulk strings) and returns its arguments and its size in bytes.
+func readCommand(br *bufio.Reader) (args [][]byte, n int, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return nil, 0, err
+	}
+	n = len(line)
+	if len(line) < 3 || line[0] != '*' {
+		if len(line) <= 2 { // a bare newline: keep-alive
+			return readMore(br, n)
+		}
+		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+	}
+	count, err := strconv.Atoi(string(line[1 : len(line)-2]))
+	if err != nil || count < 1 || count > maxArgs {
+		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+	}
+	args = make([][]byte, 0, count)
+	for range count {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, 0, err
+		}
+		n += len(line)
+		if len(line) < 4 || line[0] != '$' {
+			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		}
+		size, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		if err != nil || size < 0 || size > maxBulk {
+			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		}
+		arg := make([]byte, size+2)
+		if _, err := io.ReadFull(br, arg); err != nil {
+			return nil, 0, err
+		}
+		n += size + 2
+		args = append(args, arg[:size:size])
+	}
+	return args, n, nil
+}
+
+func readMore(br *bufio.Reader, before int) ([][]byte, int, error) {
+	args, n, err := readCommand(br)
+	return args, n + before, err
+}
+
+func eqFold(b []byte, word string) bool {
+	if len(b) != len(word) {
+		return false
+	}
+	for i := range b {
+		x := b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if x != word[i] {
+			return false
+		}
+	}
+	return true
+}

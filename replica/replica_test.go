@@ -1,0 +1,96 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// chunked hands out its data a few bytes per Read, so a mark or a
+// length boundary falls across reads.
+type chunked struct {
+	data []byte
+	step int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(c.step, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// TestPipeFindsTheRDBsEnd: with a length and with an EOF mark, whatever
+// the read sizes, the bytes after the RDB count as the waitlist and pass
+// through unchanged.
+func TestPipeFindsTheRDBsEnd(t *testing.T) {
+	mark := []byte(strings.Repeat("m", 40))
+	rdbBytes := bytes.Repeat([]byte("R"), 1000)
+	stream := []byte("*1\r\n$4\r\nPING\r\n")
+	for _, step := range []int{1, 3, 39, 40, 41, 1000, 5000} {
+		for _, withMark := range []bool{false, true} {
+			in := append([]byte(nil), rdbBytes...)
+			var p *pipe
+			if withMark {
+				in = append(in, mark...)
+				p = newPipe(-1, mark, 1<<20, false)
+			} else {
+				p = newPipe(int64(len(rdbBytes)), nil, 1<<20, false)
+			}
+			in = append(in, stream...)
+			go p.pump(&chunked{data: in, step: step})
+			got := make([]byte, len(in))
+			if _, err := io.ReadFull(p, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, in) {
+				t.Fatalf("step %d mark %v: bytes changed", step, withMark)
+			}
+			if peak := p.follow(); peak != int64(len(stream)) {
+				t.Fatalf("step %d mark %v: waitlist peak %d, want %d", step, withMark, peak, len(stream))
+			}
+		}
+	}
+}
+
+// TestPipeWaitlistLimit: past the limit, the next read fails at once,
+// even with RDB bytes still queued (nothing more of the sync is loaded).
+func TestPipeWaitlistLimit(t *testing.T) {
+	p := newPipe(10, nil, 100, false)
+	in := append(bytes.Repeat([]byte("R"), 10), bytes.Repeat([]byte("c"), 101)...)
+	p.pump(bytes.NewReader(in)) // returns on the overflow
+	if _, err := p.Read(make([]byte, 10)); !errors.Is(err, errWaitlistFull) {
+		t.Fatalf("read after the overflow: %v", err)
+	}
+	// At the limit exactly, nothing fails.
+	p = newPipe(10, nil, 101, false)
+	go p.pump(bytes.NewReader(in))
+	got := make([]byte, len(in))
+	if _, err := io.ReadFull(p, got); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadCommand(t *testing.T) {
+	in := "\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n"
+	br := bufio.NewReader(strings.NewReader(in))
+	args, n, err := readCommand(br)
+	if err != nil || len(args) != 3 || string(args[0]) != "SET" || len(args[2]) != 0 || n != 1+len("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n") {
+		t.Fatalf("%q %d %v", args, n, err)
+	}
+	args, n, err = readCommand(br)
+	if err != nil || string(args[0]) != "PING" || n != 14 {
+		t.Fatalf("%q %d %v", args, n, err)
+	}
+	for _, bad := range []string{"+OK\r\n", "*0\r\n", "*1\r\n:1\r\n", "*1\r\n$-1\r\n", "*x\r\n"} {
+		if _, _, err := readCommand(bufio.NewReader(strings.NewReader(bad))); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
