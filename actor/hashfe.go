@@ -159,11 +159,9 @@ func cmdHTTL(unit int64, relative bool) Handler {
 		}
 		c.w.Array(len(fields))
 		for _, f := range fields {
-			at, found := int64(0), false
-			if h != nil {
-				if at, found, err = c.st.HashFieldExpiry(h, f); err != nil {
-					return err
-				}
+			at, found, err := fieldExpiry(c, h, f)
+			if err != nil {
+				return err
 			}
 			switch {
 			case !found:
@@ -180,6 +178,15 @@ func cmdHTTL(unit int64, relative bool) Handler {
 	}
 }
 
+// fieldExpiry is field f's expiry in hash h (0 when it has none); found is
+// false for a missing field or a missing hash (h nil).
+func fieldExpiry(c *Ctx, h *storage.Coll, f []byte) (at int64, found bool, err error) {
+	if h == nil {
+		return 0, false, nil
+	}
+	return c.st.HashFieldExpiry(h, f)
+}
+
 // HPERSIST key FIELDS numfields field [field ...]
 func cmdHPersist(c *Ctx) error {
 	h, err := c.st.OpenColl(c.db, c.args[1], storage.TypeHash)
@@ -192,11 +199,9 @@ func cmdHPersist(c *Ctx) error {
 	}
 	c.w.Array(len(fields))
 	for _, f := range fields {
-		at, found := int64(0), false
-		if h != nil {
-			if at, found, err = c.st.HashFieldExpiry(h, f); err != nil {
-				return err
-			}
+		at, found, err := fieldExpiry(c, h, f)
+		if err != nil {
+			return err
 		}
 		switch {
 		case !found:

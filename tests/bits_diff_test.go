@@ -1,12 +1,10 @@
 package tests
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cellar-db/cellar"
 )
@@ -19,35 +17,12 @@ import (
 // reply bytes after every command. Like TestCollectionsMatchRedis it runs
 // with the defaults and with a tiny hot cache flushed every round.
 func TestBitsMatchRedis(t *testing.T) {
-	redisAddr := startRedis(t)
-	for _, v := range []struct {
-		name string
-		opt  func(*cellar.Config)
-	}{
-		{"defaults", func(*cellar.Config) {}},
-		{"tiny cache, flush every round", func(c *cellar.Config) {
-			c.SQLite.HotCacheBytes = 2 << 10
-			c.Storage.FlushInterval = time.Nanosecond
-		}},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			s := startServer(t, v.opt)
-			for seed := uint64(1); seed <= 3; seed++ {
-				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-					cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)
-					for _, c := range []*rawConn{cel, red} {
-						if _, err := c.tryDo("FLUSHALL"); err != nil {
-							t.Fatal(err)
-						}
-					}
-					g := &bitGen{r: rand.New(rand.NewPCG(seed, 17))}
-					for i := 0; i < 5000; i++ {
-						sameReply(t, cel, red, i, g.next())
-					}
-				})
-			}
-		})
-	}
+	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
+		g := &bitGen{r: rand.New(rand.NewPCG(seed, 17))}
+		for i := 0; i < 5000; i++ {
+			sameReply(t, cel, red, i, g.next())
+		}
+	})
 }
 
 func sameReply(t *testing.T, cel, red *rawConn, i int, args []string) {

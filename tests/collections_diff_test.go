@@ -25,6 +25,20 @@ import (
 // docs/architecture.md, "Write path") and its data split between memory
 // and SQLite.
 func TestCollectionsMatchRedis(t *testing.T) {
+	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
+		sameReplies(t, cel, red, &cmdGen{r: rand.New(rand.NewPCG(seed, 42))}, 4000)
+	})
+}
+
+// againstRedis runs run for seeds 1 to 3, each on a fresh pair of
+// connections to Cellar and to a real redis-server, both flushed, under
+// two configurations: the defaults, and a hot cache of a few entries with
+// a flush after every round, so that every command also meets its keys'
+// rows written back at random points (evictions, flushes; see
+// docs/architecture.md, "Write path") and its data split between memory
+// and SQLite.
+func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed uint64)) {
+	t.Helper()
 	redisAddr := startRedis(t)
 	for _, v := range []struct {
 		name string
@@ -46,7 +60,7 @@ func TestCollectionsMatchRedis(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					sameReplies(t, cel, red, &cmdGen{r: rand.New(rand.NewPCG(seed, 42))}, 4000)
+					run(t, cel, red, seed)
 				})
 			}
 		})

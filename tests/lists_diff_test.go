@@ -1,14 +1,10 @@
 package tests
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/cellar-db/cellar"
 )
 
 // TestListsMatchRedis runs seeded sequences of random list commands (pushes
@@ -20,43 +16,12 @@ import (
 // the pops' stale rows (docs/architecture.md, "Write path: next") meet
 // every other command, evictions and write-backs at random points.
 func TestListsMatchRedis(t *testing.T) {
-	redisAddr := startRedis(t)
-	for _, v := range []struct {
-		name string
-		opt  func(*cellar.Config)
-	}{
-		{"defaults", func(*cellar.Config) {}},
-		{"tiny cache, flush every round", func(c *cellar.Config) {
-			c.SQLite.HotCacheBytes = 2 << 10
-			c.Storage.FlushInterval = time.Nanosecond
-		}},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			s := startServer(t, v.opt)
-			for seed := uint64(1); seed <= 3; seed++ {
-				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-					cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)
-					for _, c := range []*rawConn{cel, red} {
-						if _, err := c.tryDo("FLUSHALL"); err != nil {
-							t.Fatal(err)
-						}
-					}
-					g := &listGen{r: rand.New(rand.NewPCG(seed, 99))}
-					for i := 0; i < 4000; i++ {
-						args := g.next()
-						got, err1 := cel.tryDo(args...)
-						want, err2 := red.tryDo(args...)
-						if err1 != nil || err2 != nil {
-							t.Fatalf("command %d %q: cellar err %v, redis err %v", i, args, err1, err2)
-						}
-						if got != want {
-							t.Fatalf("command %d %q:\n cellar: %q\n redis:  %q", i, args, got, want)
-						}
-					}
-				})
-			}
-		})
-	}
+	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
+		g := &listGen{r: rand.New(rand.NewPCG(seed, 99))}
+		for i := 0; i < 4000; i++ {
+			sameReply(t, cel, red, i, g.next())
+		}
+	})
 }
 
 type listGen struct{ r *rand.Rand }
