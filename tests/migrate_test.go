@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,5 +207,48 @@ func TestMigrateNeedsNotifications(t *testing.T) {
 	code, out := runMigrate(t, "--from", "redis://"+red.Addr, "--to", cel.addr)
 	if code != 2 || !strings.Contains(out, "the source refuses CONFIG SET notify-keyspace-events KEA") {
 		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// TestMigrateFollow: with --follow, changes after the SYNC point reach
+// Cellar (a write, a deletion, an expiry) until SIGTERM ends the run with
+// status 0.
+func TestMigrateFollow(t *testing.T) {
+	ctx := context.Background()
+	red := redistest.StartTCPConfig(t, noSyncConf)
+	rc := redis.NewClient(&redis.Options{Addr: red.Addr, DB: 2, Protocol: 2})
+	defer rc.Close()
+	if err := rc.Set(ctx, "gone", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cel := startServer(t)
+	cc := redis.NewClient(&redis.Options{Addr: cel.addr, DB: 2, Protocol: 2})
+	defer cc.Close()
+
+	cmd := exec.Command(cellarBinary(t), "migrate", "--from", "redis://"+red.Addr, "--to", cel.addr, "--follow")
+	var out syncBuffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	wait.For(t, time.Minute, "caught up", func() bool { return strings.Contains(out.String(), "caught up") })
+	if cc.Get(ctx, "gone").Val() != "1" {
+		t.Fatal("the back-fill did not copy db 2's key")
+	}
+	rc.Set(ctx, "new", "v", 0)
+	rc.Del(ctx, "gone")
+	rc.Set(ctx, "short", "s", 0)
+	rc.PExpire(ctx, "short", 50*time.Millisecond)
+	wait.For(t, time.Minute, "the changes to reach Cellar", func() bool {
+		return cc.Get(ctx, "new").Val() == "v" && cc.Exists(ctx, "gone").Val() == 0 && rc.Exists(ctx, "short").Val() == 0 && cc.Exists(ctx, "short").Val() == 0
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "stopped following") {
+		t.Fatalf("no line about stopping:\n%s", out.String())
 	}
 }
