@@ -528,6 +528,21 @@ func (m *migration) copyKey(ctx context.Context, db int, key string) error {
 		return nil
 	}
 	n, err := copyTyped(ctx, src, tgt, key)
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		// The key changed type between TYPE and its reads: that change
+		// was notified too, so the key is (or will be) in the waitlist;
+		// make sure of it and go on.
+		m.mu.Lock()
+		if m.dirty[db] == nil {
+			m.dirty[db] = map[string]struct{}{}
+		}
+		if _, seen := m.dirty[db][key]; !seen {
+			m.dirty[db][key] = struct{}{}
+			m.nDirty++
+		}
+		m.mu.Unlock()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
