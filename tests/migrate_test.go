@@ -154,7 +154,7 @@ func TestMigrateResumes(t *testing.T) {
 	cc := cel.client()
 	ck := "cellar:migrate:" + red.Addr
 
-	cmd := exec.Command(cellarBinary(t), "migrate", "--from", "redis://"+red.Addr, "--to", cel.addr, "--count", "50")
+	cmd := exec.Command(cellarBinary(t), "migrate", "--from", "redis://"+red.Addr, "--to", cel.addr, "--count", "50", "--max-rate", "3000")
 	var out syncBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -162,7 +162,7 @@ func TestMigrateResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.For(t, time.Minute, "a checkpoint with 1000 keys copied", func() bool {
-		n, _ := strconv.Atoi(cc.HGet(ctx, ck, "keys").Val())
+		n, _ := strconv.Atoi(cc.HGet(ctx, ck, "scanned").Val())
 		return n >= 1000
 	})
 	cmd.Process.Kill()
@@ -176,7 +176,7 @@ func TestMigrateResumes(t *testing.T) {
 	}
 
 	code, out2 := runMigrate(t, "--from", "redis://"+red.Addr, "--to", cel.addr)
-	want := "resuming from the checkpoint: db " + saved["db"] + " cursor " + saved["cursor"] + " (" + saved["keys"] + " keys"
+	want := "resuming from the checkpoint: db " + saved["db"] + " cursor " + saved["cursor"] + " (" + saved["scanned"] + " keys scanned"
 	if code != 0 || !strings.Contains(out2, want) || !strings.Contains(out2, "caught up") {
 		t.Fatalf("resumed run: exit %d, want a line %q\n%s", code, want, out2)
 	}

@@ -58,6 +58,7 @@ func migrate(args []string) int {
 	follow := fs.Bool("follow", false, "after catching up, keep following the source until SIGINT/SIGTERM")
 	verify := fs.Bool("verify", false, "after catching up, compare every key of both servers and print the differences")
 	verifyOnly := fs.Bool("verify-only", false, "only compare the keys of both servers (as --verify), copying nothing")
+	maxRate := fs.Float64("max-rate", 0, "back-fill at most this many keys/s, to spare the source (0: no limit)")
 	restart := fs.Bool("restart", false, "ignore a checkpoint left by an interrupted run and start over")
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
@@ -93,6 +94,7 @@ func migrate(args []string) int {
 		maxDirty: *maxDirty,
 		dirty:    map[int]map[string]struct{}{},
 		source:   opt.Addr,
+		maxRate:  *maxRate,
 	}
 	m.markerCh = "cellar:migrate:marker:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	m.ckKey = "cellar:migrate:" + m.source
@@ -132,6 +134,9 @@ type migration struct {
 
 	keys, bytes   int64
 	keys0, bytes0 int64 // copied by an interrupted run before this one
+	scanned       int64 // keys the back-fill's SCAN pages named, this run and before
+	scanned0      int64
+	maxRate       float64 // keys/s of the back-fill at most; 0: no limit
 	total         int64
 	start         time.Time
 	lastLog       time.Time
@@ -257,9 +262,11 @@ func (m *migration) run(ctx context.Context, follow, restart bool) int {
 			startDB, _ = strconv.Atoi(ck["db"])
 			cursor, _ = strconv.ParseUint(ck["cursor"], 10, 64)
 			m.keys, _ = strconv.ParseInt(ck["keys"], 10, 64)
+			m.scanned, _ = strconv.ParseInt(ck["scanned"], 10, 64)
+			m.scanned0 = m.scanned
 			m.bytes, _ = strconv.ParseInt(ck["bytes"], 10, 64)
 			m.keys0, m.bytes0 = m.keys, m.bytes
-			m.log.Printf("resuming from the checkpoint: db %d cursor %d (%d keys, %d bytes copied before)", startDB, cursor, m.keys, m.bytes)
+			m.log.Printf("resuming from the checkpoint: db %d cursor %d (%d keys scanned, %d bytes copied before)", startDB, cursor, m.scanned, m.bytes)
 		}
 	}
 	m.log.Printf("back-fill from %s to %s: %d keys in databases %v", m.source, m.tgtOpt.Addr, m.total, dbs)
@@ -283,18 +290,26 @@ func (m *migration) run(ctx context.Context, follow, restart bool) int {
 				m.log.Printf("SCAN db %d: %v", db, err)
 				return 1
 			}
-			for _, k := range keys {
-				if err := m.copyKey(ctx, db, k); err != nil {
-					m.log.Printf("copying db %d key %q: %v", db, k, err)
-					return 1
-				}
+			if err := m.copyKeys(ctx, db, keys); err != nil {
+				m.log.Printf("copying db %d: %v", db, err)
+				return 1
 			}
 			cursor = next
-			if err := m.tgtDB(0).HSet(ctx, m.ckKey, "db", db, "cursor", cursor, "keys", m.keys, "bytes", m.bytes).Err(); err != nil {
+			m.scanned += int64(len(keys))
+			if err := m.tgtDB(0).HSet(ctx, m.ckKey, "db", db, "cursor", cursor, "keys", m.keys, "bytes", m.bytes, "scanned", m.scanned).Err(); err != nil {
 				m.log.Printf("writing the checkpoint: %v", err)
 				return 1
 			}
 			m.progress(false)
+			if m.maxRate > 0 {
+				// Pace the back-fill: sleep until this run's keys are
+				// within --max-rate of the time it has taken.
+				due := m.start.Add(time.Duration(float64(m.scanned-m.scanned0) / m.maxRate * float64(time.Second)))
+				select {
+				case <-time.After(time.Until(due)):
+				case <-ctx.Done():
+				}
+			}
 			if cursor == 0 {
 				break
 			}
@@ -312,7 +327,7 @@ func (m *migration) run(ctx context.Context, follow, restart bool) int {
 		m.log.Printf("deleting the checkpoint: %v", err)
 		return 1
 	}
-	m.log.Printf("caught up: %d keys, %d bytes in %s", m.keys, m.bytes, time.Since(m.start).Round(time.Millisecond))
+	m.log.Printf("caught up: %d keys scanned, %d copies, %d bytes in %s", m.scanned, m.keys, m.bytes, time.Since(m.start).Round(time.Millisecond))
 	if !follow {
 		return 0
 	}
@@ -458,11 +473,20 @@ func (m *migration) copyDirty(ctx context.Context) int {
 	m.nDirty = 0
 	m.mu.Unlock()
 	for db, set := range dirty {
+		keys := make([]string, 0, min(len(set), int(m.count)))
 		for k := range set {
-			if err := m.copyKey(ctx, db, k); err != nil {
-				m.log.Printf("copying db %d key %q: %v", db, k, err)
-				return 1
+			keys = append(keys, k)
+			if len(keys) == int(m.count) {
+				if err := m.copyKeys(ctx, db, keys); err != nil {
+					m.log.Printf("copying db %d: %v", db, err)
+					return 1
+				}
+				keys = keys[:0]
 			}
+		}
+		if err := m.copyKeys(ctx, db, keys); err != nil {
+			m.log.Printf("copying db %d: %v", db, err)
+			return 1
 		}
 	}
 	m.progress(false)
@@ -477,14 +501,80 @@ func (m *migration) progress(final bool) {
 	}
 	m.lastLog = now
 	secs := now.Sub(m.start).Seconds()
-	rate := float64(m.keys-m.keys0) / secs
+	rate := float64(m.scanned-m.scanned0) / secs
 	eta := "unknown"
-	if left := m.total - m.keys; rate > 0 && left > 0 {
+	if left := m.total - m.scanned; rate > 0 && left > 0 {
 		eta = (time.Duration(float64(left)/rate) * time.Second).Round(time.Second).String()
 	} else if left <= 0 {
 		eta = "0s"
 	}
-	m.log.Printf("copied %d of about %d keys, %d bytes; %.0f keys/s, %.2f MB/s; ETA %s", m.keys, m.total, m.bytes, rate, float64(m.bytes-m.bytes0)/secs/1e6, eta)
+	m.log.Printf("back-fill: %d of about %d keys; %d copies (waitlist included), %d bytes; %.0f keys/s, %.2f MB/s; ETA %s", m.scanned, m.total, m.keys, m.bytes, rate, float64(m.bytes-m.bytes0)/secs/1e6, eta)
+}
+
+// copyKeys copies a page of keys of db. With DUMP it takes two round
+// trips for the page: PTTL and DUMP of every key from the source, then
+// RESTORE (or DEL for a key gone) of every key on the target; the page's
+// payloads are in memory together, so --count bounds it.
+func (m *migration) copyKeys(ctx context.Context, db int, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if !m.useDump {
+		for _, k := range keys {
+			if err := m.copyKey(ctx, db, k); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+		}
+		return nil
+	}
+	src, tgt := m.srcDB(db), m.tgtDB(db)
+	pttls := make([]*redis.DurationCmd, len(keys))
+	dumps := make([]*redis.StringCmd, len(keys))
+	p := src.Pipeline()
+	for i, k := range keys {
+		pttls[i] = p.PTTL(ctx, k)
+		dumps[i] = p.Dump(ctx, k)
+	}
+	if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		return err
+	}
+	now := time.Now()
+	w := tgt.Pipeline()
+	var bytes int64
+	copied := 0
+	for i, k := range keys {
+		if db == 0 && k == m.ckKey {
+			continue
+		}
+		payload, err := dumps[i].Result()
+		switch {
+		case err == redis.Nil:
+			w.Del(ctx, k)
+			continue
+		case err != nil:
+			return fmt.Errorf("DUMP %q: %w", k, err)
+		}
+		args := []any{"RESTORE", k, 0, payload, "REPLACE"}
+		if d := pttls[i].Val(); d > 0 {
+			args[2] = now.Add(d).UnixMilli()
+			args = append(args, "ABSTTL")
+		}
+		w.Do(ctx, args...)
+		bytes += int64(len(k) + len(payload))
+		copied++
+	}
+	cmds, err := w.Exec(ctx)
+	if err != nil {
+		for _, c := range cmds {
+			if c.Err() != nil {
+				return fmt.Errorf("%v: %w", c.Args()[:2], c.Err())
+			}
+		}
+		return err
+	}
+	m.keys += int64(copied)
+	m.bytes += bytes
+	return nil
 }
 
 // copyKey makes the target's key in db what the source's is now: deleted
