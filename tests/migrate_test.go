@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/redistest"
 	"github.com/cellar-db/cellar/internal/wait"
 	"github.com/redis/go-redis/v9"
@@ -212,20 +213,21 @@ func TestMigrateNeedsNotifications(t *testing.T) {
 
 // TestMigrateFollow: with --follow, changes after the SYNC point reach
 // Cellar (a write, a deletion, an expiry) until SIGTERM ends the run with
-// status 0.
+// status 0. Both servers want a password: the source's in the URL, the
+// target's in --to-password.
 func TestMigrateFollow(t *testing.T) {
 	ctx := context.Background()
-	red := redistest.StartTCPConfig(t, noSyncConf)
-	rc := redis.NewClient(&redis.Options{Addr: red.Addr, DB: 2, Protocol: 2})
+	red := redistest.StartTCPConfig(t, noSyncConf+"user mig on >s3cret ~* &* +@all\n")
+	rc := redis.NewClient(&redis.Options{Addr: red.Addr, DB: 2, Protocol: 2, Username: "mig", Password: "s3cret"})
 	defer rc.Close()
 	if err := rc.Set(ctx, "gone", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cel := startServer(t)
-	cc := redis.NewClient(&redis.Options{Addr: cel.addr, DB: 2, Protocol: 2})
+	cel := startServer(t, func(c *cellar.Config) { c.RequirePass = "t0p" })
+	cc := redis.NewClient(&redis.Options{Addr: cel.addr, DB: 2, Protocol: 2, Password: "t0p"})
 	defer cc.Close()
 
-	cmd := exec.Command(cellarBinary(t), "migrate", "--from", "redis://"+red.Addr, "--to", cel.addr, "--follow")
+	cmd := exec.Command(cellarBinary(t), "migrate", "--from", "redis://mig:s3cret@"+red.Addr, "--to", cel.addr, "--to-password", "t0p", "--follow")
 	var out syncBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
