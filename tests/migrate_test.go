@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -253,4 +254,30 @@ func TestMigrateFollow(t *testing.T) {
 	if !strings.Contains(out.String(), "stopped following") {
 		t.Fatalf("no line about stopping:\n%s", out.String())
 	}
+}
+
+// TestMigrateTLS: the source is reached over TLS (--tls, with the CA that
+// signed its certificate in --tls-ca).
+func TestMigrateTLS(t *testing.T) {
+	ctx := context.Background()
+	certKey, ca := selfSignedCert(t, t.TempDir())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsAddr := l.Addr().String()
+	l.Close()
+	_, tlsPort, _ := net.SplitHostPort(tlsAddr)
+	red := redistest.StartTCPConfig(t, noSyncConf, "--tls-port", tlsPort, "--tls-cert-file", certKey, "--tls-key-file", certKey,
+		"--tls-ca-cert-file", ca, "--tls-auth-clients", "no")
+	seed(t, ctx, red.Addr, 600)
+	cel := startServer(t)
+	if code, out := runMigrate(t, "--from", "redis://"+tlsAddr, "--to", cel.addr); code != 1 {
+		t.Fatalf("plain TCP to a TLS port: exit %d\n%s", code, out)
+	}
+	code, out := runMigrate(t, "--from", "redis://"+tlsAddr, "--tls", "--tls-ca", ca, "--to", cel.addr)
+	if code != 0 || !strings.Contains(out, "caught up") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	compareAll(t, ctx, red.Addr, cel.addr)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,7 @@ func migrate(args []string) int {
 	fs := flag.NewFlagSet("cellar migrate", flag.ContinueOnError)
 	from := fs.String("from", "", "the source: redis://[user:pass@]host:port[/db] (rediss:// for TLS)")
 	useTLS := fs.Bool("tls", false, "connect to the source with TLS")
+	tlsCA := fs.String("tls-ca", "", "PEM file of the CA certificates that sign the source's certificate (default: the system's)")
 	to := fs.String("to", "127.0.0.1:6379", "the target Cellar's host:port")
 	toPassword := fs.String("to-password", "", "the target's password (AUTH)")
 	toUser := fs.String("to-user", "", "the target's user name (AUTH with two arguments)")
@@ -79,6 +81,23 @@ func migrate(args []string) int {
 	if *useTLS && opt.TLSConfig == nil {
 		host, _, _ := strings.Cut(opt.Addr, ":")
 		opt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if *tlsCA != "" {
+		if opt.TLSConfig == nil {
+			fmt.Fprintln(os.Stderr, "cellar migrate: --tls-ca without --tls or rediss://")
+			return 2
+		}
+		pem, err := os.ReadFile(*tlsCA)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cellar migrate: --tls-ca: %v\n", err)
+			return 2
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fmt.Fprintf(os.Stderr, "cellar migrate: --tls-ca: no certificate in %s\n", *tlsCA)
+			return 2
+		}
+		opt.TLSConfig.RootCAs = pool
 	}
 	u, _ := url.Parse(*from)
 	oneDB := u != nil && strings.Trim(u.Path, "/") != ""
