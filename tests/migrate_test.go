@@ -254,6 +254,9 @@ func TestMigrateFollow(t *testing.T) {
 	if !strings.Contains(out.String(), "stopped following") {
 		t.Fatalf("no line about stopping:\n%s", out.String())
 	}
+	if v := rc.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"]; v != "" {
+		t.Fatalf("notify-keyspace-events left %q on the source, was empty", v)
+	}
 }
 
 // TestMigrateTLS: the source is reached over TLS (--tls, with the CA that

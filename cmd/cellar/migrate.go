@@ -240,6 +240,17 @@ func (m *migration) run(ctx context.Context, follow, restart bool) int {
 	} else {
 		m.log.Printf("the source refuses DUMP (%v): keys are copied type by type", err)
 	}
+	// The setting as it was goes back when the run ends (not after a
+	// kill -9: then it stays KEA).
+	if old, err := src.ConfigGet(ctx, "notify-keyspace-events").Result(); err == nil {
+		if prev, ok := old["notify-keyspace-events"]; ok && prev != "AKE" {
+			defer func() {
+				if err := src.ConfigSet(context.Background(), "notify-keyspace-events", prev).Err(); err != nil {
+					m.log.Printf("restoring notify-keyspace-events %q on the source: %v", prev, err)
+				}
+			}()
+		}
+	}
 	if err := src.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err(); err != nil {
 		m.log.Printf("the source refuses CONFIG SET notify-keyspace-events KEA (%v): without keyspace notifications the changes made during the copy cannot be followed; enable them on the source (KEA, or at least Kg$lshzxe) and run again", err)
 		return 2
