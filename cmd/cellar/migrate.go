@@ -21,7 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cellar-db/cellar/internal/redistest"
+	"github.com/cellar-db/cellar/internal/keydesc"
 )
 
 // migrate is `cellar migrate --from redis://... [--to host:port]`: issue
@@ -957,12 +957,12 @@ func (m *migration) verify(ctx context.Context, out io.Writer) int {
 			for _, k := range keys {
 				seen[db][k] = true
 				checked++
-				want, err := redistest.Describe(ctx, src, k)
+				want, err := keydesc.Describe(ctx, src, k)
 				if err != nil {
 					m.log.Printf("verify: db %d key %q on the source: %v", db, k, err)
 					return 1
 				}
-				got, err := redistest.Describe(ctx, tgt, k)
+				got, err := keydesc.Describe(ctx, tgt, k)
 				if err != nil {
 					m.log.Printf("verify: db %d key %q on the target: %v", db, k, err)
 					return 1
