@@ -326,7 +326,13 @@ func (m *migration) run(ctx context.Context, follow, restart bool) int {
 			}
 			cursor = next
 			m.scanned += int64(len(keys))
-			if err := m.tgtDB(0).HSet(ctx, m.ckKey, "db", db, "cursor", cursor, "keys", m.keys, "bytes", m.bytes, "scanned", m.scanned).Err(); err != nil {
+			// A database finished: the checkpoint names the next one, so
+			// a resume does not scan it again.
+			ckDB := db
+			if cursor == 0 {
+				ckDB = db + 1
+			}
+			if err := m.tgtDB(0).HSet(ctx, m.ckKey, "db", ckDB, "cursor", cursor, "keys", m.keys, "bytes", m.bytes, "scanned", m.scanned).Err(); err != nil {
 				m.log.Printf("writing the checkpoint: %v", err)
 				return 1
 			}
