@@ -49,40 +49,6 @@ func runMigrate(t *testing.T, args ...string) (int, string) {
 	}
 }
 
-// dropConsumers deletes every consumer of every stream in databases 0 and
-// 3 (and with them the pending entries), which a copy without DUMP cannot
-// carry over; the groups stay.
-func dropConsumers(t *testing.T, ctx context.Context, addr string) {
-	for _, db := range []int{0, 3} {
-		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, Protocol: 2})
-		keys, err := c.Keys(ctx, "*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if c.Type(ctx, k).Val() != "stream" {
-				continue
-			}
-			groups, err := c.XInfoGroups(ctx, k).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, g := range groups {
-				cs, err := c.XInfoConsumers(ctx, k, g.Name).Result()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, cons := range cs {
-					if err := c.XGroupDelConsumer(ctx, k, g.Name, cons.Name).Err(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-		c.Close()
-	}
-}
-
 func TestMigrateWithoutPSYNC(t *testing.T) {
 	for _, variant := range []string{"dump", "no-dump"} {
 		t.Run(variant, func(t *testing.T) {
@@ -98,9 +64,6 @@ func TestMigrateWithoutPSYNC(t *testing.T) {
 				t.Fatalf("PSYNC on the source: %v, want unknown command", err)
 			}
 			seed(t, ctx, red.Addr, migrateKeys)
-			if variant == "no-dump" {
-				dropConsumers(t, ctx, red.Addr)
-			}
 			cel := startServer(t)
 			from := "redis://" + red.Addr
 

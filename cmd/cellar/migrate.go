@@ -854,8 +854,50 @@ func copyStream(ctx context.Context, src, tgt *redis.Client, key string) (int64,
 		if err := tgt.Do(ctx, "XGROUP", "CREATE", key, g.Name, g.LastDeliveredID, "ENTRIESREAD", g.EntriesRead).Err(); err != nil {
 			return 0, err
 		}
+		if err := copyGroup(ctx, src, tgt, key, g.Name); err != nil {
+			return 0, err
+		}
 	}
 	return size, nil
+}
+
+// copyGroup copies a group's consumers and pending entries: XCLAIM ...
+// FORCE JUSTID with the entry's delivery count and time recreates each
+// pending entry for its consumer, XGROUP CREATECONSUMER the consumers
+// with none. Idle times of consumers are not carried over.
+func copyGroup(ctx context.Context, src, tgt *redis.Client, key, group string) error {
+	start := "-"
+	for {
+		pend, err := src.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: key, Group: group, Start: start, End: "+", Count: page}).Result()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		p := tgt.Pipeline()
+		for _, e := range pend {
+			p.Do(ctx, "XCLAIM", key, group, e.Consumer, 0, e.ID, "TIME", now.Add(-e.Idle).UnixMilli(),
+				"RETRYCOUNT", e.RetryCount, "FORCE", "JUSTID")
+		}
+		if len(pend) > 0 {
+			if _, err := p.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if len(pend) < page {
+			break
+		}
+		start = "(" + pend[len(pend)-1].ID
+	}
+	cs, err := src.XInfoConsumers(ctx, key, group).Result()
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := tgt.XGroupCreateConsumer(ctx, key, group, c.Name).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prune deletes the keys the target holds in a migrated database that the
