@@ -126,7 +126,11 @@ func migrate(args []string) int {
 	}
 	code := m.run(ctx, *follow, *restart)
 	if code == 0 && *verify {
-		code = m.verify(ctx, os.Stdout)
+		// After --follow the signal that ended it has cancelled ctx; a
+		// second signal still ends the process.
+		vctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		code = m.verify(vctx, os.Stdout)
 	}
 	return code
 }
