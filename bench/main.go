@@ -47,6 +47,7 @@ type config struct {
 	memKeys     int
 	flood       floodCfg
 	sustained   sustainedCfg
+	replication replCfg
 	scenarios   map[string]bool
 	redka       string
 	cellarBin   string
@@ -81,7 +82,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "streams", "fanout", "memory", "flood", "sustained"}
+var allScenarios = []string{"comparison", "durability", "queue", "streams", "fanout", "memory", "flood", "sustained", "replication"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -115,6 +116,9 @@ func parseConfig(args []string) (config, error) {
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
 	susN := fs.Int("sustained-n", 0, "SETs of the sustained scenario (default 10000000; quick 1000000)")
 	susKeys := fs.Int("sustained-keys", 0, "keyspace of the sustained scenario (default 2000000; quick 200000)")
+	replKeys := fs.Int("repl-keys", 0, "keys the master holds for the replication back-fill (default 1000000; quick 100000)")
+	replRate := fs.Int("repl-rate", 20000, "writes/s paced on the master while the replication lag is measured")
+	replFollow := fs.Duration("repl-follow", 0, "how long the replication lag is measured (default 20s; quick 5s)")
 	floodN := fs.Int("flood-n", 0, "SETs each flood connection writes without reading (default 200; quick 50)")
 	redka := fs.String("redka", "auto", "Redka: auto (full run builds it if missing; quick uses it only if built), build, off")
 	cellarBin := fs.String("cellar", "", "Cellar binary to measure (default: build this checkout into the work dir)")
@@ -155,6 +159,7 @@ func parseConfig(args []string) (config, error) {
 		durRequests: pick(*durN, 20000, 5000),
 		memKeys:     pick(*memKeys, 1_000_000, 200_000),
 		flood:       floodCfg{conns: pick(*floodConns, 1000, 200), perConn: pick(*floodN, 200, 50), size: 1024},
+		replication: replCfg{keys: pick(*replKeys, 1_000_000, 100_000), rate: max(*replRate, 1), follow: *replFollow},
 		sustained:   sustainedCfg{requests: pick(*susN, 10_000_000, 1_000_000), keys: pick(*susKeys, 2_000_000, 200_000)},
 		queue: queueCfg{
 			producers: 8, consumers: 8,
@@ -170,6 +175,12 @@ func parseConfig(args []string) (config, error) {
 		hardLimit:  *limit,
 		keep:       *keep,
 		argv:       args,
+	}
+	if cfg.replication.follow <= 0 {
+		cfg.replication.follow = 20 * time.Second
+		if q {
+			cfg.replication.follow = 5 * time.Second
+		}
 	}
 	var err error
 	if cfg.pipelines, err = intList(*pipelines); err != nil || len(cfg.pipelines) == 0 {
@@ -407,6 +418,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	}
 	if cfg.scenarios["sustained"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.sustained(ctx)...)
+	}
+	if cfg.scenarios["replication"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.replication(ctx)...)
 	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "bench: interrupted; no results written")

@@ -33,6 +33,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "healthcheck" {
 		return healthcheck(args[1:])
 	}
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrate(args[1:])
+	}
 	var usage strings.Builder
 	cfg, err := cellar.LoadConfig(args, os.Environ(), &usage)
 	switch {

@@ -25,16 +25,22 @@ type Server struct {
 // Start runs redis-server on a unix socket (no TCP port), with persistence
 // off and extra arguments appended; it is killed when the test ends.
 func Start(t testing.TB, extra ...string) *Server {
-	return start(t, false, extra)
+	return start(t, false, "", extra)
 }
 
 // StartTCP is Start with a TCP port on 127.0.0.1 as well (a replica needs
 // one). The port is one the kernel just handed out and released.
 func StartTCP(t testing.TB, extra ...string) *Server {
-	return start(t, true, extra)
+	return start(t, true, "", extra)
 }
 
-func start(t testing.TB, tcp bool, extra []string) *Server {
+// StartTCPConfig is StartTCP with a configuration file holding conf, for
+// the directives only a file may give (rename-command).
+func StartTCPConfig(t testing.TB, conf string, extra ...string) *Server {
+	return start(t, true, conf, extra)
+}
+
+func start(t testing.TB, tcp bool, conf string, extra []string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -59,6 +65,13 @@ func start(t testing.TB, tcp bool, extra []string) *Server {
 	}
 	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--unixsocket", s.Sock, "--unixsocketperm", "700",
 		"--save", "", "--appendonly", "no", "--dir", s.Dir, "--daemonize", "no"}, extra...)
+	if conf != "" {
+		path := filepath.Join(s.Dir, "redis.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append([]string{path}, args...)
+	}
 	s.cmd = exec.Command(bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
