@@ -1399,8 +1399,11 @@ func (a *Actor) runTopScored(idx *ftIndex, o *ftSearch, b *strings.Builder, args
 		num = 1 // for the count; no hit is returned
 	}
 	if score == "0.0" {
+		// many: the id span stands for the number of documents (max and
+		// min are a seek each; max(docid) - min(docid) in one SELECT
+		// would scan the table).
 		b.WriteString(", n(c) AS MATERIALIZED (SELECT count(*) FROM s)")
-		many := "(SELECT c FROM n) * (SELECT c FROM n) * 4.0 >= ? * (SELECT coalesce(max(docid) - min(docid) + 1, 0) FROM " + docs + ")"
+		many := "(SELECT c FROM n) * (SELECT c FROM n) * 4.0 >= ? * (coalesce((SELECT max(docid) FROM " + docs + "), 0) - coalesce((SELECT min(docid) FROM " + docs + "), 0) + 1)"
 		b.WriteString(" SELECT * FROM (SELECT d.key, 0.0, (SELECT c FROM n), d.docid FROM " + docs + " d INDEXED BY sqlite_autoindex_" + docs + "_1" +
 			" WHERE " + many + " AND d.docid IN (SELECT docid FROM s) ORDER BY d.key LIMIT ? OFFSET ?)")
 		b.WriteString(" UNION ALL SELECT * FROM (SELECT d.key, 0.0, (SELECT c FROM n), d.docid FROM s JOIN " + docs + " d ON d.docid = s.docid" +
