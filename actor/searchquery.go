@@ -1290,7 +1290,7 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	}
 	args = append(args, scoreArgs...)
 	docs := idx.table("docs")
-	if o.sortBy < 0 && len(o.inkeys) == 0 {
+	if o.sortBy < 0 && len(o.inkeys) == 0 && score != "0.0" {
 		return a.runTopScored(idx, o, &b, args, ctes, score)
 	}
 	sortCol := "NULL"
@@ -1368,18 +1368,13 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	return hits, total, nil
 }
 
-// runTopScored finishes a query ordered by score (no SORTBY, no INKEYS),
-// whose set m and score CTEs b holds. Every match is scored once, into a
-// materialized table s, and the total is s's row count; but only the rows
-// that can be on the page are looked up in the documents table.
-//
-// With text, those are the rows scoring at least as much as the
-// (offset+num)-th best, ties included, so that equal scores are still
-// ordered by key exactly as a full sort orders them. Without text every
-// score is 0 and the order is the keys': when the matches are many the
-// documents' key index is read in order until the page is full (about
-// (offset+num)·N/count entries), when they are few they are looked up and
-// sorted (count lookups); the statement picks the cheaper.
+// runTopScored finishes a query with text ordered by score (no SORTBY,
+// no INKEYS), whose set m and score CTEs b holds. Every match is scored
+// once, into a materialized table s, and the total is s's row count; but
+// only the rows that can be on the page are looked up in the documents
+// table: those scoring at least as much as the (offset+num)-th best, ties
+// included, so that equal scores are still ordered by key exactly as a
+// full sort orders them.
 //
 // s leaves out the ids whose FTS5 rows wait in ftN_gc: every other id in
 // m has its document row (the rows of a document go with it, its FTS5
@@ -1398,25 +1393,12 @@ func (a *Actor) runTopScored(idx *ftIndex, o *ftSearch, b *strings.Builder, args
 	if num == 0 {
 		num = 1 // for the count; no hit is returned
 	}
-	if score == "0.0" {
-		// many: the id span stands for the number of documents (max and
-		// min are a seek each; max(docid) - min(docid) in one SELECT
-		// would scan the table).
-		b.WriteString(", n(c) AS MATERIALIZED (SELECT count(*) FROM s)")
-		many := "(SELECT c FROM n) * (SELECT c FROM n) * 4.0 >= ? * (coalesce((SELECT max(docid) FROM " + docs + "), 0) - coalesce((SELECT min(docid) FROM " + docs + "), 0) + 1)"
-		b.WriteString(" SELECT * FROM (SELECT d.key, 0.0, (SELECT c FROM n), d.docid FROM " + docs + " d INDEXED BY sqlite_autoindex_" + docs + "_1" +
-			" WHERE " + many + " AND d.docid IN (SELECT docid FROM s) ORDER BY d.key LIMIT ? OFFSET ?)")
-		b.WriteString(" UNION ALL SELECT * FROM (SELECT d.key, 0.0, (SELECT c FROM n), d.docid FROM s JOIN " + docs + " d ON d.docid = s.docid" +
-			" WHERE NOT " + many + " ORDER BY d.key LIMIT ? OFFSET ?)")
-		args = append(args, o.offset+num, num, o.offset, o.offset+num, num, o.offset)
-	} else {
-		// cut: the lowest score the page can hold; none when s has fewer
-		// rows.
-		b.WriteString(", cut(sc) AS (SELECT sc FROM s ORDER BY sc DESC LIMIT 1 OFFSET ?)")
-		b.WriteString(" SELECT d.key, s.sc, (SELECT count(*) FROM s), d.docid FROM s JOIN " + docs + " d ON d.docid = s.docid" +
-			" WHERE s.sc >= coalesce((SELECT sc FROM cut), -1e999) ORDER BY s.sc DESC, d.key LIMIT ? OFFSET ?")
-		args = append(args, o.offset+num-1, num, o.offset)
-	}
+	// cut: the lowest score the page can hold; none when s has fewer
+	// rows.
+	b.WriteString(", cut(sc) AS (SELECT sc FROM s ORDER BY sc DESC LIMIT 1 OFFSET ?)")
+	b.WriteString(" SELECT d.key, s.sc, (SELECT count(*) FROM s), d.docid FROM s JOIN " + docs + " d ON d.docid = s.docid" +
+		" WHERE s.sc >= coalesce((SELECT sc FROM cut), -1e999) ORDER BY s.sc DESC, d.key LIMIT ? OFFSET ?")
+	args = append(args, o.offset+num-1, num, o.offset)
 	var hits []ftHit
 	total := int64(-1)
 	err := a.st.SearchQuery(b.String(), false, args, func(r storage.SearchRow) bool {
