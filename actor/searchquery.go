@@ -1279,6 +1279,9 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 		// One term, prefix or phrase over one FTS5 table: its matches and
 		// their scores are one scan, not two.
 		setSQL = "WITH " + strings.Replace(ctes[0], "sc0(docid, sc)", "m(docid, sc)", 1)
+		// The ids waiting in ftN_gc are left out in the same scan (see
+		// runTopScored; the other orders join the documents anyway).
+		setSQL = strings.TrimSuffix(setSQL, ")") + " AND rowid NOT IN (SELECT docid FROM " + idx.table("gc") + "))"
 		setArgs, ctes, scoreArgs, score = scoreArgs, nil, nil, "m.sc"
 	}
 
@@ -1382,12 +1385,18 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 // table used to check.
 func (a *Actor) runTopScored(idx *ftIndex, o *ftSearch, b *strings.Builder, args []any, ctes []string, score string) ([]ftHit, int64, error) {
 	docs, gc := idx.table("docs"), idx.table("gc")
-	b.WriteString(", s(docid, sc) AS MATERIALIZED (SELECT m.docid, " + score + " FROM m")
-	for i := range ctes {
-		sc := "sc" + strconv.Itoa(i)
-		b.WriteString(" LEFT JOIN " + sc + " ON " + sc + ".docid = m.docid")
+	if score == "m.sc" && len(ctes) == 0 {
+		// One FTS5 scan: m already holds the scores, without the ids in
+		// ftN_gc (runSearch); s is m, not a copy.
+		b.WriteString(", s(docid, sc) AS NOT MATERIALIZED (SELECT docid, sc FROM m)")
+	} else {
+		b.WriteString(", s(docid, sc) AS MATERIALIZED (SELECT m.docid, " + score + " FROM m")
+		for i := range ctes {
+			sc := "sc" + strconv.Itoa(i)
+			b.WriteString(" LEFT JOIN " + sc + " ON " + sc + ".docid = m.docid")
+		}
+		b.WriteString(" WHERE m.docid NOT IN (SELECT docid FROM " + gc + "))")
 	}
-	b.WriteString(" WHERE m.docid NOT IN (SELECT docid FROM " + gc + "))")
 	head, headArgs := b.String(), len(args)
 	num := o.num
 	if num == 0 {
