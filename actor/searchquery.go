@@ -1279,6 +1279,9 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 		// One term, prefix or phrase over one FTS5 table: its matches and
 		// their scores are one scan, not two.
 		setSQL = "WITH " + strings.Replace(ctes[0], "sc0(docid, sc)", "m(docid, sc)", 1)
+		// The ids waiting in ftN_gc are left out in the same scan (see
+		// runTopScored; the other orders join the documents anyway).
+		setSQL = strings.TrimSuffix(setSQL, ")") + " AND rowid NOT IN (SELECT docid FROM " + idx.table("gc") + "))"
 		setArgs, ctes, scoreArgs, score = scoreArgs, nil, nil, "m.sc"
 	}
 
@@ -1290,6 +1293,9 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 	}
 	args = append(args, scoreArgs...)
 	docs := idx.table("docs")
+	if o.sortBy < 0 && len(o.inkeys) == 0 && score != "0.0" {
+		return a.runTopScored(idx, o, &b, args, ctes, score)
+	}
 	sortCol := "NULL"
 	if o.sortBy >= 0 {
 		sortCol = "d.v" + strconv.Itoa(o.sortBy)
@@ -1355,6 +1361,68 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 			}
 		}
 		err = a.st.SearchQuery(count, false, cargs, func(r storage.SearchRow) bool {
+			total = r.Int(0)
+			return false
+		})
+		if err != nil {
+			return nil, 0, searchError(err)
+		}
+	}
+	return hits, total, nil
+}
+
+// runTopScored finishes a query with text ordered by score (no SORTBY,
+// no INKEYS), whose set m and score CTEs b holds. Every match is scored
+// once, into a materialized table s, and the total is s's row count; but
+// only the rows that can be on the page are looked up in the documents
+// table: those scoring at least as much as the (offset+num)-th best, ties
+// included, so that equal scores are still ordered by key exactly as a
+// full sort orders them.
+//
+// s leaves out the ids whose FTS5 rows wait in ftN_gc: every other id in
+// m has its document row (the rows of a document go with it, its FTS5
+// rows to ftN_gc), which is what joining every match with the documents
+// table used to check.
+func (a *Actor) runTopScored(idx *ftIndex, o *ftSearch, b *strings.Builder, args []any, ctes []string, score string) ([]ftHit, int64, error) {
+	docs, gc := idx.table("docs"), idx.table("gc")
+	if score == "m.sc" && len(ctes) == 0 {
+		// One FTS5 scan: m already holds the scores, without the ids in
+		// ftN_gc (runSearch); s is m, not a copy.
+		b.WriteString(", s(docid, sc) AS NOT MATERIALIZED (SELECT docid, sc FROM m)")
+	} else {
+		b.WriteString(", s(docid, sc) AS MATERIALIZED (SELECT m.docid, " + score + " FROM m")
+		for i := range ctes {
+			sc := "sc" + strconv.Itoa(i)
+			b.WriteString(" LEFT JOIN " + sc + " ON " + sc + ".docid = m.docid")
+		}
+		b.WriteString(" WHERE m.docid NOT IN (SELECT docid FROM " + gc + "))")
+	}
+	head, headArgs := b.String(), len(args)
+	num := o.num
+	if num == 0 {
+		num = 1 // for the count; no hit is returned
+	}
+	// cut: the lowest score the page can hold; none when s has fewer
+	// rows.
+	b.WriteString(", cut(sc) AS (SELECT sc FROM s ORDER BY sc DESC LIMIT 1 OFFSET ?)")
+	b.WriteString(" SELECT d.key, s.sc, (SELECT count(*) FROM s), d.docid FROM s JOIN " + docs + " d ON d.docid = s.docid" +
+		" WHERE s.sc >= coalesce((SELECT sc FROM cut), -1e999) ORDER BY s.sc DESC, d.key LIMIT ? OFFSET ?")
+	args = append(args, o.offset+num-1, num, o.offset)
+	var hits []ftHit
+	total := int64(-1)
+	err := a.st.SearchQuery(b.String(), false, args, func(r storage.SearchRow) bool {
+		total = r.Int(2)
+		if o.num > 0 {
+			hits = append(hits, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(3)})
+		}
+		return true
+	})
+	if err != nil {
+		return nil, 0, searchError(err)
+	}
+	if total < 0 {
+		// No row on this page (OFFSET past the end): count on its own.
+		err = a.st.SearchQuery(head+" SELECT count(*) FROM s", false, args[:headArgs], func(r storage.SearchRow) bool {
 			total = r.Int(0)
 			return false
 		})

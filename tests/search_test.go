@@ -242,6 +242,63 @@ func TestSearchQueryLanguage(t *testing.T) {
 		}
 		prev = sc
 	}
+	// Pages: a query compiles to a statement that looks up only the rows
+	// that can be on the page (those scoring at least the page's last
+	// score, or for a query without text, the first keys in order), so
+	// every page must be the same slice of the full order — score
+	// descending, equal scores by key — and carry the same total. Queries
+	// with many ties, with text and without, selective and not.
+	for _, q := range []string{"alpha", "alpha | beta", "~alpha beta", "-alpha", "@tags:{red}", "@tags:{red} alpha",
+		"@n:[0 0]", "@n:[-inf inf]", "*", "@n:[0 3] | gamma"} {
+		full := ftScored(t, c, q, 0, 100000)
+		for i := 1; i < len(full); i++ {
+			a, b := full[i-1], full[i]
+			if a.score < b.score || (a.score == b.score && a.key >= b.key) {
+				t.Fatalf("%q: out of order at %d: %v", q, i, full)
+			}
+		}
+		for _, size := range []int{1, 2, 3, 7} {
+			for off := 0; off <= len(full)+size; off += size {
+				page := ftScored(t, c, q, off, size)
+				want := full[min(off, len(full)):min(off+size, len(full))]
+				if fmt.Sprint(page) != fmt.Sprint(want) {
+					t.Fatalf("%q LIMIT %d %d: got %v, want %v", q, off, size, page, want)
+				}
+			}
+		}
+		res, err := c.Do(ctx, "FT.SEARCH", "idx", q, "NOCONTENT", "LIMIT", strconv.Itoa(len(full)+5), "3").Slice()
+		if err != nil || res[0] != int64(len(full)) || len(res) != 1 {
+			t.Fatalf("%q past the end: %v %v, want total %d", q, res, err, len(full))
+		}
+	}
+}
+
+type ftScoredHit struct {
+	key   string
+	score float64
+}
+
+// ftScored runs FT.SEARCH q WITHSCORES NOCONTENT LIMIT off n on idx,
+// checks the total against the full result's and returns the page.
+func ftScored(t *testing.T, c *redis.Client, q string, off, n int) []ftScoredHit {
+	t.Helper()
+	res, err := c.Do(ctx, "FT.SEARCH", "idx", q, "WITHSCORES", "NOCONTENT", "LIMIT", strconv.Itoa(off), strconv.Itoa(n)).Slice()
+	if err != nil {
+		t.Fatalf("%q LIMIT %d %d: %v", q, off, n, err)
+	}
+	total, _ := ftKeys(t, c, "idx", q)
+	if res[0] != total {
+		t.Fatalf("%q LIMIT %d %d: total %v, want %d", q, off, n, res[0], total)
+	}
+	var out []ftScoredHit
+	for i := 1; i+1 < len(res); i += 2 {
+		sc, err := strconv.ParseFloat(res[i+1].(string), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ftScoredHit{res[i].(string), sc})
+	}
+	return out
 }
 
 // waitIndexed waits until idx's back-fill is done.

@@ -41,6 +41,9 @@ func main() {
 	queries := flag.Int("queries", 300, "queries of each kind")
 	words := flag.String("words", "/usr/share/dict/american-english", "the word list (Debian's wamerican)")
 	conns := flag.Int("conns", 4, "writer connections")
+	keep := flag.String("dir", "", "a work directory to keep: the first run writes the corpus there, later runs with the same -docs only query it")
+	only := flag.String("kinds", "", "run only these query kinds (comma-separated names, as in the report)")
+	indexedOnly := flag.Bool("indexed-only", false, "write only the indexed copy (no unindexed copy, no back-fill)")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "search: -bin is required")
@@ -51,11 +54,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "search:", err)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "cellar-search-bench")
-	if err != nil {
+	dir := *keep
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "cellar-search-bench")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(dir)
+	// The corpus is written once per directory; a marker names its size.
+	marker := filepath.Join(dir, "corpus-"+strconv.Itoa(*docs))
+	_, err = os.Stat(marker)
+	reuse := err == nil
 	port := freePort()
 	cmd := exec.Command(*bin, "--port", strconv.Itoa(port), "--dir", dir, "--loglevel", "warn")
 	cmd.Stderr = os.Stderr
@@ -84,12 +96,26 @@ func main() {
 	fmt.Printf("# FT.* on %d generated documents (%d-word list)\n\n", *docs, len(vocab))
 	fmt.Printf("| step | result |\n|---|---|\n")
 
-	plain := write(c, all, "plain:", *conns)
-	fmt.Printf("| HSET, prefix not indexed | %.0f docs/s |\n", plain)
-	must(c.Do(ctx, "FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1", "doc:", "SCHEMA",
-		"title", "TEXT", "WEIGHT", "2", "body", "TEXT", "price", "NUMERIC", "SORTABLE", "tags", "TAG").Err())
-	indexed := write(c, all, "doc:", *conns)
-	fmt.Printf("| HSET, prefix indexed | %.0f docs/s (%.2fx) |\n", indexed, indexed/plain)
+	backfill := !reuse && !*indexedOnly
+	switch {
+	case reuse:
+		fmt.Printf("| corpus | reused from %s |\n", dir)
+	case *indexedOnly:
+		must(c.Do(ctx, "FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1", "doc:", "SCHEMA",
+			"title", "TEXT", "WEIGHT", "2", "body", "TEXT", "price", "NUMERIC", "SORTABLE", "tags", "TAG").Err())
+		indexed := write(c, all, "doc:", *conns)
+		fmt.Printf("| HSET, prefix indexed | %.0f docs/s |\n", indexed)
+	default:
+		plain := write(c, all, "plain:", *conns)
+		fmt.Printf("| HSET, prefix not indexed | %.0f docs/s |\n", plain)
+		must(c.Do(ctx, "FT.CREATE", "idx", "ON", "HASH", "PREFIX", "1", "doc:", "SCHEMA",
+			"title", "TEXT", "WEIGHT", "2", "body", "TEXT", "price", "NUMERIC", "SORTABLE", "tags", "TAG").Err())
+		indexed := write(c, all, "doc:", *conns)
+		fmt.Printf("| HSET, prefix indexed | %.0f docs/s (%.2fx) |\n", indexed, indexed/plain)
+	}
+	if !reuse {
+		must(os.WriteFile(marker, nil, 0o644))
+	}
 	kinds := []struct {
 		name string
 		make func() string
@@ -113,17 +139,36 @@ func main() {
 			return fmt.Sprintf("%s @tags:{%s} @price:[%d %d]", g.commonWord(), tagNames[g.r.IntN(len(tagNames))], lo, lo+500)
 		}},
 	}
+	skip := make([]bool, len(kinds))
+	if *only != "" {
+		// Every kind's generator still runs, so that the queries drawn
+		// are the same whichever kinds are measured.
+		for i := range kinds {
+			keep := false
+			for _, w := range strings.Split(*only, ",") {
+				keep = keep || kinds[i].name == w
+			}
+			skip[i] = !keep
+		}
+	}
 	fmt.Printf("\n| FT.SEARCH ... LIMIT 0 10 | p50 | p99 | mean hits |\n|---|---|---|---|\n")
-	for _, k := range kinds { // warm the page cache
+	for i, k := range kinds { // warm the page cache
 		for range 20 {
+			if skip[i] {
+				k.make()
+				continue
+			}
 			must(c.Do(ctx, "FT.SEARCH", "idx", k.make(), "LIMIT", "0", "10").Err())
 		}
 	}
-	for _, k := range kinds {
+	for i, k := range kinds {
 		var lat []time.Duration
 		var hits int64
 		for range *queries {
 			q := k.make()
+			if skip[i] {
+				continue
+			}
 			t := time.Now()
 			res, err := c.Do(ctx, "FT.SEARCH", "idx", q, "LIMIT", "0", "10").Slice()
 			lat = append(lat, time.Since(t))
@@ -132,9 +177,31 @@ func main() {
 			}
 			hits += res[0].(int64)
 		}
+		if skip[i] {
+			continue
+		}
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		fmt.Printf("| %s | %s | %s | %d |\n", k.name, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), hits/int64(*queries))
 	}
+	if backfill {
+		backfillRate(c, *docs)
+	}
+
+	st, _ := os.Stat(filepath.Join(dir, "cellar.db"))
+	wal, _ := os.Stat(filepath.Join(dir, "cellar.db-wal"))
+	size := int64(0)
+	if st != nil {
+		size += st.Size()
+	}
+	if wal != nil {
+		size += wal.Size()
+	}
+	fmt.Printf("\n| at the end | |\n|---|---|\n| server RSS | %d MB |\n| database + WAL | %d MB |\n", rss(cmd.Process.Pid)>>20, size>>20)
+}
+
+// backfillRate indexes the unindexed copy with FT.CREATE and prints the
+// back-fill's documents per second.
+func backfillRate(c *redis.Client, docs int) {
 	fmt.Println()
 	fmt.Printf("| step | result |\n|---|---|\n")
 	t0 := time.Now()
@@ -153,19 +220,8 @@ func main() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Printf("| FT.CREATE back-fill of the same docs | %.0f docs/s |\n", float64(*docs)/time.Since(t0).Seconds())
+	fmt.Printf("| FT.CREATE back-fill of the same docs | %.0f docs/s |\n", float64(docs)/time.Since(t0).Seconds())
 	must(c.Do(ctx, "FT.DROPINDEX", "idx2").Err())
-
-	st, _ := os.Stat(filepath.Join(dir, "cellar.db"))
-	wal, _ := os.Stat(filepath.Join(dir, "cellar.db-wal"))
-	size := int64(0)
-	if st != nil {
-		size += st.Size()
-	}
-	if wal != nil {
-		size += wal.Size()
-	}
-	fmt.Printf("\n| at the end | |\n|---|---|\n| server RSS | %d MB |\n| database + WAL | %d MB |\n", rss(cmd.Process.Pid)>>20, size>>20)
 }
 
 func must(err error) {
