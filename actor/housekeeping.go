@@ -9,7 +9,11 @@ import (
 func (a *Actor) housekeeping(now time.Time) {
 	a.nextSweep = now.Add(a.cfg.SweepInterval)
 	a.sweepMore = false
-	if a.roundErr == nil && !a.pause.on && !a.noActiveExpire { // none during CLIENT PAUSE, as in Redis, nor after DEBUG SET-ACTIVE-EXPIRE 0
+	// No sweep during CLIENT PAUSE, as in Redis, nor after DEBUG
+	// SET-ACTIVE-EXPIRE 0, nor while a flush has SQLite (redolog.go): it
+	// would wait for it, and the next one catches up.
+	flying := a.st.Flying()
+	if a.roundErr == nil && !a.pause.on && !a.noActiveExpire && !flying {
 		a.st.Now = a.nowMs
 		t0 := time.Now()
 		n, err := a.st.SweepExpired(a.cfg.SweepBatch)
@@ -32,7 +36,7 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.sweepMore = true // an index still filling: go on next round
 		}
 	}
-	if a.roundErr == nil {
+	if a.roundErr == nil && !flying {
 		// Free the blobs of large values whose rows went (storage/blobs.go).
 		if err := a.st.CollectGarbage(); err != nil {
 			a.roundErr = err

@@ -90,47 +90,91 @@ func (a *Actor) endRound() error {
 		}
 		a.stats.logWrites++
 	}
-	if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) || len(a.afterFlush) > 0 {
+	if len(a.afterFlush) > 0 {
 		a.flush()
+	} else if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) {
+		a.startFlush()
 	}
 	return nil
 }
 
-// flush commits the open transaction with the log position it reaches
-// (with a log; nothing to do without one, or with nothing open), then runs
-// what waited for it (a snapshot's start).
+// flush brings SQLite up to the log now: it lands a flush under way,
+// commits the open transaction with the log position it reaches (with a
+// log; nothing to do without one, or with nothing open) and waits for that
+// commit, then runs what waited for it (a snapshot's start).
 func (a *Actor) flush() {
-	a.flushAt = time.Now().Add(a.cfg.FlushInterval)
-	if a.logging() && a.st.InTx() && a.durable.failure() != nil {
-		// Durability failed (a redo that could not be applied, a failed
-		// log write or fsync): what the open transaction holds may lack
-		// rounds the log has, so it must not be stored as covering the
-		// log. The restart replays the log instead.
-		a.st.Rollback()
-	} else if a.logging() && a.st.InTx() {
-		l := a.cfg.Log
-		t0 := time.Now()
-		err := a.st.SetRedoPosition(uint64(l.Written()))
-		if err == nil {
-			_, _, err = a.st.Commit()
-		} else {
-			a.st.Rollback()
-		}
-		if err != nil {
-			a.redo(err)
-		} else {
-			a.logPos = l.Written()
-			a.unflushed = 0
-			a.stats.flushes++
-			a.stats.lastFlushUsec = time.Since(t0).Microseconds()
-			a.lat.observe(evFlush, time.Since(t0))
-		}
-	}
+	a.landFlush(false)
+	a.startFlush()
+	a.landFlush(false)
 	after := a.afterFlush
 	a.afterFlush = nil
 	for _, f := range after {
 		f()
 	}
+}
+
+// startFlush hands the open transaction, with the log position it reaches,
+// to the offload pool to commit (storage.Flush), unless a flush is under
+// way already; the actor goes on meanwhile, and a statement that needs
+// SQLite waits for the commit. Its outcome comes back as a call
+// (landFlush).
+func (a *Actor) startFlush() {
+	a.flushAt = time.Now().Add(a.cfg.FlushInterval)
+	if !a.logging() || !a.st.InTx() || a.st.Flying() {
+		return
+	}
+	if a.durable.failure() != nil {
+		// Durability failed (a redo that could not be applied, a failed
+		// log write or fsync): what the open transaction holds may lack
+		// rounds the log has, so it must not be stored as covering the
+		// log. The restart replays the log instead.
+		a.st.Rollback()
+		return
+	}
+	f, err := a.st.StartFlush(uint64(a.cfg.Log.Written()))
+	if err != nil {
+		a.st.Rollback()
+		a.redo(err)
+		return
+	}
+	if f == nil {
+		return
+	}
+	a.unflushed = 0
+	job := &offload.Job{Run: func() {
+		f.Run()
+		a.in.put(message{kind: msgCall, fn: func() { a.landFlush(true) }})
+	}}
+	if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
+		f.Run() // the pool refused it: commit here
+	}
+}
+
+// landFlush takes in the outcome of the flush that last returned the
+// connection (waiting for one under way): its position and figures, or
+// its failure. inRound says it runs among a round's commands: a failure
+// then fails the round, whose end redoes the unflushed rounds; otherwise
+// they are redone here.
+func (a *Actor) landFlush(inRound bool) {
+	f := a.st.Land()
+	if f == nil {
+		return
+	}
+	if err := f.Err(); err != nil {
+		if inRound {
+			if a.roundErr == nil {
+				a.roundErr = err
+			}
+			return
+		}
+		a.st.Rollback()
+		a.redo(err)
+		return
+	}
+	a.logPos = redo.Position(f.Pos())
+	a.stats.flushes++
+	a.stats.lastFlushUsec = f.Took().Microseconds()
+	a.lat.observe(evFlush, f.Took())
 }
 
 // redo rebuilds, from the log, what SQLite lost when its open transaction

@@ -19,6 +19,10 @@ type hotCache struct {
 	head, tail *centry // most recently used first
 	kbuf       []byte
 	hits, miss uint64
+	// pendingOut counts pending entries (writeback.go) that left the map
+	// since the last write-back: their keys can no longer be told stale
+	// by a lookup here (stale).
+	pendingOut int
 }
 
 type centry struct {
@@ -34,6 +38,7 @@ type centry struct {
 	head, tail int64
 	version    int64
 	pending    bool
+	pseq       uint64 // when it became pending (Store.pend)
 	// A cached list's popped rows that SQLite still holds, just before
 	// head and just after tail; the write-back deletes them (lists.go).
 	lstale, rstale int64
@@ -157,11 +162,36 @@ func (c *hotCache) add(e *centry) {
 	c.pushFront(e)
 }
 
-// evict drops least recently used entries until the cache fits.
+// spareRotations is how many pending entries one eviction moves back to
+// the front rather than drop: SQLite's row is behind a pending entry, so
+// while it is in the map a statement on another key need not write it
+// back first (stale). Past that many, the cache's bound wins.
+const spareRotations = 8
+
+// evict drops least recently used entries until the cache fits, sparing a
+// few pending ones.
 func (c *hotCache) evict() {
+	spared := 0
 	for c.used > c.max && c.tail != nil {
+		if e := c.tail; e.pending && spared < spareRotations && e != c.head {
+			spared++
+			c.detach(e)
+			c.pushFront(e)
+			continue
+		}
 		c.unlink(c.tail)
 	}
+}
+
+// stale reports whether SQLite's row for key may be behind the cache: the
+// key's entry is pending, or some pending entry has left the map and so
+// could be key's.
+func (c *hotCache) stale(db int, key []byte) bool {
+	if c == nil || c.pendingOut > 0 {
+		return true
+	}
+	e := c.m[string(c.key(db, key))]
+	return e != nil && e.pending
 }
 
 // setExpiry updates a cached key's expiry.
@@ -191,9 +221,13 @@ func (c *hotCache) clear() {
 	}
 	clear(c.m)
 	c.head, c.tail, c.used = nil, nil, 0
+	c.pendingOut++ // pending entries may have been among them
 }
 
 func (c *hotCache) unlink(e *centry) {
+	if e.pending {
+		c.pendingOut++
+	}
 	c.detach(e)
 	delete(c.m, e.k)
 	c.used -= int64(len(e.k)+len(e.v)) + entryOverhead

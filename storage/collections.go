@@ -74,9 +74,7 @@ func (s *Store) openCollRow(db int, key []byte, types []Type) (*Coll, error) {
 		}
 		return nil, ErrWrongType // a string, or another collection type
 	}
-	st := s.q(qCollLookup)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qCollLookup, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()

@@ -24,9 +24,7 @@ func (s *Store) stringBlob(db int, key []byte) (ref int64, ok bool, err error) {
 	if s.cache.get(db, key, s.Now) != nil {
 		return 0, false, nil
 	}
-	st := s.q(qGetString)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qGetString, db, key)
 	defer st.reset()
 	row, err := st.step()
 	if err != nil || !row {

@@ -30,6 +30,13 @@ var (
 	qRandom   = newQuery("SELECT key, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id >= ?2 ORDER BY id LIMIT 1")
 	qExpiring = newQuery("SELECT count(*) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL")
 	qSweep    = newQuery("DELETE FROM keys WHERE (db, key) IN (SELECT db, key FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2) RETURNING db, type, id, key") // not the staging databases (StagingDB)
+	// Whether the sweep has anything to do. It runs without the write-back
+	// (prepared, not q): a pending row's expiry may be behind in SQLite,
+	// and either way is safe. A row SQLite thinks expired makes the sweep
+	// run, and the sweep writes everything back before it deletes; a
+	// pending expiry SQLite does not have yet waits for a later sweep (the
+	// hot cache never serves an expired entry, and a lookup deletes it).
+	qSweepDue = newQuery("SELECT 1 FROM keys WHERE expire_at < ?1 AND db < 16 LIMIT 1")
 	qFlushDB  = newQuery("DELETE FROM keys WHERE db = ?1")
 	qMoveDB   = newQuery("UPDATE keys SET db = ?2 WHERE db = ?1")
 )
@@ -37,9 +44,7 @@ var (
 // Lookup finds a live key. A key found expired is deleted (lazy expiry) and
 // reported missing.
 func (s *Store) Lookup(db int, key []byte) (Meta, bool, error) {
-	st := s.q(qLookup)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qLookup, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
@@ -79,9 +84,7 @@ func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
 // passed. live reports which it was (false too when there was no row).
 func (s *Store) remove(db int, key []byte, kind Change) (live bool, err error) {
 	s.cache.drop(db, key)
-	st := s.q(qDelete)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qDelete, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
@@ -147,9 +150,7 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 // SetExpire sets (at > 0) or removes (at == 0) a live key's expiry.
 func (s *Store) SetExpire(db int, key []byte, at int64) error {
 	s.cache.setExpiry(db, key, at)
-	st := s.q(qSetTTL)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qSetTTL, db, key)
 	st.int(3, at)
 	st.int(4, s.nextVersion())
 	if err := st.exec(); err != nil {
@@ -401,6 +402,15 @@ func (s *Store) CountExpiring(db int) (int64, error) {
 // SweepExpired deletes up to limit keys whose expiry has passed, oldest
 // expiry first, and reports how many it deleted.
 func (s *Store) SweepExpired(limit int) (int, error) {
+	if len(s.pending) > 0 {
+		due := s.prepared(qSweepDue)
+		due.int(1, s.Now)
+		row, err := due.step()
+		due.reset()
+		if err != nil || !row {
+			return 0, err
+		}
+	}
 	st := s.q(qSweep)
 	st.int(1, s.Now)
 	st.int(2, int64(limit))
@@ -499,9 +509,7 @@ func (s *Store) SwapDB(a, b int) error {
 // has passed at Now (stale), without expiring it or recording anything:
 // WATCH looks at a key this way, as Redis's keyIsExpired does.
 func (s *Store) Peek(db int, key []byte) (present, stale bool, err error) {
-	st := s.q(qLookup)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qLookup, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()

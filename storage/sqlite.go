@@ -66,6 +66,26 @@ func cbytes(p uintptr, n int) []byte {
 type conn struct {
 	tls *libc.TLS
 	db  uintptr
+	// lent is the flush the connection is lent to (flush.go): every use
+	// waits for it to come back first (ready). failed is a failed flush's
+	// error, which every step returns until the actor's Rollback.
+	lent   *Flush
+	failed error
+}
+
+// ready waits for a lent connection to come back.
+func (c *conn) ready() {
+	if c.lent != nil {
+		c.wait()
+	}
+}
+
+// wait waits for the flush the connection is lent to, and lands it.
+func (c *conn) wait() {
+	f := c.lent
+	<-f.done
+	c.lent = nil
+	f.s.land(f)
 }
 
 // openConn opens path with the given SQLITE_OPEN_* flags.
@@ -106,6 +126,10 @@ func (c *conn) err(rc int32) error {
 
 // exec runs one or more SQL statements that return no rows.
 func (c *conn) exec(sql string) error {
+	c.ready()
+	if c.failed != nil {
+		return c.failed
+	}
 	z, err := libc.CString(sql)
 	if err != nil {
 		return err
@@ -132,13 +156,22 @@ func (c *conn) close() error {
 }
 
 // lastInsertRowid is the rowid of the last row inserted into a rowid table.
-func (c *conn) lastInsertRowid() int64 { return sqlite3.Xsqlite3_last_insert_rowid(c.tls, c.db) }
+func (c *conn) lastInsertRowid() int64 {
+	c.ready()
+	return sqlite3.Xsqlite3_last_insert_rowid(c.tls, c.db)
+}
 
 // changes is the number of rows the last INSERT, UPDATE or DELETE changed.
-func (c *conn) changes() int64 { return sqlite3.Xsqlite3_changes64(c.tls, c.db) }
+func (c *conn) changes() int64 {
+	c.ready()
+	return sqlite3.Xsqlite3_changes64(c.tls, c.db)
+}
 
 // autocommit reports whether no transaction is open.
-func (c *conn) autocommit() bool { return sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) != 0 }
+func (c *conn) autocommit() bool {
+	c.ready()
+	return sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) != 0
+}
 
 // stmt is a prepared statement with one reusable C buffer per parameter.
 type stmt struct {
@@ -161,6 +194,7 @@ type cbuf struct {
 const largeBind = 1 << 20
 
 func (c *conn) prepare(sql string) (*stmt, error) {
+	c.ready()
 	z, err := libc.CString(sql)
 	if err != nil {
 		return nil, err
@@ -229,6 +263,12 @@ func (s *stmt) step() (bool, error) {
 		err := s.failed
 		s.failed = nil
 		return false, err
+	}
+	if s.c.lent != nil {
+		s.c.wait()
+	}
+	if s.c.failed != nil {
+		return false, s.c.failed
 	}
 	switch rc := sqlite3.Xsqlite3_step(s.c.tls, s.h); rc {
 	case sqlite3.SQLITE_ROW:

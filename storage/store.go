@@ -131,9 +131,18 @@ type Store struct {
 
 	cache   *hotCache
 	pending []*centry // collection key rows ahead of SQLite (writeback.go)
+	pendSeq uint64    // counts the entries that became pending
 	scratch []byte
 
 	searchStmts map[string]*stmt // statements over the search tables (search.go)
+
+	// Flushes on another goroutine (flush.go): their view of the
+	// connection and their own statements, the flush landed and not yet
+	// taken (Land), and whether a Begin waits for the connection.
+	fc        *conn
+	fstmts    map[*query]*stmt
+	landed    *Flush
+	lazyBegin bool
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -166,8 +175,26 @@ func (s *Store) q(qq *query) *stmt {
 	return st
 }
 
+// qKey returns the prepared statement for qq with ?1 and ?2 bound to db
+// and key, for a statement that reads or writes that key's row of the keys
+// table and no other. Unlike q, it writes the pending rows back first only
+// when SQLite's copy of that very row may be behind (hotCache.stale): a
+// point statement on another key's row cannot tell, so a burst of misses
+// no longer pays for the write-back of every hot key in between, and a
+// hot key written many times between flushes reaches SQLite once.
+func (s *Store) qKey(qq *query, db int, key []byte) *stmt {
+	st := s.prepared(qq)
+	if len(s.pending) > 0 && s.cache.stale(db, key) {
+		st.failed = s.writeBack()
+	}
+	st.int(1, int64(db))
+	st.blob(2, key)
+	return st
+}
+
 // prepared returns qq's prepared statement.
 func (s *Store) prepared(qq *query) *stmt {
+	s.c.ready()
 	if qq.idx < len(s.stmts) && s.stmts[qq.idx] != nil {
 		return s.stmts[qq.idx]
 	}
@@ -208,6 +235,7 @@ func Open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
 	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes)}
+	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
 	if err := s.init(o); err != nil {
 		c.close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
@@ -325,6 +353,7 @@ func (s *Store) loadCounters() error {
 // Close closes the database. The WAL stays for SQLite to checkpoint on its
 // next open, or is checkpointed here when possible.
 func (s *Store) Close() error {
+	s.Land()
 	if s.inTx {
 		s.Rollback()
 	}
@@ -334,6 +363,10 @@ func (s *Store) Close() error {
 		}
 	}
 	s.stmts = nil
+	for _, st := range s.fstmts {
+		st.close()
+	}
+	s.fstmts = nil
 	s.closeSearchStmts()
 	s.wal.close()
 	// The actor's connection must be the last one open, so that closing it
@@ -348,6 +381,11 @@ func (s *Store) Path() string { return s.path }
 // Begin opens the transaction that the actor's next round runs in.
 func (s *Store) Begin() error {
 	if s.inTx {
+		return nil
+	}
+	if s.c.lent != nil {
+		// A flush has the connection: BEGIN goes once it is back (land).
+		s.inTx, s.dirty, s.lazyBegin = true, false, true
 		return nil
 	}
 	if err := s.q(qBegin).exec(); err != nil {
@@ -415,6 +453,13 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 
 // Rollback abandons the round's transaction and its counter changes.
 func (s *Store) Rollback() {
+	s.c.ready()
+	if s.c.failed != nil {
+		// A failed flush's: this is the rollback it waited for, and the
+		// caller redoes (or a restart replays) what it held.
+		s.c.failed, s.landed = nil, nil
+	}
+	s.lazyBegin = false
 	if !s.c.autocommit() {
 		s.q(qRollback).exec()
 	}

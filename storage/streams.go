@@ -206,9 +206,7 @@ var (
 // when the key holds another type. One statement reads the key's row and
 // the stream's metadata.
 func (s *Store) OpenStream(db int, key []byte) (*Stream, error) {
-	q := s.q(qStreamOpen)
-	q.int(1, int64(db))
-	q.blob(2, key)
+	q := s.qKey(qStreamOpen, db, key)
 	row, err := q.step()
 	if err != nil || !row {
 		q.reset()

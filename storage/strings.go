@@ -35,9 +35,7 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 		}
 		return append(dst, e.v...), true, nil
 	}
-	st := s.q(qGetString)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qGetString, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
@@ -69,9 +67,7 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 // StringLen is the length of a live string key's value; found is false
 // (and n 0) when the key is missing.
 func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
-	st := s.q(qStrLen)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qStrLen, db, key)
 	row, err := st.step()
 	if err != nil || !row {
 		st.reset()
@@ -144,9 +140,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			return err
 		}
 	}
-	st := s.q(qInsertString)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qInsertString, db, key)
 	st.int(3, s.nextID)
 	st.int(4, expireAt)
 	st.int(5, s.nextVersion())
@@ -170,9 +164,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 // stringRow reads the type, expiry and value kind (a blob ref or not) of
 // key's row for SetString; an expired key is deleted and reported as none.
 func (s *Store) stringRow(db int, key []byte) (t Type, exp int64, ref bool, err error) {
-	st := s.q(qStringRow)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qStringRow, db, key)
 	row, err := st.step()
 	if row {
 		t, exp, ref = Type(st.colInt(0)), st.colInt(1), st.colInt(2) != 0
@@ -216,9 +208,7 @@ func (s *Store) updateString(db int, key, val []byte, expireAt int64, keepTTL, o
 			return false, err
 		}
 	}
-	st := s.q(qUpdateString)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qUpdateString, db, key)
 	ref, err := s.bindValue(st, 3, val, len(key))
 	if err != nil {
 		st.reset()

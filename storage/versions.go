@@ -67,9 +67,7 @@ func (s *Store) saveVersion() (mark int64, err error) {
 // KeyVersion is the version of a live key (found false when it is missing
 // or expired). It only reads: an expired key is not deleted here.
 func (s *Store) KeyVersion(db int, key []byte) (v int64, found bool, err error) {
-	st := s.q(qKeyVersion)
-	st.int(1, int64(db))
-	st.blob(2, key)
+	st := s.qKey(qKeyVersion, db, key)
 	defer st.reset()
 	row, err := st.step()
 	if err != nil || !row || expired(st.colInt(1), s.Now) {

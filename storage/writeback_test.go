@@ -68,8 +68,15 @@ func TestWriteBack(t *testing.T) {
 	if got := scard(t, s, "s"); got != 3 {
 		t.Fatalf("SCARD through the cache: %d, want 3", got)
 	}
-	// Any statement on the keys table writes the rows back first.
+	// A statement on another key's row leaves them pending; one on the
+	// keys table at large (here SCAN's) writes them back first.
 	if _, _, err := s.Lookup(0, []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rowInSQLite(t, s, "s"); n != 1 || s.PendingRows() != 1 {
+		t.Fatalf("a lookup of another key wrote s back: count %d, %d pending", n, s.PendingRows())
+	}
+	if _, _, err := s.Scan(0, 0, 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, v := rowInSQLite(t, s, "s"); n != 3 || v <= v0 {
@@ -260,7 +267,13 @@ func TestWriteBackStrings(t *testing.T) {
 	if v, _, err := s.GetString(0, []byte("k"), nil); err != nil || string(v) != "v100" {
 		t.Fatalf("GET: %q %v, want v100", v, err)
 	}
-	if _, _, err := s.Lookup(0, []byte("x")); err != nil { // a keys statement
+	if _, _, err := s.Lookup(0, []byte("x")); err != nil { // another key's row
+		t.Fatal(err)
+	}
+	if v, _ := inSQLite("k"); string(v) != "v0" {
+		t.Fatalf("a lookup of another key wrote k back: SQLite holds %q", v)
+	}
+	if _, _, err := s.Lookup(0, []byte("k")); err != nil { // k's own row
 		t.Fatal(err)
 	}
 	if v, _ := inSQLite("k"); string(v) != "v100" {

@@ -1,0 +1,304 @@
+package storage
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Flushes on another goroutine.
+//
+// With a redo log, the actor's transaction stays open across rounds and is
+// committed every flush interval (docs/architecture.md, "Durability").
+// Committing it, and writing back the key rows the hot cache holds ahead
+// of SQLite (writeback.go), is work the actor need not wait for: a Flush
+// freezes both on the actor (StartFlush) and commits them on the offload
+// pool (Run), while the actor goes on serving whatever the hot cache can
+// answer, cached GETs and SETs of cached strings among them.
+//
+// The connection is lent meanwhile, so the rule that makes it safe is in
+// the connection itself: every use of it by the actor (a statement's
+// preparation or step, transaction control, changes, autocommit) first
+// waits for the flush to come back (conn.lent). A statement that needs
+// SQLite while a flush runs therefore waits for it, as it would have waited
+// for a flush run by the actor, and then sees everything the flush wrote.
+// A Begin while the connection is lent is taken at its word and issued
+// once it comes back (Store.lazyBegin).
+//
+// What the flush writes is frozen: copies of the pending rows (a key
+// written again meanwhile becomes pending again, for the next flush), the
+// key counts and the version high-water mark, and the log position the
+// whole covers. It commits them with the actor's transaction in one
+// COMMIT, so the database never covers the log beyond what it holds.
+// Pending rows whose write needs the actor's state (a value stored as a
+// blob, a list's stale rows) are written on the actor before the freeze.
+//
+// A flush that fails rolls the transaction back; every statement then
+// fails with its error (conn.failed) until the actor's Rollback, so the
+// round that finds it fails whole and the actor redoes the unflushed
+// rounds from the log, exactly as after a failed commit on the actor.
+
+// A Flush is the open transaction and the frozen pending rows, committed
+// on another goroutine (Run) with the log position they reach.
+type Flush struct {
+	s      *Store
+	rows   []frozenRow
+	counts []dbCount
+	mark   int64 // the version high-water mark to store; 0: unchanged
+	pos    uint64
+	deltas [allDBs]int64
+
+	done chan struct{}
+	err  error
+	took time.Duration
+}
+
+// frozenRow is a pending key row as it was when its flush began.
+type frozenRow struct {
+	k       string // database byte + key, as in the hot cache
+	coll    Type   // 0 for a string
+	id, n   int64
+	v       []byte
+	exp     int64
+	version int64
+	seq     uint64 // when it became pending, for rows of one key
+}
+
+type dbCount struct{ db, n int64 }
+
+// Err is the flush's outcome, once it has landed.
+func (f *Flush) Err() error { return f.err }
+
+// Pos is the log position the flush makes the database cover.
+func (f *Flush) Pos() uint64 { return f.pos }
+
+// Took is how long the commit took on its goroutine.
+func (f *Flush) Took() time.Duration { return f.took }
+
+// StartFlush freezes the open transaction and the pending rows for a flush
+// that makes the database cover the log up to pos, and lends the
+// connection to it: the caller runs f.Run on another goroutine, then lands
+// it (Land) on the actor. Without an open transaction there is nothing to
+// flush (nil). An error comes from a write-back that had to run here; the
+// transaction is then as after any failed statement.
+func (s *Store) StartFlush(pos uint64) (*Flush, error) {
+	if !s.inTx {
+		return nil, nil
+	}
+	if s.c.lent != nil {
+		return nil, fmt.Errorf("storage: a flush started while another is running")
+	}
+	if err := s.EndCommand(); err != nil {
+		return nil, err
+	}
+	if s.c.autocommit() {
+		// SQLite abandoned the transaction after a failure: the caller's
+		// rollback discards it all.
+		return nil, fmt.Errorf("storage: the transaction to flush was abandoned")
+	}
+	f := &Flush{s: s, pos: pos, done: make(chan struct{})}
+	if err := s.freezePending(f); err != nil {
+		return nil, err
+	}
+	if s.version > s.versionMark {
+		f.mark = s.version + versionBlock
+	}
+	for db := range s.keyDeltas {
+		if s.keyDeltas[db] != 0 {
+			f.counts = append(f.counts, dbCount{int64(db), s.keyCounts[db] + s.keyDeltas[db]})
+		}
+	}
+	// The flush's deltas count as committed from here (DBSIZE adds them);
+	// a failed flush takes them back (landed).
+	f.deltas = s.keyDeltas
+	for db := range s.keyDeltas {
+		s.keyCounts[db] += s.keyDeltas[db]
+		s.keyDeltas[db] = 0
+	}
+	s.ResetTouched()
+	s.saved = s.saved[:0]
+	s.inTx, s.dirty = false, false
+	s.c.lent = f
+	return f, nil
+}
+
+// freezePending copies the pending rows into f and clears them, writing
+// here the ones whose write needs the actor's state.
+func (s *Store) freezePending(f *Flush) error {
+	for i, e := range s.pending {
+		if !e.pending {
+			continue
+		}
+		var err error
+		switch {
+		case e.coll == TypeList:
+			err = s.settle(e) // deletes rows: the actor's statements
+		case e.coll == 0 && (e.ref || len(e.v)+len(e.k)-1 > inlineBudget):
+			err = s.saveString(e) // blob refs move
+			if err == nil {
+				e.pending = false
+				s.pending[i] = nil
+				continue
+			}
+		}
+		if err != nil {
+			s.pending = s.pending[i:]
+			return err
+		}
+		r := frozenRow{k: e.k, coll: e.coll, id: e.id, n: e.n, exp: e.exp, version: e.version, seq: e.pseq}
+		if e.coll == 0 {
+			r.v = append([]byte(nil), e.v...)
+		}
+		f.rows = append(f.rows, r)
+		e.pending = false
+		s.pending[i] = nil
+	}
+	s.pending = s.pending[:0]
+	if s.cache != nil {
+		s.cache.pendingOut = 0
+	}
+	return nil
+}
+
+// Run commits the flush. It runs on another goroutine while the connection
+// is lent to it, and must not touch anything of the Store but the
+// connection and the flush's own statements.
+func (f *Flush) Run() {
+	t0 := time.Now()
+	f.err = f.commit()
+	f.took = time.Since(t0)
+	close(f.done)
+}
+
+func (f *Flush) commit() error {
+	s := f.s
+	err := f.writeRows()
+	if err == nil && f.mark != 0 {
+		st := s.flushStmt(qSaveVersion)
+		st.int(1, f.mark)
+		err = st.exec()
+	}
+	for _, c := range f.counts {
+		if err != nil {
+			break
+		}
+		st := s.flushStmt(qSaveStats)
+		st.int(1, c.db)
+		st.int(2, c.n)
+		err = st.exec()
+	}
+	if err == nil {
+		st := s.flushStmt(qSaveRedoPos)
+		st.int(1, int64(f.pos))
+		err = st.exec()
+	}
+	if err == nil {
+		err = s.flushStmt(qCommit).exec()
+	}
+	if err != nil && !s.fc.autocommit() {
+		s.flushStmt(qRollback).exec()
+	}
+	return err
+}
+
+// writeRows writes the frozen rows, as writeBack would have, in key order
+// (see writeBack; sorted here, off the actor).
+func (f *Flush) writeRows() error {
+	s := f.s
+	order := make([]int32, len(f.rows))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &f.rows[i], &f.rows[j]
+		if c := strings.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	for _, i := range order {
+		r := &f.rows[i]
+		var st *stmt
+		switch r.coll {
+		case 0:
+			st = s.flushStmt(qSaveString)
+			st.blob(3, r.v)
+			st.int(4, r.exp)
+		case TypeList:
+			st = s.flushStmt(qSaveListRow)
+		default:
+			st = s.flushStmt(qSaveCollRow)
+			st.int(4, r.n)
+		}
+		st.int(1, int64(r.k[0]))
+		st.blob(2, []byte(r.k[1:]))
+		if r.coll != 0 {
+			st.int(3, r.id)
+		}
+		st.int(5, r.version)
+		if err := st.exec(); err != nil {
+			return err
+		}
+		if r.coll == 0 && s.fc.changes() != 1 {
+			return fmt.Errorf("storage: flush found no string row for cached key %q", r.k[1:])
+		}
+	}
+	return nil
+}
+
+// flushStmt is qq prepared for flushes, on the flush's view of the
+// connection: a flush may not use the actor's statements.
+func (s *Store) flushStmt(qq *query) *stmt {
+	if st := s.fstmts[qq]; st != nil {
+		return st
+	}
+	st, err := s.fc.prepare(qq.sql)
+	if err != nil {
+		panic(err) // a constant query; the tests prepare every one
+	}
+	s.fstmts[qq] = st
+	return st
+}
+
+// Flying reports whether a flush has the connection.
+func (s *Store) Flying() bool { return s.c.lent != nil }
+
+// Land waits for the running flush, if any, and takes its outcome into the
+// Store. It returns the flush landed since the last call (by this call or
+// by a statement that needed the connection), or nil.
+func (s *Store) Land() *Flush {
+	if s.c.lent != nil {
+		s.c.wait()
+	}
+	f := s.landed
+	s.landed = nil
+	return f
+}
+
+// land takes a returned flush's outcome into the Store (conn.wait calls it
+// once the flush is done).
+func (s *Store) land(f *Flush) {
+	s.landed = f
+	if f.err != nil {
+		// The transaction is gone: every statement fails until the
+		// actor's Rollback, and the counts go back to what is committed.
+		s.c.failed = f.err
+		for db := range f.deltas {
+			s.keyCounts[db] -= f.deltas[db]
+		}
+		s.lazyBegin = false
+		return
+	}
+	if f.mark != 0 {
+		s.versionMark = f.mark
+	}
+	s.commits++
+	if s.lazyBegin {
+		s.lazyBegin = false
+		if err := s.c.exec("BEGIN"); err != nil {
+			s.c.failed = err
+		}
+	}
+}

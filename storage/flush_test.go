@@ -1,0 +1,150 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// A flush commits the frozen transaction and pending rows on another
+// goroutine while the actor goes on: writes to cached strings meanwhile
+// stay pending for the next flush, a statement waits for the connection
+// and then sees what the flush wrote, and what is committed after a
+// restart is exactly what the flushes covered.
+func TestFlushOffTheActor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellar.db")
+	s, err := Open(Options{Path: path, HotCacheBytes: 1 << 20})
+	must(t, err)
+	s.Now = 1
+	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
+	get := func(key string) string {
+		t.Helper()
+		v, _, err := s.GetString(0, []byte(key), nil)
+		must(t, err)
+		return string(v)
+	}
+	inTx(t, s, func() {
+		for i := range 50 {
+			set(fmt.Sprint("k", i), "v0")
+		}
+	})
+	must(t, s.Begin())
+	sadd(t, s, "s", "a") // a collection: elements in the transaction
+	set("new", "n1")     // a new key: written in the transaction
+	for i := range 50 {
+		set(fmt.Sprint("k", i), "v1") // cached: pending
+	}
+	if s.PendingRows() < 50 {
+		t.Fatalf("%d pending rows, want the 50 strings", s.PendingRows())
+	}
+	f, err := s.StartFlush(1234)
+	must(t, err)
+	if f == nil || !s.Flying() || s.PendingRows() != 0 || s.InTx() {
+		t.Fatalf("after StartFlush: flush %v flying %v pending %d inTx %v", f, s.Flying(), s.PendingRows(), s.InTx())
+	}
+	// The connection is lent: the next round's Begin and writes to cached
+	// strings go on without it.
+	must(t, s.Begin())
+	set("k0", "v2")
+	set("k1", "v2")
+	if got := get("k2"); got != "v1" {
+		t.Fatalf("cached GET during the flush: %q", got)
+	}
+	if !s.Flying() {
+		t.Fatal("a cached write took the connection back")
+	}
+	done := make(chan struct{})
+	go func() { f.Run(); close(done) }()
+	// A statement on SQLite waits for the flush, then sees its rows.
+	if n, _ := rowInSQLite(t, s, "s"); n != 1 {
+		t.Fatalf("set's count after the flush: %d", n)
+	}
+	<-done
+	if s.Flying() {
+		t.Fatal("still flying after a statement waited")
+	}
+	if got := s.Land(); got != f || got.Err() != nil {
+		t.Fatalf("Land: %v (%v), want the flush", got, got.Err())
+	}
+	if s.Land() != nil {
+		t.Fatal("a flush landed twice")
+	}
+	if pos, err := s.RedoPosition(); err != nil || pos != 1234 {
+		t.Fatalf("redo position %d (%v), want 1234", pos, err)
+	}
+	if s.PendingRows() != 2 {
+		t.Fatalf("%d pending rows after the flush, want k0 and k1", s.PendingRows())
+	}
+	// What a restart finds: the flush's rows, not the later pending ones
+	// (the transaction they belong to never committed).
+	must(t, s.Close())
+	s, err = Open(Options{Path: path, HotCacheBytes: 1 << 20})
+	must(t, err)
+	defer s.Close()
+	s.Now = 1
+	for key, want := range map[string]string{"k0": "v1", "k1": "v1", "k2": "v1", "k49": "v1", "new": "n1"} {
+		if got := get(key); got != want {
+			t.Fatalf("after restart %s = %q, want %q", key, got, want)
+		}
+	}
+	if got := scard(t, s, "s"); got != 1 {
+		t.Fatalf("after restart SCARD %d", got)
+	}
+	if n := s.DBSize(0); n != 52 {
+		t.Fatalf("after restart DBSIZE %d, want 52", n)
+	}
+}
+
+// A flush that fails rolls its transaction back, and every statement
+// fails with its error until the actor's Rollback; the database then
+// holds what was committed before, and covers the log as far as then.
+func TestFlushFailureFailsUntilRollback(t *testing.T) {
+	s := openTest(t)
+	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
+	inTx(t, s, func() {
+		set("a", "a0")
+		set("gone", "g0")
+		must(t, s.SetRedoPosition(10))
+	})
+	must(t, s.Begin())
+	set("a", "a1")
+	set("gone", "g1")
+	set("b", "b1")
+	// The row of a pending key vanishes behind the cache's back: the
+	// flush's write of it finds nothing and fails.
+	must(t, s.c.exec("DELETE FROM keys WHERE key = CAST('gone' AS BLOB)"))
+	f, err := s.StartFlush(20)
+	must(t, err)
+	f.Run()
+	if f.Err() == nil {
+		t.Fatal("the flush did not fail")
+	}
+	if _, _, err := s.Lookup(0, []byte("zzz")); err == nil {
+		t.Fatal("a statement after the failed flush succeeded")
+	}
+	n0 := s.DBSize(0)
+	if _, _, err := s.Lookup(0, []byte("zzz")); err == nil {
+		t.Fatal("the failure was not sticky")
+	}
+	if got := s.Land(); got != f || got.Err() == nil {
+		t.Fatalf("Land after the failed flush: %v", got)
+	}
+	if n0 != 2 {
+		t.Fatalf("DBSIZE after the failed flush %d, want the committed 2", n0)
+	}
+	s.Rollback()
+	if pos, err := s.RedoPosition(); err != nil || pos != 10 {
+		t.Fatalf("redo position %d (%v), want the committed 10", pos, err)
+	}
+	for key, want := range map[string]string{"a": "a0", "b": ""} {
+		v, _, err := s.GetString(0, []byte(key), nil)
+		must(t, err)
+		if string(v) != want {
+			t.Fatalf("after rollback %s = %q, want %q", key, v, want)
+		}
+	}
+	inTx(t, s, func() { set("b", "b2") })
+	if v, _, _ := s.GetString(0, []byte("b"), nil); string(v) != "b2" {
+		t.Fatalf("writes after the rollback: b = %q", v)
+	}
+}
