@@ -39,6 +39,7 @@ type centry struct {
 	version    int64
 	pending    bool
 	pseq       uint64 // when it became pending (Store.pend)
+	gone       bool   // unlinked: no longer in the map (never again)
 	// A cached list's popped rows that SQLite still holds, just before
 	// head and just after tail; the write-back deletes them (lists.go).
 	lstale, rstale int64
@@ -112,6 +113,15 @@ func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 	} else {
 		c.add(&centry{k: string(k), v: append([]byte(nil), val...), exp: exp, ref: ref})
 	}
+	c.evict()
+}
+
+// setValue replaces live string entry e's value and expiry in place (the
+// caller found e with get, which made it the most recently used).
+func (c *hotCache) setValue(e *centry, val []byte, exp int64) {
+	c.used += int64(len(val) - len(e.v))
+	e.v = append(e.v[:0], val...)
+	e.exp = exp
 	c.evict()
 }
 
@@ -228,6 +238,7 @@ func (c *hotCache) unlink(e *centry) {
 	if e.pending {
 		c.pendingOut++
 	}
+	e.gone = true
 	c.detach(e)
 	delete(c.m, e.k)
 	c.used -= int64(len(e.k)+len(e.v)) + entryOverhead

@@ -96,7 +96,7 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 		if keepTTL {
 			expireAt = e.exp
 		}
-		s.cache.put(db, key, val, expireAt, e.ref) // e.ref: the row's old value
+		s.cache.setValue(e, val, expireAt) // e.ref stays: the row's old value
 		s.pend(e, 0, s.nextVersion())
 		s.record(db, key, Written, 0)
 		return nil

@@ -65,6 +65,11 @@ func (s *Store) pend(e *centry, n, version int64) {
 		s.pendSeq++
 		e.pseq = s.pendSeq
 		s.pending = append(s.pending, e)
+		if e.gone {
+			// Evicted while its command ran: a lookup can no longer
+			// find it stale (hotCache.stale).
+			s.cache.pendingOut++
+		}
 	}
 }
 
