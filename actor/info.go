@@ -196,6 +196,10 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("redo_log_writes", a.stats.logWrites)
 			kv("flushes", a.stats.flushes)
 			kv("last_flush_usec", a.stats.lastFlushUsec)
+			// A flush commits on the offload pool; a command that needs
+			// SQLite meanwhile waits for it (storage/flush.go).
+			kv("flush_in_progress", boolInt(a.st.Flying()))
+			kv("flush_waits", a.st.FlushWaits())
 			kv("unflushed_log_bytes", a.unflushed)
 			lag := int64(0)
 			if a.unflushed > 0 {

@@ -265,6 +265,10 @@ func (s *Store) flushStmt(qq *query) *stmt {
 // Flying reports whether a flush has the connection.
 func (s *Store) Flying() bool { return s.c.lent != nil }
 
+// FlushWaits counts the times a use of the connection had to wait for a
+// flush to finish.
+func (s *Store) FlushWaits() uint64 { return s.flushWaits }
+
 // Land waits for the running flush, if any, and takes its outcome into the
 // Store. It returns the flush landed since the last call (by this call or
 // by a statement that needed the connection), or nil.

@@ -267,6 +267,7 @@ const maxSearchStmts = 256
 // searchStmt returns the prepared statement for sql over the search
 // tables, prepared once and kept (when keep) until the tables change.
 func (s *Store) searchStmt(sql string, keep bool) (*stmt, error) {
+	s.c.ready() // a flush may have the connection (flush.go)
 	if st := s.searchStmts[sql]; st != nil {
 		return st, nil
 	}

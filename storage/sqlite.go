@@ -83,7 +83,12 @@ func (c *conn) ready() {
 // wait waits for the flush the connection is lent to, and lands it.
 func (c *conn) wait() {
 	f := c.lent
-	<-f.done
+	select {
+	case <-f.done:
+	default:
+		f.s.flushWaits++
+		<-f.done
+	}
 	c.lent = nil
 	f.s.land(f)
 }

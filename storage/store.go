@@ -139,10 +139,11 @@ type Store struct {
 	// Flushes on another goroutine (flush.go): their view of the
 	// connection and their own statements, the flush landed and not yet
 	// taken (Land), and whether a Begin waits for the connection.
-	fc        *conn
-	fstmts    map[*query]*stmt
-	landed    *Flush
-	lazyBegin bool
+	fc         *conn
+	fstmts     map[*query]*stmt
+	landed     *Flush
+	lazyBegin  bool
+	flushWaits uint64 // times a use of the connection waited for a flush
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
