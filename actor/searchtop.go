@@ -1,0 +1,508 @@
+package actor
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cellar-db/cellar/storage"
+)
+
+// Term lists: a term query's page without scoring every match.
+//
+// FTS5's bm25() of a one-term query is idf * f*(k1+1) / (f + k1*(1-b +
+// b*D/avgdl)): idf depends only on how many documents match and how many
+// there are, f (the term's weighted frequency in the document) and D (the
+// document's length) only on the document, which never changes under its
+// id (an update makes a new document id, indexKey). For a term matching
+// at least topMinHits documents, search_tops (migration 13) keeps a list
+// made by scoring every match once: the topListLen best documents with
+// their f and D, the highest document id then (wm), the counts bm25()
+// used then, and rest, the best score of the matches left out. A query
+// then scores, instead of every match:
+//
+//   - the listed documents that still exist, with bm25()'s own formula
+//     and today's counts (bit for bit what bm25() gives: the list is only
+//     stored if the formula reproduces every listed score when it is made);
+//   - the matches indexed since (document id above wm), with bm25();
+//
+// and counts the matches (FTS5 without scoring). A document left out of
+// the list scored at most rest then; since, its idf can only have changed
+// by the ratio of the idfs, and the part that depends on avgdl by at most
+// avgdl's ratio when avgdl grew (the length term shrinks by that ratio at
+// most), so today it scores at most rest * idf/idf0 * max(1, avgdl/avgdl0)
+// (plus 1e-9 for rounding). When the page's last document scores above
+// that bound, no document left out can be on the page, and the page is
+// exactly the one a full scoring gives (score, then key). Otherwise the
+// list is made again from a full scoring, and if the page still cannot be
+// proved (ties at the list's end, or a page deeper than the list), the
+// query runs the full scoring.
+//
+// Lists are made by queries (a term with no list and enough matches) and,
+// when an index has had no writes since the last housekeeping step, in
+// the background, one term per step, for the terms the index's fts5vocab
+// table counts between topMinHits and topBuildMax matches. They go with
+// the index's tables (DropSearchTables). While document ids wait in ftN_gc
+// (deleted documents whose FTS5 rows are still there) queries score in
+// full and no list is made.
+
+// The limits of term lists (variables for the tests).
+var (
+	topListLen  = 64             // documents a list keeps: pages up to this deep
+	topMinHits  = int64(2048)    // a term with fewer matches is scored in full
+	topMaxNew   = 512            // matches indexed since its list, past which a list is made again
+	topBuildMax = int64(200_000) // background: terms with more matches are left to queries
+	topScanStep = 256            // background: fts5vocab rows read per step
+	maxTermMemo = 4096           // remembered word -> indexed term tokenizations
+)
+
+// bm25 constants as FTS5 has them: variables, so that k1+1 is computed
+// in float64 as the C code does, not exactly as a constant expression.
+var bm25K1, bm25B = 1.2, 0.75
+
+// topDoc is one listed document.
+type topDoc struct {
+	docid int64
+	f     float64 // weighted frequency of the term
+	dl    int64   // length in tokens, all columns
+}
+
+// topList is one stored list.
+type topList struct {
+	wm, rows, toks, hits int64
+	rest                 float64
+	hasRest              bool
+	docs                 []topDoc
+}
+
+// topScore is bm25()'s score of a one-term query (negated back, as
+// FT.SEARCH shows it), computed in the same order as FTS5's C code.
+func topScore(idf, avgdl, f float64, dl int64) float64 {
+	k1, b := bm25K1, bm25B
+	d := float64(dl)
+	return idf * float64(float64(f*float64(k1+1))/float64(f+float64(k1*float64(float64(1-b)+float64(b*d)/avgdl))))
+}
+
+// topIDF is bm25()'s idf for a phrase matching hits of rows documents.
+func (a *Actor) topIDF(rows, hits int64) float64 {
+	idf := a.st.SearchLog((float64(rows-hits) + 0.5) / (float64(hits) + 0.5))
+	if idf <= 0 {
+		idf = 1e-6
+	}
+	return idf
+}
+
+// topWeights are the weights FT.SEARCH gives bm25() for an FTS5 table's
+// columns, as numbers and as the SQL arguments' text.
+func topWeights(idx *ftIndex, cols []int) ([]float64, string) {
+	ws := make([]float64, len(cols))
+	txt := make([]string, len(cols))
+	for i, c := range cols {
+		ws[i] = idx.spec.Fields[c].Weight
+		txt[i] = strconv.FormatFloat(ws[i], 'g', -1, 64)
+	}
+	return ws, strings.Join(txt, ", ")
+}
+
+// searchTerm is the one term FTS5's tokenizer for table kind makes of
+// word ("" when it makes none or several), found with a scratch FTS5
+// table of the connection's own and remembered.
+func (a *Actor) searchTerm(kind, word string) (string, error) {
+	s := &a.search
+	memo := kind + "\x00" + word
+	if t, ok := s.terms[memo]; ok {
+		return t, nil
+	}
+	// Made each time: a rollback undoes their creation too.
+	tbl := "temp.cellar_tok_" + kind
+	err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + " USING fts5(x, content = '', tokenize = '" +
+		storage.SearchTokenizer(kind) + "')")
+	if err == nil {
+		err = a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + "_v USING fts5vocab(temp, cellar_tok_" + kind + ", instance)")
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := a.st.SearchExec("INSERT INTO "+tbl+" (rowid, x) VALUES (1, ?)", word); err != nil {
+		return "", err
+	}
+	var terms []string
+	err = a.st.SearchQuery("SELECT term FROM "+tbl+"_v", true, nil, func(r storage.SearchRow) bool {
+		terms = append(terms, r.Text(0))
+		return len(terms) < 2
+	})
+	if err2 := a.st.SearchExec("INSERT INTO " + tbl + " (" + "cellar_tok_" + kind + ") VALUES ('delete-all')"); err == nil {
+		err = err2
+	}
+	if err != nil {
+		return "", err
+	}
+	t := ""
+	if len(terms) == 1 {
+		t = terms[0]
+	}
+	if len(s.terms) >= maxTermMemo || s.terms == nil {
+		s.terms = map[string]string{}
+	}
+	s.terms[memo] = t
+	return t, nil
+}
+
+// loadTop reads the list of term in idx's table kind; nil when there is
+// none.
+func (a *Actor) loadTop(idx *ftIndex, kind, term string) (*topList, error) {
+	var l *topList
+	err := a.st.SearchQuery("SELECT wm, nrows, ntoks, nhits, rest, docs FROM search_tops WHERE idx = ? AND kind = ? AND term = ?",
+		true, []any{idx.id, kind, term}, func(r storage.SearchRow) bool {
+			l = &topList{wm: r.Int(0), rows: r.Int(1), toks: r.Int(2), hits: r.Int(3), hasRest: !r.Null(4), rest: r.Float(4)}
+			b := r.Bytes(5, nil)
+			for ; len(b) >= 24; b = b[24:] {
+				l.docs = append(l.docs, topDoc{docid: int64(binary.LittleEndian.Uint64(b)),
+					f: math.Float64frombits(binary.LittleEndian.Uint64(b[8:])), dl: int64(binary.LittleEndian.Uint64(b[16:]))})
+			}
+			return false
+		})
+	return l, err
+}
+
+// saveTop stores a list.
+func (a *Actor) saveTop(idx *ftIndex, kind, term string, l *topList) error {
+	b := make([]byte, 0, 24*len(l.docs))
+	for _, d := range l.docs {
+		b = binary.LittleEndian.AppendUint64(b, uint64(d.docid))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(d.f))
+		b = binary.LittleEndian.AppendUint64(b, uint64(d.dl))
+	}
+	var rest any
+	if l.hasRest {
+		rest = l.rest
+	}
+	return a.st.SearchExec("INSERT OR REPLACE INTO search_tops (idx, kind, term, wm, nrows, ntoks, nhits, rest, docs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		idx.id, kind, term, l.wm, l.rows, l.toks, l.hits, rest, b)
+}
+
+// scored is a document and its score, for the lists' heap.
+type scored struct {
+	docid int64
+	sc    float64
+}
+
+// scoredHeap is a min-heap of scores: the lowest of the best kept on top.
+type scoredHeap []scored
+
+func (h scoredHeap) Len() int           { return len(h) }
+func (h scoredHeap) Less(i, j int) bool { return h[i].sc < h[j].sc }
+func (h scoredHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *scoredHeap) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *scoredHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// idList is ids as a JSON array, for json_each.
+func idList(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// buildTop makes and stores the list of term in idx's table kind (whose
+// TEXT fields are cols) by scoring every match of expr, a MATCH
+// expression that FTS5 tokenizes into term alone. It returns nil, without
+// storing anything, when the list cannot reproduce bm25()'s scores.
+func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr string) (*topList, error) {
+	tbl := idx.table(kind)
+	rows, toks, err := a.st.SearchTotals(tbl)
+	if err != nil {
+		return nil, err
+	}
+	ws, wtxt := topWeights(idx, cols)
+	l := &topList{rows: rows, toks: toks}
+	h := scoredHeap{}
+	err = a.st.SearchQuery("SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+" MATCH ?", false, []any{expr},
+		func(r storage.SearchRow) bool {
+			d := scored{docid: r.Int(0), sc: r.Float(1)}
+			l.hits++
+			l.wm = max(l.wm, d.docid)
+			if len(h) <= topListLen {
+				heap.Push(&h, d)
+			} else if d.sc > h[0].sc {
+				h[0] = d
+				heap.Fix(&h, 0)
+			}
+			return true
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(h) > topListLen {
+		l.hasRest, l.rest = true, heap.Pop(&h).(scored).sc
+	}
+	want := map[int64]float64{}
+	ids := make([]int64, 0, len(h))
+	for _, d := range h {
+		want[d.docid] = d.sc
+		ids = append(ids, d.docid)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	list := idList(ids)
+	// D from FTS5's own document sizes, f from its instances of term.
+	dl := map[int64]int64{}
+	err = a.st.SearchQuery("SELECT id, sz FROM "+tbl+"_docsize WHERE id IN (SELECT value FROM json_each(?))", false, []any{list},
+		func(r storage.SearchRow) bool {
+			dl[r.Int(0)] = storage.SearchDocSize(r.Bytes(1, nil))
+			return true
+		})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vi USING fts5vocab(main, " + tbl + ", instance)"); err != nil {
+		return nil, err
+	}
+	type inst struct {
+		doc      int64
+		col, off int
+	}
+	var insts []inst
+	colPos := map[string]int{}
+	for i, c := range cols {
+		colPos["c"+strconv.Itoa(c)] = i
+	}
+	err = a.st.SearchQuery("SELECT doc, col, offset FROM temp."+tbl+"_vi WHERE term = ? AND doc IN (SELECT value FROM json_each(?))", false,
+		[]any{term, list}, func(r storage.SearchRow) bool {
+			insts = append(insts, inst{doc: r.Int(0), col: colPos[r.Text(1)], off: int(r.Int(2))})
+			return true
+		})
+	if err != nil {
+		return nil, err
+	}
+	// bm25() adds the weights in the instances' order: column, offset.
+	sort.Slice(insts, func(i, j int) bool {
+		x, y := insts[i], insts[j]
+		if x.doc != y.doc {
+			return x.doc < y.doc
+		}
+		if x.col != y.col {
+			return x.col < y.col
+		}
+		return x.off < y.off
+	})
+	f := map[int64]float64{}
+	for _, in := range insts {
+		f[in.doc] += ws[in.col]
+	}
+	idf := a.topIDF(rows, l.hits)
+	avgdl := float64(toks) / float64(rows)
+	for _, id := range ids {
+		d := topDoc{docid: id, f: f[id], dl: dl[id]}
+		if topScore(idf, avgdl, d.f, d.dl) != want[id] {
+			a.log.Warn().Str("index", idx.name).Str("term", term).Msg("search: a term list does not reproduce bm25(); the term is scored in full")
+			return nil, nil
+		}
+		l.docs = append(l.docs, d)
+	}
+	a.search.topBuilt++
+	return l, a.saveTop(idx, kind, term, l)
+}
+
+// topSearch answers a one-term query ordered by score (no SORTBY, no
+// INKEYS) from the term's list: expr is n's MATCH expression over idx's
+// table kind, whose fields are cols. ok is false when the list cannot
+// give the page; the caller then scores in full.
+func (a *Actor) topSearch(idx *ftIndex, n *qnode, kind, expr string, cols []int, o *ftSearch) (hits []ftHit, total int64, ok bool, err error) {
+	if idx.gc || len(n.words) != 1 || n.prefix || n.phrase || strings.HasPrefix(expr, "{") || o.offset+max(o.num, 1) > int64(topListLen) {
+		return nil, 0, false, nil
+	}
+	term, err := a.searchTerm(kind, n.words[0])
+	if err != nil || term == "" {
+		return nil, 0, false, err
+	}
+	l, err := a.loadTop(idx, kind, term)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	tbl := idx.table(kind)
+	built := false
+	for {
+		if l == nil {
+			if built {
+				return nil, 0, false, nil
+			}
+			var hitsNow int64
+			err := a.st.SearchQuery("SELECT count(*) FROM "+tbl+" WHERE "+tbl+" MATCH ?", true, []any{expr}, func(r storage.SearchRow) bool {
+				hitsNow = r.Int(0)
+				return false
+			})
+			if err != nil || hitsNow < topMinHits {
+				return nil, 0, false, err
+			}
+			if l, err = a.buildTop(idx, kind, cols, term, expr); err != nil || l == nil {
+				return nil, 0, false, err
+			}
+			built = true
+		}
+		hits, total, ok, err = a.topPage(idx, l, tbl, cols, expr, o)
+		if ok {
+			a.search.topUsed++
+		}
+		if err != nil || ok || built {
+			return hits, total, ok, err
+		}
+		l = nil // stale or unable: made again from a full scoring, once
+	}
+}
+
+// topPage is topSearch's page from list l, if l proves it.
+func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr string, o *ftSearch) ([]ftHit, int64, bool, error) {
+	rows, toks, err := a.st.SearchTotals(tbl)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	var total int64
+	err = a.st.SearchQuery("SELECT count(*) FROM "+tbl+" WHERE "+tbl+" MATCH ?", true, []any{expr}, func(r storage.SearchRow) bool {
+		total = r.Int(0)
+		return false
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	docs := idx.table("docs")
+	// The matches indexed since the list: scored by bm25().
+	_, wtxt := topWeights(idx, cols)
+	var cand []ftHit
+	err = a.st.SearchQuery("WITH n(docid, sc) AS MATERIALIZED (SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+
+		" MATCH ? AND rowid > ? LIMIT ?) SELECT d.key, n.sc, d.docid FROM n JOIN "+docs+" d ON d.docid = n.docid", false,
+		[]any{expr, l.wm, topMaxNew + 1}, func(r storage.SearchRow) bool {
+			cand = append(cand, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(2)})
+			return true
+		})
+	if err != nil || len(cand) > topMaxNew {
+		return nil, 0, false, err
+	}
+	// The listed documents that still exist: scored here.
+	ids := make([]int64, len(l.docs))
+	byID := make(map[int64]topDoc, len(l.docs))
+	for i, d := range l.docs {
+		ids[i] = d.docid
+		byID[d.docid] = d
+	}
+	idf := a.topIDF(rows, total)
+	avgdl := float64(toks) / float64(rows)
+	err = a.st.SearchQuery("SELECT docid, key FROM "+docs+" WHERE docid IN (SELECT value FROM json_each(?))", false, []any{idList(ids)},
+		func(r storage.SearchRow) bool {
+			d := byID[r.Int(0)]
+			cand = append(cand, ftHit{key: r.Bytes(1, nil), score: topScore(idf, avgdl, d.f, d.dl), docid: d.docid})
+			return true
+		})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	sort.Slice(cand, func(i, j int) bool {
+		if cand[i].score != cand[j].score {
+			return cand[i].score > cand[j].score
+		}
+		return bytes.Compare(cand[i].key, cand[j].key) < 0
+	})
+	k := int(o.offset + max(o.num, 1))
+	if l.hasRest {
+		idf0 := a.topIDF(l.rows, l.hits)
+		avg0 := float64(l.toks) / float64(l.rows)
+		bound := l.rest * (idf / idf0) * max(1, avgdl/avg0) * (1 + 1e-9)
+		if len(cand) < k || !(cand[k-1].score > bound) {
+			return nil, 0, false, nil
+		}
+	}
+	if o.num == 0 || int(o.offset) >= len(cand) {
+		return nil, total, true, nil
+	}
+	return cand[o.offset:min(len(cand), int(o.offset+o.num))], total, true, nil
+}
+
+// topStep makes, in the background, the list of the next term of idx
+// that matches between topMinHits and topBuildMax documents and has none
+// (housekeeping, once idx had no writes since the last step). It reports
+// whether there is more to do.
+func (a *Actor) topStep(idx *ftIndex) (bool, error) {
+	if idx.topDone || idx.gc || idx.cursor >= 0 {
+		return false, nil
+	}
+	if idx.written {
+		idx.written = false
+		return true, nil // writes going on: later
+	}
+	l := idx.layout()
+	kinds := [2]struct {
+		kind string
+		cols []int
+	}{{"s", l.Stemmed}, {"r", l.Raw}}
+	for idx.topPhase < len(kinds) {
+		t := kinds[idx.topPhase]
+		if len(t.cols) == 0 {
+			idx.topPhase++
+			continue
+		}
+		tbl := idx.table(t.kind)
+		if err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vr USING fts5vocab(main, " + tbl + ", row)"); err != nil {
+			return false, err
+		}
+		type vt struct {
+			term string
+			docs int64
+		}
+		var terms []vt
+		err := a.st.SearchQuery("SELECT term, doc FROM temp."+tbl+"_vr WHERE term > ? ORDER BY term LIMIT ?", false,
+			[]any{idx.topCursor, topScanStep}, func(r storage.SearchRow) bool {
+				terms = append(terms, vt{r.Text(0), r.Int(1)})
+				return true
+			})
+		if err != nil {
+			return false, err
+		}
+		for _, v := range terms {
+			idx.topCursor = v.term
+			if v.docs < topMinHits || v.docs > topBuildMax {
+				continue
+			}
+			have, err := a.loadTop(idx, t.kind, v.term)
+			if err != nil {
+				return false, err
+			}
+			if have != nil {
+				continue
+			}
+			// The term itself as the query: only when the tokenizer
+			// gives it back unchanged.
+			again, err := a.searchTerm(t.kind, v.term)
+			if err != nil {
+				return false, err
+			}
+			if again != v.term {
+				continue
+			}
+			if _, err := a.buildTop(idx, t.kind, t.cols, v.term, ftsQuote(v.term)); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		if len(terms) == topScanStep {
+			return true, nil
+		}
+		idx.topPhase++ // this table is done
+		idx.topCursor = ""
+		return true, nil
+	}
+	idx.topDone = true
+	return false, nil
+}
