@@ -53,7 +53,7 @@ import (
 // The limits of term lists (variables for the tests).
 var (
 	topListLen  = 64             // documents a list keeps: pages up to this deep
-	topMinHits  = int64(2048)    // a term with fewer matches is scored in full
+	topMinHits  = int64(1000)    // a term with fewer matches is scored in full
 	topMaxNew   = 512            // matches indexed since its list, past which a list is made again
 	topBuildMax = int64(200_000) // background: terms with more matches are left to queries
 	topScanStep = 256            // background: fts5vocab rows read per step
@@ -119,15 +119,15 @@ func (a *Actor) searchTerm(kind, word string) (string, error) {
 	}
 	// Made each time: a rollback undoes their creation too.
 	tbl := "temp.cellar_tok_" + kind
-	err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + " USING fts5(x, content = '', tokenize = '" +
+	err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + " USING fts5(x, content = '', tokenize = '" +
 		storage.SearchTokenizer(kind) + "')")
 	if err == nil {
-		err = a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + "_v USING fts5vocab(temp, cellar_tok_" + kind + ", instance)")
+		err = a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS " + tbl + "_v USING fts5vocab(temp, cellar_tok_" + kind + ", instance)")
 	}
 	if err != nil {
 		return "", err
 	}
-	if err := a.st.SearchExec("INSERT INTO "+tbl+" (rowid, x) VALUES (1, ?)", word); err != nil {
+	if err := a.st.SearchScratch("INSERT INTO "+tbl+" (rowid, x) VALUES (1, ?)", word); err != nil {
 		return "", err
 	}
 	var terms []string
@@ -135,7 +135,7 @@ func (a *Actor) searchTerm(kind, word string) (string, error) {
 		terms = append(terms, r.Text(0))
 		return len(terms) < 2
 	})
-	if err2 := a.st.SearchExec("INSERT INTO " + tbl + " (" + "cellar_tok_" + kind + ") VALUES ('delete-all')"); err == nil {
+	if err2 := a.st.SearchScratch("INSERT INTO " + tbl + " (" + "cellar_tok_" + kind + ") VALUES ('delete-all')"); err == nil {
 		err = err2
 	}
 	if err != nil {
@@ -268,7 +268,7 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 	if err != nil {
 		return nil, err
 	}
-	if err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vi USING fts5vocab(main, " + tbl + ", instance)"); err != nil {
+	if err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vi USING fts5vocab(main, " + tbl + ", instance)"); err != nil {
 		return nil, err
 	}
 	type inst struct {
@@ -454,7 +454,7 @@ func (a *Actor) topStep(idx *ftIndex) (bool, error) {
 			continue
 		}
 		tbl := idx.table(t.kind)
-		if err := a.st.SearchExec("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vr USING fts5vocab(main, " + tbl + ", row)"); err != nil {
+		if err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vr USING fts5vocab(main, " + tbl + ", row)"); err != nil {
 			return false, err
 		}
 		type vt struct {
@@ -482,19 +482,21 @@ func (a *Actor) topStep(idx *ftIndex) (bool, error) {
 			if have != nil {
 				continue
 			}
-			// The term itself as the query: only when the tokenizer
-			// gives it back unchanged.
-			again, err := a.searchTerm(t.kind, v.term)
-			if err != nil {
-				return false, err
+			// A query word the tokenizer makes into the term: the term
+			// itself, or (the stemmer taking off what it takes off) the
+			// term with a suffix.
+			for _, suffix := range []string{"", "ing", "ed", "s", "e", "es", "er"} {
+				again, err := a.searchTerm(t.kind, v.term+suffix)
+				if err != nil {
+					return false, err
+				}
+				if again == v.term {
+					if _, err := a.buildTop(idx, t.kind, t.cols, v.term, ftsQuote(v.term+suffix)); err != nil {
+						return false, err
+					}
+					return true, nil
+				}
 			}
-			if again != v.term {
-				continue
-			}
-			if _, err := a.buildTop(idx, t.kind, t.cols, v.term, ftsQuote(v.term)); err != nil {
-				return false, err
-			}
-			return true, nil
 		}
 		if len(terms) == topScanStep {
 			return true, nil

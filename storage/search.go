@@ -344,6 +344,20 @@ func (s *Store) SearchExec(sql string, args ...any) error {
 	return err
 }
 
+// SearchScratch runs a statement that writes only the connection's own
+// temp tables (derived, never committed data): the store is not marked
+// as having changes.
+func (s *Store) SearchScratch(sql string, args ...any) error {
+	st, err := s.searchStmt(sql, true)
+	if err != nil {
+		return err
+	}
+	bindAny(st, args)
+	err = st.exec()
+	st.clear()
+	return err
+}
+
 // SearchLastID is the rowid of the last row inserted.
 func (s *Store) SearchLastID() int64 { return s.c.lastInsertRowid() }
 
