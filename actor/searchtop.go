@@ -235,7 +235,6 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 		func(r storage.SearchRow) bool {
 			d := scored{docid: r.Int(0), sc: r.Float(1)}
 			l.hits++
-			l.wm = max(l.wm, d.docid)
 			if len(h) <= topListLen {
 				heap.Push(&h, d)
 			} else if d.sc > h[0].sc {
@@ -249,6 +248,9 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 	}
 	if len(h) > topListLen {
 		l.hasRest, l.rest = true, heap.Pop(&h).(scored).sc
+	}
+	if l.wm, err = a.topMaxDoc(idx); err != nil {
+		return nil, err
 	}
 	want := map[int64]float64{}
 	ids := make([]int64, 0, len(h))
@@ -364,6 +366,17 @@ func (a *Actor) topSearch(idx *ftIndex, n *qnode, kind, expr string, cols []int,
 	}
 }
 
+// topMaxDoc is the highest document id idx has given so far, as far as
+// its documents table shows (ids are never given twice).
+func (a *Actor) topMaxDoc(idx *ftIndex) (int64, error) {
+	var id int64
+	err := a.st.SearchQuery("SELECT coalesce(max(docid), 0) FROM "+idx.table("docs"), true, nil, func(r storage.SearchRow) bool {
+		id = r.Int(0)
+		return false
+	})
+	return id, err
+}
+
 // topPage is topSearch's page from list l, if l proves it.
 func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr string, o *ftSearch) ([]ftHit, int64, bool, error) {
 	rows, toks, err := a.st.SearchTotals(tbl)
@@ -379,35 +392,68 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 		return nil, 0, false, err
 	}
 	docs := idx.table("docs")
-	// The matches indexed since the list: scored by bm25().
-	_, wtxt := topWeights(idx, cols)
-	var cand []ftHit
-	err = a.st.SearchQuery("WITH n(docid, sc) AS MATERIALIZED (SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+
-		" MATCH ? AND rowid > ? LIMIT ?) SELECT d.key, n.sc, d.docid FROM n JOIN "+docs+" d ON d.docid = n.docid", false,
-		[]any{expr, l.wm, topMaxNew + 1}, func(r storage.SearchRow) bool {
-			cand = append(cand, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(2)})
-			return true
-		})
-	if err != nil || len(cand) > topMaxNew {
-		return nil, 0, false, err
-	}
-	// The listed documents that still exist: scored here.
-	ids := make([]int64, len(l.docs))
-	byID := make(map[int64]topDoc, len(l.docs))
-	for i, d := range l.docs {
-		ids[i] = d.docid
-		byID[d.docid] = d
-	}
-	idf := a.topIDF(rows, total)
-	avgdl := float64(toks) / float64(rows)
-	err = a.st.SearchQuery("SELECT docid, key FROM "+docs+" WHERE docid IN (SELECT value FROM json_each(?))", false, []any{idList(ids)},
-		func(r storage.SearchRow) bool {
-			d := byID[r.Int(0)]
-			cand = append(cand, ftHit{key: r.Bytes(1, nil), score: topScore(idf, avgdl, d.f, d.dl), docid: d.docid})
-			return true
-		})
+	// The matches indexed since the list (document id above wm), if
+	// there can be any: scored by bm25().
+	var fresh []ftHit
+	last, err := a.topMaxDoc(idx)
 	if err != nil {
 		return nil, 0, false, err
+	}
+	if last > l.wm {
+		_, wtxt := topWeights(idx, cols)
+		err = a.st.SearchQuery("WITH n(docid, sc) AS MATERIALIZED (SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+
+			" MATCH ? AND rowid > ? LIMIT ?) SELECT d.key, n.sc, d.docid FROM n JOIN "+docs+" d ON d.docid = n.docid", false,
+			[]any{expr, l.wm, topMaxNew + 1}, func(r storage.SearchRow) bool {
+				fresh = append(fresh, ftHit{key: r.Bytes(0, nil), score: r.Float(1), docid: r.Int(2)})
+				return true
+			})
+		if err != nil || len(fresh) > topMaxNew {
+			return nil, 0, false, err
+		}
+	}
+	// The listed documents, scored here, best first; each looked up (it
+	// may have gone, and the page needs its key) only while it can still
+	// be on the page: until k of them exist and the next scores below
+	// the k-th (an equal score may still come first by key).
+	idf := a.topIDF(rows, total)
+	avgdl := float64(toks) / float64(rows)
+	listed := make([]ftHit, len(l.docs))
+	for i, d := range l.docs {
+		listed[i] = ftHit{docid: d.docid, score: topScore(idf, avgdl, d.f, d.dl)}
+	}
+	sort.Slice(listed, func(i, j int) bool { return listed[i].score > listed[j].score })
+	k := int(o.offset + max(o.num, 1))
+	cand := fresh
+	// kth is the k-th best score of the candidates so far, fresh ones
+	// included (they are few): no listed document below it can be on
+	// the page.
+	kth := func() (float64, bool) {
+		if len(cand) < k {
+			return 0, false
+		}
+		sc := make([]float64, len(cand))
+		for i, c := range cand {
+			sc[i] = c.score
+		}
+		sort.Float64s(sc)
+		return sc[len(sc)-k], true
+	}
+	lookup := "SELECT key FROM " + docs + " WHERE docid = ?"
+	for _, h := range listed {
+		if cut, ok := kth(); ok && h.score < cut {
+			break
+		}
+		found := false
+		err = a.st.SearchQuery(lookup, true, []any{h.docid}, func(r storage.SearchRow) bool {
+			h.key, found = r.Bytes(0, nil), true
+			return false
+		})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if found {
+			cand = append(cand, h)
+		}
 	}
 	sort.Slice(cand, func(i, j int) bool {
 		if cand[i].score != cand[j].score {
@@ -415,7 +461,6 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 		}
 		return bytes.Compare(cand[i].key, cand[j].key) < 0
 	})
-	k := int(o.offset + max(o.num, 1))
 	if l.hasRest {
 		idf0 := a.topIDF(l.rows, l.hits)
 		avg0 := float64(l.toks) / float64(l.rows)
