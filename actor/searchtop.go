@@ -484,8 +484,10 @@ func (a *Actor) topStep(idx *ftIndex) (bool, error) {
 		return false, nil
 	}
 	if idx.written {
+		// Writes going on: the next periodic step looks again (not the
+		// next round, which would add a step to every writing round).
 		idx.written = false
-		return true, nil // writes going on: later
+		return false, nil
 	}
 	l := idx.layout()
 	kinds := [2]struct {
