@@ -145,7 +145,9 @@ type search struct {
 	// topUsed counts the queries a term list answered, topBuilt the
 	// lists made (for the tests).
 	topUsed, topBuilt int64
-	config            map[string]string // FT.CONFIG SET's values (searchextra.go)
+	// topSeen is the command count at the last background step.
+	topSeen uint64
+	config  map[string]string // FT.CONFIG SET's values (searchextra.go)
 	// FT.AGGREGATE WITHCURSOR's open cursors (searchaggregate.go), the
 	// rows they hold together, and the last id given.
 	cursors    map[int64]*aggCursor

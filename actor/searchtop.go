@@ -2,7 +2,6 @@ package actor
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"math"
 	"sort"
@@ -185,24 +184,10 @@ func (a *Actor) saveTop(idx *ftIndex, kind, term string, l *topList) error {
 		idx.id, kind, term, l.wm, l.rows, l.toks, l.hits, rest, b)
 }
 
-// scored is a document and its score, for the lists' heap.
+// scored is a document and its score.
 type scored struct {
 	docid int64
 	sc    float64
-}
-
-// scoredHeap is a min-heap of scores: the lowest of the best kept on top.
-type scoredHeap []scored
-
-func (h scoredHeap) Len() int           { return len(h) }
-func (h scoredHeap) Less(i, j int) bool { return h[i].sc < h[j].sc }
-func (h scoredHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *scoredHeap) Push(x any)        { *h = append(*h, x.(scored)) }
-func (h *scoredHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // idList is ids as a JSON array, for json_each.
@@ -230,37 +215,39 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 	}
 	ws, wtxt := topWeights(idx, cols)
 	l := &topList{rows: rows, toks: toks}
-	h := scoredHeap{}
-	err = a.st.SearchQuery("SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+" MATCH ?", false, []any{expr},
-		func(r storage.SearchRow) bool {
-			d := scored{docid: r.Int(0), sc: r.Float(1)}
-			l.hits++
-			if len(h) <= topListLen {
-				heap.Push(&h, d)
-			} else if d.sc > h[0].sc {
-				h[0] = d
-				heap.Fix(&h, 0)
-			}
+	if l.wm, err = a.topMaxDoc(idx); err != nil {
+		return nil, err
+	}
+	err = a.st.SearchQuery("SELECT count(*) FROM "+tbl+" WHERE "+tbl+" MATCH ?", true, []any{expr}, func(r storage.SearchRow) bool {
+		l.hits = r.Int(0)
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The best topListLen+1 (SQLite's sorter keeps only those): the
+	// last is the best of the rest.
+	var best []scored
+	err = a.st.SearchQuery("SELECT rowid, -bm25("+tbl+", "+wtxt+") AS sc FROM "+tbl+" WHERE "+tbl+" MATCH ? ORDER BY sc DESC LIMIT ?", false,
+		[]any{expr, topListLen + 1}, func(r storage.SearchRow) bool {
+			best = append(best, scored{docid: r.Int(0), sc: r.Float(1)})
 			return true
 		})
 	if err != nil {
 		return nil, err
 	}
-	if len(h) > topListLen {
-		l.hasRest, l.rest = true, heap.Pop(&h).(scored).sc
+	if len(best) > topListLen {
+		l.hasRest, l.rest = true, best[topListLen].sc
+		best = best[:topListLen]
 	}
-	if l.wm, err = a.topMaxDoc(idx); err != nil {
-		return nil, err
+	ids := make([]int64, len(best))
+	for i, d := range best {
+		ids[i] = d.docid
 	}
-	want := map[int64]float64{}
-	ids := make([]int64, 0, len(h))
-	for _, d := range h {
-		want[d.docid] = d.sc
-		ids = append(ids, d.docid)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	list := idList(ids)
-	// D from FTS5's own document sizes, f from its instances of term.
+	// D from FTS5's own document sizes; f from the listed documents'
+	// text tokenized again into a scratch FTS5 table of the same columns
+	// and tokenizer, whose instances of term are those bm25() counts.
 	dl := map[int64]int64{}
 	err = a.st.SearchQuery("SELECT id, sz FROM "+tbl+"_docsize WHERE id IN (SELECT value FROM json_each(?))", false, []any{list},
 		func(r storage.SearchRow) bool {
@@ -270,7 +257,28 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 	if err != nil {
 		return nil, err
 	}
-	if err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + tbl + "_vi USING fts5vocab(main, " + tbl + ", instance)"); err != nil {
+	colNames := make([]string, len(cols))
+	colPos := map[string]int{}
+	for i, c := range cols {
+		colNames[i] = "c" + strconv.Itoa(c)
+		colPos[colNames[i]] = i
+	}
+	scratch := "cellar_" + tbl
+	names := strings.Join(colNames, ", ")
+	if err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + scratch + " USING fts5(" + names +
+		", content = '', tokenize = '" + storage.SearchTokenizer(kind) + "')"); err != nil {
+		return nil, err
+	}
+	if err := a.st.SearchScratch("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + scratch + "_v USING fts5vocab(temp, " + scratch + ", instance)"); err != nil {
+		return nil, err
+	}
+	// (FTS5's content table names its columns by position.)
+	stored := make([]string, len(cols))
+	for i := range cols {
+		stored[i] = "c" + strconv.Itoa(i)
+	}
+	if err := a.st.SearchScratch("INSERT INTO temp."+scratch+" (rowid, "+names+") SELECT id, "+strings.Join(stored, ", ")+" FROM "+tbl+
+		"_content WHERE id IN (SELECT value FROM json_each(?))", list); err != nil {
 		return nil, err
 	}
 	type inst struct {
@@ -278,15 +286,14 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 		col, off int
 	}
 	var insts []inst
-	colPos := map[string]int{}
-	for i, c := range cols {
-		colPos["c"+strconv.Itoa(c)] = i
-	}
-	err = a.st.SearchQuery("SELECT doc, col, offset FROM temp."+tbl+"_vi WHERE term = ? AND doc IN (SELECT value FROM json_each(?))", false,
-		[]any{term, list}, func(r storage.SearchRow) bool {
+	err = a.st.SearchQuery("SELECT doc, col, offset FROM temp."+scratch+"_v WHERE term = ?", false, []any{term},
+		func(r storage.SearchRow) bool {
 			insts = append(insts, inst{doc: r.Int(0), col: colPos[r.Text(1)], off: int(r.Int(2))})
 			return true
 		})
+	if err2 := a.st.SearchScratch("INSERT INTO temp." + scratch + " (" + scratch + ") VALUES ('delete-all')"); err == nil {
+		err = err2
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -307,13 +314,13 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 	}
 	idf := a.topIDF(rows, l.hits)
 	avgdl := float64(toks) / float64(rows)
-	for _, id := range ids {
-		d := topDoc{docid: id, f: f[id], dl: dl[id]}
-		if topScore(idf, avgdl, d.f, d.dl) != want[id] {
+	for _, d := range best {
+		td := topDoc{docid: d.docid, f: f[d.docid], dl: dl[d.docid]}
+		if topScore(idf, avgdl, td.f, td.dl) != d.sc {
 			a.log.Warn().Str("index", idx.name).Str("term", term).Msg("search: a term list does not reproduce bm25(); the term is scored in full")
 			return nil, nil
 		}
-		l.docs = append(l.docs, d)
+		l.docs = append(l.docs, td)
 	}
 	a.search.topBuilt++
 	return l, a.saveTop(idx, kind, term, l)
@@ -481,6 +488,12 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 // whether there is more to do.
 func (a *Actor) topStep(idx *ftIndex) (bool, error) {
 	if idx.topDone || idx.gc || idx.cursor >= 0 {
+		return false, nil
+	}
+	if a.stats.commands != a.search.topSeen {
+		// Clients at work: the lists are made when they are idle (or
+		// by the queries that need them).
+		a.search.topSeen = a.stats.commands
 		return false, nil
 	}
 	if idx.written {

@@ -219,7 +219,8 @@ func (s *Store) DropSearchTables(id int64) error {
 	// The term lists (actor/searchtop.go) and the connection's own
 	// fts5vocab tables over the FTS5 tables.
 	for _, k := range []string{"s", "r"} {
-		fmt.Fprintf(&b, "DROP TABLE IF EXISTS temp.%s_vi;\nDROP TABLE IF EXISTS temp.%s_vr;\n", SearchTable(id, k), SearchTable(id, k))
+		t := SearchTable(id, k)
+		fmt.Fprintf(&b, "DROP TABLE IF EXISTS temp.%s_vr;\nDROP TABLE IF EXISTS temp.cellar_%s_v;\nDROP TABLE IF EXISTS temp.cellar_%s;\n", t, t, t)
 	}
 	fmt.Fprintf(&b, "DELETE FROM search_tops WHERE idx = %d;\n", id)
 	s.dirty = true
