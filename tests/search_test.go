@@ -1055,9 +1055,11 @@ func TestSearchDiskFull(t *testing.T) {
 // A one-term query on a term matching many documents is answered from
 // the term's list (actor/searchtop.go): its pages must be exactly the
 // full scoring's (the same term as a one-word phrase, which never uses a
-// list), before and after a restart (the lists are stored), and after
+// list), before and after HSET, HDEL, DEL and expiry of listed documents
+// and new ones, after a restart (the lists are stored), and after
 // FT.DROPINDEX and an FT.CREATE of the same name with other weights (the
-// old lists went with the old index).
+// old lists went with the old index). actor's TestSearchTopLists checks
+// the same with small lists over many random writes.
 func TestSearchTermListsRestart(t *testing.T) {
 	s := startServer(t)
 	c := resp2(s)
@@ -1111,6 +1113,36 @@ func TestSearchTermListsRestart(t *testing.T) {
 	// documents HSET replaced are deleted by the housekeeping, and
 	// bm25() counts the rows FTS5 has.)
 	check("before the restart")
+	// Writes of every kind after the lists were made: documents replaced
+	// (new ids above the lists'), fields deleted, keys deleted and
+	// expired; the best documents among them, since the lists hold those.
+	var best []string
+	for _, w := range vocab[:4] {
+		res, err := c.Do(ctx, "FT.SEARCH", "idx", `"`+w+`"`, "NOCONTENT", "LIMIT", 0, 5).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range res[1:] {
+			best = append(best, k.(string))
+		}
+	}
+	for i, k := range best {
+		switch i % 4 {
+		case 0:
+			c.HSet(ctx, k, "title", words(1+r.IntN(4)))
+		case 1:
+			c.HDel(ctx, k, "title")
+		case 2:
+			c.Del(ctx, k)
+		case 3:
+			c.PExpire(ctx, k, time.Millisecond)
+			waitFor(t, 5*time.Second, "the key to expire", func() bool { return c.Exists(ctx, k).Val() == 0 })
+		}
+	}
+	for range 300 {
+		c.HSet(ctx, fmt.Sprintf("d:%d", r.IntN(100000)), "title", words(1+r.IntN(4)), "body", words(r.IntN(30)))
+	}
+	check("after writes")
 	s.restart()
 	c = resp2(s)
 	check("after the restart")
