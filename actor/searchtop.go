@@ -57,6 +57,7 @@ var (
 	topBuildMax = int64(200_000) // background: terms with more matches are left to queries
 	topScanStep = 256            // background: fts5vocab rows read per step
 	maxTermMemo = 4096           // remembered word -> indexed term tokenizations
+	maxTermLen  = 100            // longer query words are scored in full
 )
 
 // bm25 constants as FTS5 has them: variables, so that k1+1 is computed
@@ -115,6 +116,9 @@ func (a *Actor) searchTerm(kind, word string) (string, error) {
 	memo := kind + "\x00" + word
 	if t, ok := s.terms[memo]; ok {
 		return t, nil
+	}
+	if len(word) > maxTermLen {
+		return "", nil // scored in full
 	}
 	// Made each time: a rollback undoes their creation too.
 	tbl := "temp.cellar_tok_" + kind
@@ -362,14 +366,18 @@ func (a *Actor) topSearch(idx *ftIndex, n *qnode, kind, expr string, cols []int,
 			}
 			built = true
 		}
-		hits, total, ok, err = a.topPage(idx, l, tbl, cols, expr, o)
+		var stale bool
+		hits, total, ok, stale, err = a.topPage(idx, l, tbl, cols, expr, o)
 		if ok {
 			a.search.topUsed++
 		}
-		if err != nil || ok || built {
+		if err != nil || ok || built || !stale {
+			// (A list made again from the same index would be the
+			// same list: unable to prove this page, e.g. for ties
+			// across its end, it is kept for the other pages.)
 			return hits, total, ok, err
 		}
-		l = nil // stale or unable: made again from a full scoring, once
+		l = nil // stale: made again from a full scoring, once
 	}
 }
 
@@ -384,19 +392,20 @@ func (a *Actor) topMaxDoc(idx *ftIndex) (int64, error) {
 	return id, err
 }
 
-// topPage is topSearch's page from list l, if l proves it.
-func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr string, o *ftSearch) ([]ftHit, int64, bool, error) {
+// topPage is topSearch's page from list l, if l proves it; stale says
+// that the index changed since l was made (so that a list made now may
+// do better).
+func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr string, o *ftSearch) (page []ftHit, total int64, ok, stale bool, err error) {
 	rows, toks, err := a.st.SearchTotals(tbl)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
-	var total int64
 	err = a.st.SearchQuery("SELECT count(*) FROM "+tbl+" WHERE "+tbl+" MATCH ?", true, []any{expr}, func(r storage.SearchRow) bool {
 		total = r.Int(0)
 		return false
 	})
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
 	docs := idx.table("docs")
 	// The matches indexed since the list (document id above wm), if
@@ -404,8 +413,9 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 	var fresh []ftHit
 	last, err := a.topMaxDoc(idx)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
+	stale = last > l.wm || rows != l.rows || toks != l.toks || total != l.hits
 	if last > l.wm {
 		_, wtxt := topWeights(idx, cols)
 		err = a.st.SearchQuery("WITH n(docid, sc) AS MATERIALIZED (SELECT rowid, -bm25("+tbl+", "+wtxt+") FROM "+tbl+" WHERE "+tbl+
@@ -415,7 +425,7 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 				return true
 			})
 		if err != nil || len(fresh) > topMaxNew {
-			return nil, 0, false, err
+			return nil, 0, false, true, err
 		}
 	}
 	// The listed documents, scored here, best first; each looked up (it
@@ -456,7 +466,7 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 			return false
 		})
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, false, false, err
 		}
 		if found {
 			cand = append(cand, h)
@@ -473,13 +483,13 @@ func (a *Actor) topPage(idx *ftIndex, l *topList, tbl string, cols []int, expr s
 		avg0 := float64(l.toks) / float64(l.rows)
 		bound := l.rest * (idf / idf0) * max(1, avgdl/avg0) * (1 + 1e-9)
 		if len(cand) < k || !(cand[k-1].score > bound) {
-			return nil, 0, false, nil
+			return nil, 0, false, stale, nil
 		}
 	}
 	if o.num == 0 || int(o.offset) >= len(cand) {
-		return nil, total, true, nil
+		return nil, total, true, stale, nil
 	}
-	return cand[o.offset:min(len(cand), int(o.offset+o.num))], total, true, nil
+	return cand[o.offset:min(len(cand), int(o.offset+o.num))], total, true, stale, nil
 }
 
 // topStep makes, in the background, the list of the next term of idx
