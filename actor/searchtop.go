@@ -36,18 +36,21 @@ import (
 // most), so today it scores at most rest * idf/idf0 * max(1, avgdl/avgdl0)
 // (plus 1e-9 for rounding). When the page's last document scores above
 // that bound, no document left out can be on the page, and the page is
-// exactly the one a full scoring gives (score, then key). Otherwise the
-// list is made again from a full scoring, and if the page still cannot be
-// proved (ties at the list's end, or a page deeper than the list), the
-// query runs the full scoring.
+// exactly the one a full scoring gives (score, then key). Otherwise, if
+// the index changed since the list was made, the list is made again from
+// a full scoring; if the page still cannot be proved (ties across the
+// list's end, or a page deeper than the list), the query runs the full
+// scoring. Writes do nothing for the lists: ids only grow, a deleted
+// document drops out when its key is looked up, and the documents left
+// out only lose members.
 //
 // Lists are made by queries (a term with no list and enough matches) and,
-// when an index has had no writes since the last housekeeping step, in
-// the background, one term per step, for the terms the index's fts5vocab
-// table counts between topMinHits and topBuildMax matches. They go with
-// the index's tables (DropSearchTables). While document ids wait in ftN_gc
-// (deleted documents whose FTS5 rows are still there) queries score in
-// full and no list is made.
+// in the background while no client sends commands and the index is not
+// written, one term per housekeeping step, for the terms the index's
+// fts5vocab table counts between topMinHits and topBuildMax matches. They
+// go with the index's tables (DropSearchTables). While document ids wait
+// in ftN_gc (deleted documents whose FTS5 rows are still there) queries
+// score in full and no list is made.
 
 // The limits of term lists (variables for the tests).
 var (
