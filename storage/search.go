@@ -26,6 +26,9 @@ import (
 //	          and done in one go (the actor's housekeeping); meanwhile the
 //	          rows match nothing, since every query joins ftN_docs
 //
+// search_tops (migration 13) holds the indexes' term lists
+// (actor/searchtop.go), by index id; they go with the index's tables.
+//
 // The tables are derived data: every write to them happens in the actor's
 // open transaction, from the keys touched step (or the back-fill) reading
 // the hash as it now is, so they commit and roll back with the hashes and
