@@ -223,3 +223,38 @@ func TestSearchTopLists(t *testing.T) {
 		t.Fatalf("%d lists left after FT.DROPINDEX", left)
 	}
 }
+
+// The remembered tokenizations are bounded (maxTermMemo), a word longer
+// than maxTermLen is not tokenized (its query scores in full), and a
+// word the tokenizer splits has no single term.
+func TestSearchTermMemoLimits(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.a.Call(func() {
+		for i := 0; i < maxTermMemo+10; i++ {
+			if _, err := h.a.searchTerm("s", "word"+strconv.Itoa(i)); err != nil {
+				t.Error(err)
+				return
+			}
+			if len(h.a.search.terms) > maxTermMemo {
+				t.Errorf("%d remembered tokenizations, limit %d", len(h.a.search.terms), maxTermMemo)
+				return
+			}
+		}
+		for word, want := range map[string]string{
+			"running":                         "run",
+			"Running":                         "run",
+			"two-words":                       "",
+			strings.Repeat("a", maxTermLen):   strings.Repeat("a", maxTermLen),
+			strings.Repeat("a", maxTermLen+1): "",
+		} {
+			kind := "s"
+			if len(word) >= maxTermLen {
+				kind = "r" // unicode61 keeps it as it is
+			}
+			got, err := h.a.searchTerm(kind, word)
+			if err != nil || got != want {
+				t.Errorf("%.20s...: term %q, %v; want %q", word, got, err, want)
+			}
+		}
+	})
+}
