@@ -112,6 +112,14 @@ type ftIndex struct {
 	syn, synGroups map[string][]string
 	// sql is the indexing statements' text, made by prepare.
 	sql ftSQL
+	// The background making of term lists (searchtop.go): written says
+	// documents changed since the last housekeeping step; topPhase is
+	// the FTS5 table (0 stemmed, 1 raw) and topCursor the last term
+	// looked at; topDone when every table was gone through.
+	written   bool
+	topDone   bool
+	topPhase  int
+	topCursor string
 }
 
 // ftSQL is the text of the statements that index a document.
@@ -131,6 +139,14 @@ type search struct {
 	aliases map[string]string
 	scratch [][]byte
 	vals    []any
+	// terms remembers the indexed term FTS5 makes of a query word, per
+	// table kind (searchtop.go).
+	terms map[string]string
+	// topUsed counts the queries a term list answered, topBuilt the
+	// lists made (for the tests).
+	topUsed, topBuilt int64
+	// topSeen is the command count at the last background step.
+	topSeen uint64
 	config  map[string]string // FT.CONFIG SET's values (searchextra.go)
 	// FT.AGGREGATE WITHCURSOR's open cursors (searchaggregate.go), the
 	// rows they hold together, and the last id given.
@@ -513,6 +529,7 @@ func parseFtSchema(args [][]byte, have []ftField) ([]ftField, error) {
 // back-fill.
 func (a *Actor) createIndexTables(idx *ftIndex) error {
 	idx.cursor = 0
+	idx.topDone, idx.topPhase, idx.topCursor = false, 0, ""
 	if err := a.st.CreateSearchTables(idx.layout()); err != nil {
 		return err
 	}
@@ -938,6 +955,7 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 		return err
 	}
 	docid := a.st.SearchLastID()
+	idx.written = true
 	l := idx.layout()
 	for k, cols := range [2][]int{l.Stemmed, l.Raw} {
 		if len(cols) == 0 {
@@ -992,6 +1010,7 @@ func (a *Actor) unindexKey(idx *ftIndex, key []byte) error {
 	if err != nil || docid == 0 {
 		return err
 	}
+	idx.written = true
 	// The FTS5 rows go later, all together (collectIndex).
 	idx.gc = idx.gc || len(idx.sql.remove) > 2
 	for _, q := range idx.sql.remove {
@@ -1069,6 +1088,13 @@ func (a *Actor) backfillStep() bool {
 			}
 		}
 		if idx.cursor < 0 {
+			// Filled: make the term lists (searchtop.go).
+			m, err := a.topStep(idx)
+			if err != nil {
+				a.roundErr = err
+				return false
+			}
+			more = more || m
 			continue
 		}
 		var next uint64

@@ -1283,6 +1283,21 @@ func (a *Actor) runSearch(idx *ftIndex, n *qnode, o *ftSearch) ([]ftHit, int64, 
 		// runTopScored; the other orders join the documents anyway).
 		setSQL = strings.TrimSuffix(setSQL, ")") + " AND rowid NOT IN (SELECT docid FROM " + idx.table("gc") + "))"
 		setArgs, ctes, scoreArgs, score = scoreArgs, nil, nil, "m.sc"
+		if n.op == qText && o.sortBy < 0 && len(o.inkeys) == 0 {
+			// One term: its list, when it has one (searchtop.go).
+			expr, kind, _ := q.ftsOnly(n)
+			cols := q.l.Stemmed
+			if kind == "r" {
+				cols = q.l.Raw
+			}
+			hits, total, ok, err := a.topSearch(idx, n, kind, expr, cols, o)
+			if err != nil {
+				return nil, 0, searchError(err)
+			}
+			if ok {
+				return hits, total, nil
+			}
+		}
 	}
 
 	var b strings.Builder

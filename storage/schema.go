@@ -238,6 +238,25 @@ CREATE TABLE search_synonyms (
 	term TEXT NOT NULL,
 	PRIMARY KEY (idx, grp, term)
 ) WITHOUT ROWID;`},
+	{13, "search top lists", `
+-- A term query's candidates (actor/searchtop.go): per index (its table
+-- number), FTS5 table kind ("s", "r") and indexed term, the documents
+-- that scored highest when the list was made (docs: docid, weighted
+-- term frequency and length of each), the highest document id then
+-- (wm), the table's row and token counts and the term's matches then,
+-- and the best score of the matches left out (rest; NULL: none).
+CREATE TABLE search_tops (
+	idx    INTEGER NOT NULL,
+	kind   TEXT NOT NULL,
+	term   TEXT NOT NULL,
+	wm     INTEGER NOT NULL,
+	nrows  INTEGER NOT NULL,
+	ntoks  INTEGER NOT NULL,
+	nhits  INTEGER NOT NULL,
+	rest   REAL,
+	docs   BLOB NOT NULL,
+	PRIMARY KEY (idx, kind, term)
+) WITHOUT ROWID;`},
 }
 
 // schemaVersion is the version this build writes.

@@ -26,6 +26,9 @@ import (
 //	          and done in one go (the actor's housekeeping); meanwhile the
 //	          rows match nothing, since every query joins ftN_docs
 //
+// search_tops (migration 13) holds the indexes' term lists
+// (actor/searchtop.go), by index id; they go with the index's tables.
+//
 // The tables are derived data: every write to them happens in the actor's
 // open transaction, from the keys touched step (or the back-fill) reading
 // the hash as it now is, so they commit and roll back with the hashes and
@@ -159,6 +162,15 @@ type SearchLayout struct {
 	Raw     []int // NOSTEM TEXT fields in ftN_r
 }
 
+// SearchTokenizer is the FTS5 tokenizer of table kind "s" (stemmed) or
+// "r" (NOSTEM).
+func SearchTokenizer(kind string) string {
+	if kind == "s" {
+		return "porter unicode61"
+	}
+	return "unicode61"
+}
+
 // SearchTable names table kind ("docs", "tags", "s", "r") of index id.
 func SearchTable(id int64, kind string) string { return fmt.Sprintf("ft%d_%s", id, kind) }
 
@@ -185,7 +197,7 @@ func (s *Store) CreateSearchTables(l SearchLayout) error {
 	for _, t := range []struct {
 		kind, tok string
 		cols      []int
-	}{{"s", "porter unicode61", l.Stemmed}, {"r", "unicode61", l.Raw}} {
+	}{{"s", SearchTokenizer("s"), l.Stemmed}, {"r", SearchTokenizer("r"), l.Raw}} {
 		if len(t.cols) == 0 {
 			continue
 		}
@@ -207,6 +219,13 @@ func (s *Store) DropSearchTables(id int64) error {
 	for _, k := range []string{"docs", "tags", "s", "r", "gc"} {
 		fmt.Fprintf(&b, "DROP TABLE IF EXISTS %s;\n", SearchTable(id, k))
 	}
+	// The term lists (actor/searchtop.go) and the connection's own
+	// fts5vocab tables over the FTS5 tables.
+	for _, k := range []string{"s", "r"} {
+		t := SearchTable(id, k)
+		fmt.Fprintf(&b, "DROP TABLE IF EXISTS temp.%s_vr;\nDROP TABLE IF EXISTS temp.cellar_%s_v;\nDROP TABLE IF EXISTS temp.cellar_%s;\n", t, t, t)
+	}
+	fmt.Fprintf(&b, "DELETE FROM search_tops WHERE idx = %d;\n", id)
 	s.dirty = true
 	return s.c.exec(b.String())
 }
@@ -330,6 +349,20 @@ func (s *Store) SearchExec(sql string, args ...any) error {
 	return err
 }
 
+// SearchScratch runs a statement that writes only the connection's own
+// temp tables (derived, never committed data): the store is not marked
+// as having changes.
+func (s *Store) SearchScratch(sql string, args ...any) error {
+	st, err := s.searchStmt(sql, true)
+	if err != nil {
+		return err
+	}
+	bindAny(st, args)
+	err = st.exec()
+	st.clear()
+	return err
+}
+
 // SearchLastID is the rowid of the last row inserted.
 func (s *Store) SearchLastID() int64 { return s.c.lastInsertRowid() }
 
@@ -381,3 +414,62 @@ func (st *stmt) text(i int, v string) {
 	copy(cbytes(buf.p, len(v)), v)
 	sqlite3.Xsqlite3_bind_text(st.c.tls, st.h, int32(i), buf.p, int32(len(v)), 0)
 }
+
+// SearchTotals returns FTS5 table tbl's row count and token count (all
+// columns), as its bm25() sees them: FTS5 keeps them in memory while a
+// transaction writes the table and stores them in the table's averages
+// record (%_data, id 1) when a savepoint opens, so one is opened and
+// released first.
+func (s *Store) SearchTotals(tbl string) (rows, tokens int64, err error) {
+	if err := s.c.exec("SAVEPOINT cellar_fts_totals; RELEASE cellar_fts_totals"); err != nil {
+		return 0, 0, err
+	}
+	var rec []byte
+	err = s.SearchQuery("SELECT block FROM "+tbl+"_data WHERE id = 1", true, nil, func(r SearchRow) bool {
+		rec = r.Bytes(0, nil)
+		return false
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	v, n := searchVarint(rec)
+	rows = int64(v)
+	for rec = rec[n:]; len(rec) > 0; rec = rec[n:] {
+		v, n = searchVarint(rec)
+		tokens += int64(v)
+	}
+	return rows, tokens, nil
+}
+
+// SearchDocSize is a document's length in tokens (all columns) from the
+// sz blob of an FTS5 table's %_docsize row.
+func SearchDocSize(sz []byte) int64 {
+	var d int64
+	for len(sz) > 0 {
+		v, n := searchVarint(sz)
+		d += int64(v)
+		sz = sz[n:]
+	}
+	return d
+}
+
+// searchVarint decodes one of SQLite's variable-length integers (as
+// FTS5 writes them), returning it and its length.
+func searchVarint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < 8 && i < len(b); i++ {
+		v = v<<7 | uint64(b[i]&0x7f)
+		if b[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	if len(b) >= 9 {
+		return v<<8 | uint64(b[8]), 9
+	}
+	return v, len(b)
+}
+
+// SearchLog is the natural logarithm as SQLite's own bm25() computes it
+// (the C library's log, not Go's math.Log, which may differ in the last
+// bit).
+func (s *Store) SearchLog(x float64) float64 { return libc.Xlog(s.c.tls, x) }

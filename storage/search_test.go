@@ -2,6 +2,7 @@ package storage
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,48 @@ func TestSearchTables(t *testing.T) {
 		t.Fatalf("fts5vocab: %d terms", n)
 	}
 	must(t, s.DropSearchTables(7))
+	_, _, err = s.Commit()
+	must(t, err)
+}
+
+// SearchTotals reads an FTS5 table's row and token counts as bm25() sees
+// them, also while the open transaction holds writes FTS5 keeps in
+// memory; SearchDocSize decodes a document's length from %_docsize,
+// lengths past one varint byte included; DropSearchTables also removes
+// the index's term lists (migration 13).
+func TestSearchTotalsAndSizes(t *testing.T) {
+	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
+	must(t, err)
+	defer s.Close()
+	must(t, s.Begin())
+	must(t, s.CreateSearchTables(SearchLayout{ID: 3, Fields: 2, Stemmed: []int{0, 1}}))
+	long := strings.Repeat("word ", 300)
+	rows, toks := int64(0), int64(0)
+	for i, doc := range [][2]string{{"a b c", "d"}, {long, "x y"}, {"", "z"}} {
+		must(t, s.SearchExec("INSERT INTO ft3_s (rowid, c0, c1) VALUES (?, ?, ?)", i+1, doc[0], doc[1]))
+		rows++
+		toks += int64(len(strings.Fields(doc[0])) + len(strings.Fields(doc[1])))
+		r, tk, err := s.SearchTotals("ft3_s")
+		must(t, err)
+		if r != rows || tk != toks {
+			t.Fatalf("after %d rows: totals %d rows %d tokens, want %d %d", i+1, r, tk, rows, toks)
+		}
+	}
+	want := map[int64]int64{1: 4, 2: 302, 3: 1}
+	must(t, s.SearchQuery("SELECT id, sz FROM ft3_s_docsize", false, nil, func(r SearchRow) bool {
+		if got := SearchDocSize(r.Bytes(1, nil)); got != want[r.Int(0)] {
+			t.Errorf("document %d: size %d, want %d", r.Int(0), got, want[r.Int(0)])
+		}
+		return true
+	}))
+	must(t, s.SearchExec("INSERT INTO search_tops (idx, kind, term, wm, nrows, ntoks, nhits, docs) VALUES (3, 's', 'word', 1, 1, 1, 1, x'')"))
+	must(t, s.SearchExec("INSERT INTO search_tops (idx, kind, term, wm, nrows, ntoks, nhits, docs) VALUES (4, 's', 'word', 1, 1, 1, 1, x'')"))
+	must(t, s.DropSearchTables(3))
+	n := int64(-1)
+	must(t, s.SearchQuery("SELECT count(*) FROM search_tops WHERE idx = 3", false, nil, func(r SearchRow) bool { n = r.Int(0); return false }))
+	if n != 0 {
+		t.Fatalf("%d term lists of the dropped index left", n)
+	}
 	_, _, err = s.Commit()
 	must(t, err)
 }

@@ -127,7 +127,7 @@ func TestVersionMigration(t *testing.T) {
 		DROP TABLE stream_consumers; DROP TABLE stream_pel; DROP TABLE function_libraries;
 		DROP INDEX hashes_by_expiry; ALTER TABLE hashes DROP COLUMN expire_at; ALTER TABLE hashes DROP COLUMN ord;
 		DROP TABLE search_indexes; DROP TABLE search_aliases; DROP TABLE search_suggestions;
-		DROP TABLE search_dicts; DROP TABLE search_synonyms;
+		DROP TABLE search_dicts; DROP TABLE search_synonyms; DROP TABLE search_tops;
 		UPDATE keys SET version = 1000`))
 	must(t, s.Close())
 	s, err = Open(Options{Path: path})
