@@ -39,6 +39,9 @@ type centry struct {
 	version    int64
 	pending    bool
 	pseq       uint64 // when it became pending (Store.pend)
+	// insert: a pending string whose row SQLite does not have yet (id is
+	// the one it will get).
+	insert bool
 	gone       bool   // unlinked: no longer in the map (never again)
 	// A cached list's popped rows that SQLite still holds, just before
 	// head and just after tail; the write-back deletes them (lists.go).
@@ -125,6 +128,20 @@ func (c *hotCache) setValue(e *centry, val []byte, exp int64) {
 	c.evict()
 }
 
+// putNew caches the value of a string key that SQLite does not hold yet
+// (a pending insert, strings.go), replacing a negative entry, and returns
+// its entry.
+func (c *hotCache) putNew(db int, key, val []byte, exp int64) *centry {
+	k := c.key(db, key)
+	if e := c.m[string(k)]; e != nil {
+		c.unlink(e)
+	}
+	e := &centry{k: string(k), v: append([]byte(nil), val...), exp: exp}
+	c.add(e)
+	c.evict()
+	return e
+}
+
 // putColl stores the key row of a hash, set, sorted set or list, replacing
 // any entry, and returns the entry.
 func (c *hotCache) putColl(db int, key []byte, t Type, id, n, exp int64) *centry {
@@ -182,8 +199,9 @@ const spareRotations = 8
 // few pending ones.
 func (c *hotCache) evict() {
 	spared := 0
-	for c.used > c.max && c.tail != nil {
-		if e := c.tail; e.pending && spared < spareRotations && e != c.head {
+	// Never the most recently used: the entry a command is working on.
+	for c.used > c.max && c.tail != nil && c.tail != c.head {
+		if e := c.tail; e.pending && spared < spareRotations {
 			spared++
 			c.detach(e)
 			c.pushFront(e)

@@ -64,6 +64,7 @@ type frozenRow struct {
 	exp     int64
 	version int64
 	seq     uint64 // when it became pending, for rows of one key
+	insert  bool   // a new string's row (id is its id)
 }
 
 type dbCount struct{ db, n int64 }
@@ -147,7 +148,8 @@ func (s *Store) freezePending(f *Flush) error {
 			s.pending = s.pending[i:]
 			return err
 		}
-		r := frozenRow{k: e.k, coll: e.coll, id: e.id, n: e.n, exp: e.exp, version: e.version, seq: e.pseq}
+		r := frozenRow{k: e.k, coll: e.coll, id: e.id, n: e.n, exp: e.exp, version: e.version, seq: e.pseq, insert: e.insert}
+		e.insert = false // the flush inserts it
 		if e.coll == 0 {
 			r.v = append([]byte(nil), e.v...)
 		}
@@ -221,12 +223,17 @@ func (f *Flush) writeRows() error {
 	for _, i := range order {
 		r := &f.rows[i]
 		var st *stmt
-		switch r.coll {
-		case 0:
+		switch {
+		case r.insert:
+			st = s.flushStmt(qInsertString)
+			st.int(3, r.id)
+			st.int(4, r.exp)
+			st.blob(6, r.v)
+		case r.coll == 0:
 			st = s.flushStmt(qSaveString)
 			st.blob(3, r.v)
 			st.int(4, r.exp)
-		case TypeList:
+		case r.coll == TypeList:
 			st = s.flushStmt(qSaveListRow)
 		default:
 			st = s.flushStmt(qSaveCollRow)
@@ -241,7 +248,7 @@ func (f *Flush) writeRows() error {
 		if err := st.exec(); err != nil {
 			return err
 		}
-		if r.coll == 0 && s.fc.changes() != 1 {
+		if r.coll == 0 && !r.insert && s.fc.changes() != 1 {
 			return fmt.Errorf("storage: flush found no string row for cached key %q", r.k[1:])
 		}
 	}

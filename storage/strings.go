@@ -140,6 +140,20 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 			return err
 		}
 	}
+	if s.cache != nil && len(val)+len(key) <= inlineBudget {
+		// A new key: its row waits in the hot cache as a pending insert,
+		// written by the next flush (or before a statement that needs it)
+		// in key order with the others (writeback.go).
+		e := s.cache.putNew(db, key, val, expireAt)
+		e.id, e.insert = s.nextID, true
+		s.nextID++
+		s.pend(e, 0, s.nextVersion())
+		s.keyDeltas[db]++
+		s.recordNew(db, key)
+		s.dirty = true
+		s.record(db, key, Written, 0)
+		return nil
+	}
 	st := s.qKey(qInsertString, db, key)
 	st.int(3, s.nextID)
 	st.int(4, expireAt)

@@ -134,9 +134,28 @@ func (s *Store) writeBack() error {
 }
 
 // saveString writes a cached string's pending value, expiry and version to
-// its row, moving the blob ref of the value it replaces to the garbage.
+// its row, moving the blob ref of the value it replaces to the garbage, or
+// inserts the row of a pending insert.
 func (s *Store) saveString(e *centry) error {
 	db, key := int64(e.k[0]), []byte(e.k[1:])
+	if e.insert {
+		st := s.prepared(qInsertString)
+		st.int(1, db)
+		st.blob(2, key)
+		st.int(3, e.id)
+		st.int(4, e.exp)
+		st.int(5, e.version)
+		ref, err := s.bindValue(st, 6, e.v, len(key))
+		if err != nil {
+			st.reset()
+			return err
+		}
+		if err := st.exec(); err != nil {
+			return err
+		}
+		e.insert, e.ref = false, ref != 0
+		return nil
+	}
 	if e.ref {
 		st := s.prepared(qKeepKeyRef)
 		st.int(1, db)
