@@ -42,7 +42,7 @@ type centry struct {
 	// insert: a pending string whose row SQLite does not have yet (id is
 	// the one it will get).
 	insert bool
-	gone       bool   // unlinked: no longer in the map (never again)
+	gone   bool // unlinked: no longer in the map (never again)
 	// A cached list's popped rows that SQLite still holds, just before
 	// head and just after tail; the write-back deletes them (lists.go).
 	lstale, rstale int64
