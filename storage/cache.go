@@ -5,7 +5,9 @@ package storage
 // that a GET found absent (negative entries), so that a miss costs the
 // same; and it holds the key rows of recently used hashes, sets and sorted
 // sets (id, element count, expiry), whose count and version it may hold
-// ahead of SQLite until the next write-back (writeback.go). It never changes behaviour: it is written through by SetString,
+// ahead of SQLite until the next write-back (writeback.go), as it may a
+// string's value, and a new string's whole row (a pending insert). It
+// never changes behaviour: it is written through by SetString,
 // every other write to a key (delete, expiry change, rename, move, copy,
 // sweep, flush, swap) drops the key's entry, every creation of a key drops
 // a negative entry (SetString replaces it; the list and collection inserts
@@ -43,6 +45,9 @@ type centry struct {
 	// the one it will get).
 	insert bool
 	gone   bool // unlinked: no longer in the map (never again)
+	// shared: a flush holds v (freezePending), so a new value gets new
+	// bytes rather than overwrite them.
+	shared bool
 	// A cached list's popped rows that SQLite still holds, just before
 	// head and just after tail; the write-back deletes them (lists.go).
 	lstale, rstale int64
@@ -107,7 +112,11 @@ func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 	}
 	if e := c.m[string(k)]; e != nil {
 		c.used += int64(len(val) - len(e.v))
-		e.v = append(e.v[:0], val...)
+		if e.shared {
+			e.v, e.shared = append([]byte(nil), val...), false
+		} else {
+			e.v = append(e.v[:0], val...)
+		}
 		e.exp, e.absent, e.ref = exp, false, ref
 		if c.head != e {
 			c.detach(e)
@@ -123,7 +132,12 @@ func (c *hotCache) put(db int, key, val []byte, exp int64, ref bool) {
 // caller found e with get, which made it the most recently used).
 func (c *hotCache) setValue(e *centry, val []byte, exp int64) {
 	c.used += int64(len(val) - len(e.v))
-	e.v = append(e.v[:0], val...)
+	if e.shared {
+		// A flush holds the old bytes (freezePending): new ones.
+		e.v, e.shared = append([]byte(nil), val...), false
+	} else {
+		e.v = append(e.v[:0], val...)
+	}
 	e.exp = exp
 	c.evict()
 }

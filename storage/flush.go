@@ -45,6 +45,7 @@ import (
 type Flush struct {
 	s      *Store
 	rows   []frozenRow
+	order  []int32 // rows' indexes in key order (writeRows)
 	counts []dbCount
 	mark   int64 // the version high-water mark to store; 0: unchanged
 	pos    uint64
@@ -99,7 +100,8 @@ func (s *Store) StartFlush(pos uint64) (*Flush, error) {
 		// rollback discards it all.
 		return nil, fmt.Errorf("storage: the transaction to flush was abandoned")
 	}
-	f := &Flush{s: s, pos: pos, done: make(chan struct{})}
+	f := &Flush{s: s, pos: pos, done: make(chan struct{}), rows: s.spareRows[:0], order: s.spareOrder[:0]}
+	s.spareRows, s.spareOrder = nil, nil
 	if err := s.freezePending(f); err != nil {
 		return nil, err
 	}
@@ -151,7 +153,9 @@ func (s *Store) freezePending(f *Flush) error {
 		r := frozenRow{k: e.k, coll: e.coll, id: e.id, n: e.n, exp: e.exp, version: e.version, seq: e.pseq, insert: e.insert}
 		e.insert = false // the flush inserts it
 		if e.coll == 0 {
-			r.v = append([]byte(nil), e.v...)
+			// The flush reads the entry's bytes; the entry's next value
+			// gets new ones (hotCache.setValue).
+			r.v, e.shared = e.v, true
 		}
 		f.rows = append(f.rows, r)
 		e.pending = false
@@ -209,10 +213,11 @@ func (f *Flush) commit() error {
 // (see writeBack; sorted here, off the actor).
 func (f *Flush) writeRows() error {
 	s := f.s
-	order := make([]int32, len(f.rows))
-	for i := range order {
-		order[i] = int32(i)
+	order := f.order[:0]
+	for i := range f.rows {
+		order = append(order, int32(i))
 	}
+	f.order = order
 	slices.SortFunc(order, func(i, j int32) int {
 		a, b := &f.rows[i], &f.rows[j]
 		if c := strings.Compare(a.k, b.k); c != 0 {
@@ -292,6 +297,11 @@ func (s *Store) Land() *Flush {
 // once the flush is done).
 func (s *Store) land(f *Flush) {
 	s.landed = f
+	// The next flush reuses the buffers (a flush's rows are many and
+	// short-lived: allocating them anew each time grew the heap).
+	clear(f.rows)
+	s.spareRows, s.spareOrder = f.rows[:0], f.order[:0]
+	f.rows, f.order = nil, nil
 	if f.err != nil {
 		// The transaction is gone: every statement fails until the
 		// actor's Rollback, and the counts go back to what is committed.

@@ -144,6 +144,8 @@ type Store struct {
 	landed     *Flush
 	lazyBegin  bool
 	flushWaits uint64 // times a use of the connection waited for a flush
+	spareRows  []frozenRow
+	spareOrder []int32
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
