@@ -143,9 +143,8 @@ type Store struct {
 	fstmts     map[*query]*stmt
 	landed     *Flush
 	lazyBegin  bool
-	flushWaits uint64 // times a use of the connection waited for a flush
-	spareRows  []frozenRow
-	spareOrder []int32
+	flushWaits uint64   // times a use of the connection waited for a flush
+	spare      rowBatch // buffers for the next write-back or flush
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per

@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -75,62 +73,20 @@ func (s *Store) pend(e *centry, n, version int64) {
 
 // writeBack stores every pending row in SQLite.
 func (s *Store) writeBack() error {
+	s.c.ready() // a flush landing now must not swap s.spare under us
 	if s.inTx && s.c.autocommit() {
 		// SQLite abandoned the transaction after a failure: writing now
 		// would commit on its own. The caller's rollback discards it all.
 		s.discardPending()
 		return nil
 	}
-	// In key order: neighbouring rows share B-tree pages, so the statements
-	// find their pages where the previous one left them (a third more
-	// SETs a second at -P 16 than in the order written). Rows of one key,
-	// should there be two, keep the order they became pending in.
-	slices.SortFunc(s.pending, func(a, b *centry) int {
-		if c := strings.Compare(a.k, b.k); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.pseq, b.pseq)
-	})
-	for i, e := range s.pending {
-		if !e.pending {
-			continue
-		}
-		if e.coll == 0 {
-			if err := s.saveString(e); err != nil {
-				s.pending = s.pending[i:]
-				return err
-			}
-			e.pending = false
-			s.pending[i] = nil
-			continue
-		}
-		var st *stmt
-		if e.coll == TypeList {
-			if err := s.settle(e); err != nil {
-				s.pending = s.pending[i:]
-				return err
-			}
-			st = s.prepared(qSaveListRow) // a list's row holds no count
-		} else {
-			st = s.prepared(qSaveCollRow)
-			st.int(4, e.n)
-		}
-		st.int(1, int64(e.k[0]))
-		st.blob(2, []byte(e.k[1:]))
-		st.int(3, e.id)
-		st.int(5, e.version)
-		if err := st.exec(); err != nil {
-			s.pending = s.pending[i:]
-			return err
-		}
-		e.pending = false
-		s.pending[i] = nil
+	b := &s.spare
+	err := s.freezePending(b, false)
+	if err == nil {
+		err = b.write(s.prepared, s.c)
 	}
-	s.pending = s.pending[:0]
-	if s.cache != nil {
-		s.cache.pendingOut = 0
-	}
-	return nil
+	b.reset()
+	return err
 }
 
 // saveString writes a cached string's pending value, expiry and version to
