@@ -197,9 +197,12 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("flushes", a.stats.flushes)
 			kv("last_flush_usec", a.stats.lastFlushUsec)
 			// A flush commits on the offload pool; a command that needs
-			// SQLite meanwhile waits for it (storage/flush.go).
+			// SQLite meanwhile waits for it (storage/flush.go), unless it
+			// is a lookup of a key the flush does not write
+			// (storage/aside.go).
 			kv("flush_in_progress", boolInt(a.st.Flying()))
 			kv("flush_waits", a.st.FlushWaits())
+			kv("flush_aside_reads", a.st.AsideReads())
 			kv("unflushed_log_bytes", a.unflushed)
 			lag := int64(0)
 			if a.unflushed > 0 {

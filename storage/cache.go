@@ -142,9 +142,9 @@ func (c *hotCache) setValue(e *centry, val []byte, exp int64) {
 	c.evict()
 }
 
-// putNew caches the value of a string key that SQLite does not hold yet
-// (a pending insert, strings.go), replacing a negative entry, and returns
-// its entry.
+// putNew caches a string's new value, replacing any entry, and returns its
+// entry, which the caller makes pending: an insert of a key SQLite does not
+// hold yet, or an update of a row holding its value inline (strings.go).
 func (c *hotCache) putNew(db int, key, val []byte, exp int64) *centry {
 	k := c.key(db, key)
 	if e := c.m[string(k)]; e != nil {

@@ -37,7 +37,7 @@ type Coll struct {
 }
 
 var (
-	qCollLookup = newQuery("SELECT type, id, coalesce(expire_at, 0), coalesce(value, 0) FROM keys WHERE db = ?1 AND key = ?2")
+	qCollLookup = newAsideQuery("SELECT type, id, coalesce(expire_at, 0), coalesce(value, 0) FROM keys WHERE db = ?1 AND key = ?2")
 	qCollCreate = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, NULL, ?5, 0)")
 	qCollSave   = newQuery("UPDATE keys SET value = ?3, version = ?4 WHERE db = ?1 AND key = ?2")
 )

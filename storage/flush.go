@@ -3,6 +3,7 @@ package storage
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -127,6 +128,9 @@ func (s *Store) StartFlush(pos uint64) (*Flush, error) {
 		s.keyDeltas[db] = 0
 	}
 	s.ResetTouched()
+	// What the flight changed is what this transaction did (aside.go).
+	s.flightKeys, s.txKeys = s.txKeys, s.flightKeys
+	s.txKeys.reset()
 	s.saved = s.saved[:0]
 	s.inTx, s.dirty = false, false
 	s.c.lent = f
@@ -188,7 +192,7 @@ func (f *Flush) Run() {
 
 func (f *Flush) commit() error {
 	s := f.s
-	err := f.write(s.flushStmt, s.fc)
+	err := f.write(s.flushStmt, s.fc, true)
 	if err == nil && f.mark != 0 {
 		st := s.flushStmt(qSaveVersion)
 		st.int(1, f.mark)
@@ -223,7 +227,8 @@ func (f *Flush) commit() error {
 // rows of one key, should there be two, in the order they became pending.
 // prep gives the statements and c is their connection: the actor's
 // (writeBack) or a flush's (Run).
-func (b *rowBatch) write(prep func(*query) *stmt, c *conn) error {
+// With yield, it lets other goroutines run every yieldRows rows.
+func (b *rowBatch) write(prep func(*query) *stmt, c *conn, yield bool) error {
 	order := b.order[:0]
 	for i := range b.rows {
 		order = append(order, int32(i))
@@ -236,7 +241,10 @@ func (b *rowBatch) write(prep func(*query) *stmt, c *conn) error {
 		}
 		return cmp.Compare(x.seq, y.seq)
 	})
-	for _, i := range order {
+	for n, i := range order {
+		if n%yieldRows == yieldRows-1 && yield {
+			runtime.Gosched()
+		}
 		r := &b.rows[i]
 		var st *stmt
 		switch {
@@ -272,6 +280,12 @@ func (b *rowBatch) write(prep func(*query) *stmt, c *conn) error {
 	}
 	return nil
 }
+
+// yieldRows is how many rows a flush writes between yields of its
+// processor: on a machine with few cores the flush otherwise holds one for
+// its whole commit (tens of milliseconds), and the loops and the actor,
+// woken meanwhile, wait for it.
+const yieldRows = 128
 
 // reset empties b, keeping its buffers.
 func (b *rowBatch) reset() {

@@ -295,3 +295,114 @@ func pendingModelRun(t *testing.T, seed int64) {
 	must(t, err)
 	committed()
 }
+
+// While a flush has the connection, a lookup of a key the flying
+// transaction did not change is answered by the reader without waiting
+// (a SET of a key never seen, a GET or SET of one the cache let go), and
+// one of a key it did change waits for the flush and sees what it wrote:
+// a key it deleted or created, and every key once it flushed a database.
+func TestReadsAsideFlush(t *testing.T) {
+	s := openTest(t)
+	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
+	get := func(key string) string {
+		t.Helper()
+		v, _, err := s.GetString(0, []byte(key), nil)
+		must(t, err)
+		return string(v)
+	}
+	inTx(t, s, func() {
+		for _, k := range []string{"a", "b", "c", "d", "e"} {
+			set(k, k+"0")
+		}
+	})
+	// flight starts a flush of a transaction that ran fn, with nothing
+	// cached, and checks that it is still flying after check.
+	flight := func(fn, check func()) *Flush {
+		t.Helper()
+		must(t, s.Begin())
+		fn()
+		must(t, s.Reload()) // every lookup goes to SQLite
+		f, err := s.StartFlush(1)
+		must(t, err)
+		must(t, s.Begin())
+		check()
+		if !s.Flying() {
+			t.Fatal("a lookup aside waited for the flush")
+		}
+		return f
+	}
+	land := func(f *Flush) {
+		t.Helper()
+		if got := s.Land(); got != f || got.Err() != nil {
+			t.Fatalf("Land: %v", got)
+		}
+		_, _, err := s.Commit()
+		must(t, err)
+	}
+
+	reads := s.AsideReads()
+	f := flight(func() {
+		set("a", "a1")
+		if _, err := s.Delete(0, []byte("d")); err != nil {
+			t.Fatal(err)
+		}
+		set("n", "n1")
+	}, func() {
+		if got := get("b"); got != "b0" {
+			t.Fatalf("GET b aside: %q", got)
+		}
+		set("c", "c1")     // an uncached string, overwritten
+		set("fresh", "f1") // a key nobody had
+		if got := get("c"); got != "c1" {
+			t.Fatalf("GET c after its SET aside: %q", got)
+		}
+	})
+	if s.AsideReads() == reads {
+		t.Fatal("nothing was read aside")
+	}
+	// Keys the flight changed: reading them waits, and sees the flush.
+	for _, key := range []string{"a", "d", "n"} {
+		if st := s.aside(qGetString, 0, []byte(key)); st != nil {
+			st.reset()
+			f.Run() // for the cleanup's Close
+			t.Fatalf("%s, changed by the flight, would be read aside", key)
+		}
+	}
+	reads = s.AsideReads()
+	go f.Run()
+	for key, want := range map[string]string{"a": "a1", "d": "", "n": "n1"} {
+		if got := get(key); got != want {
+			t.Fatalf("GET %s changed by the flight: %q, want %q", key, got, want)
+		}
+	}
+	if s.AsideReads() != reads {
+		t.Fatal("a key the flight changed was read aside")
+	}
+	land(f)
+	for key, want := range map[string]string{"b": "b0", "c": "c1", "fresh": "f1"} {
+		if got := get(key); got != want {
+			t.Fatalf("after the flush %s = %q, want %q", key, got, want)
+		}
+	}
+
+	// A flight that flushed the database: nothing is read aside.
+	must(t, s.Begin())
+	must(t, s.FlushDB(0))
+	f, err := s.StartFlush(2)
+	must(t, err)
+	must(t, s.Begin())
+	if st := s.aside(qGetString, 0, []byte("b")); st != nil {
+		st.reset()
+		f.Run()
+		t.Fatal("a key of a flushed database would be read aside")
+	}
+	reads = s.AsideReads()
+	go f.Run()
+	if got := get("b"); got != "" {
+		t.Fatalf("GET b after FLUSHDB: %q", got)
+	}
+	if s.AsideReads() != reads {
+		t.Fatal("a key of a flushed database was read aside")
+	}
+	land(f)
+}

@@ -16,7 +16,7 @@ type Meta struct {
 func expired(expireAt, now int64) bool { return expireAt != 0 && now > expireAt }
 
 var (
-	qLookup   = newQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
+	qLookup   = newAsideQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
 	qDelete   = newQuery("DELETE FROM keys WHERE db = ?1 AND key = ?2 RETURNING type, id, coalesce(expire_at, 0)")
 	qSetTTL   = newQuery("UPDATE keys SET expire_at = nullif(?3, 0), version = ?4 WHERE db = ?1 AND key = ?2")
 	qRename   = newQuery("UPDATE keys SET key = ?3, version = ?4 WHERE db = ?1 AND key = ?2")

@@ -145,6 +145,15 @@ type Store struct {
 	lazyBegin  bool
 	flushWaits uint64   // times a use of the connection waited for a flush
 	spare      rowBatch // buffers for the next write-back or flush
+
+	// Reads aside a flush (aside.go): the read-only connection and its
+	// statements, the keys the open transaction and the flying one
+	// changed, and the lookups answered aside.
+	rc         *conn
+	rstmts     map[*query]*stmt
+	txKeys     changedKeys
+	flightKeys changedKeys
+	asideReads uint64
 }
 
 // query is a SQL statement known at compile time. Each is prepared once per
@@ -156,6 +165,10 @@ type query struct {
 	// transaction control), so pending key rows are written first
 	// (writeback.go).
 	keys bool
+	// aside: a lookup of the row of the key bound to ?1 and ?2 that reads
+	// nothing a write to another key changes, so it may run on the reader
+	// while a flush has the connection (aside.go).
+	aside bool
 }
 
 var queries []*query
@@ -163,6 +176,14 @@ var queries []*query
 func newQuery(sql string) *query {
 	q := &query{sql: sql, idx: len(queries), keys: needsRows(sql)}
 	queries = append(queries, q)
+	return q
+}
+
+// newAsideQuery is newQuery for a lookup of one key's row that may run
+// aside a flush (query.aside).
+func newAsideQuery(sql string) *query {
+	q := newQuery(sql)
+	q.aside = true
 	return q
 }
 
@@ -185,6 +206,9 @@ func (s *Store) q(qq *query) *stmt {
 // no longer pays for the write-back of every hot key in between, and a
 // hot key written many times between flushes reaches SQLite once.
 func (s *Store) qKey(qq *query, db int, key []byte) *stmt {
+	if st := s.aside(qq, db, key); st != nil {
+		return st
+	}
 	st := s.prepared(qq)
 	if len(s.pending) > 0 && s.cache.stale(db, key) {
 		st.failed = s.writeBack()
@@ -240,6 +264,10 @@ func Open(o Options) (*Store, error) {
 	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
 	if err := s.init(o); err != nil {
 		c.close()
+		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
+	}
+	if err := s.openReader(); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
 	}
 	return s, nil
@@ -370,6 +398,7 @@ func (s *Store) Close() error {
 	}
 	s.fstmts = nil
 	s.closeSearchStmts()
+	s.closeReader()
 	s.wal.close()
 	// The actor's connection must be the last one open, so that closing it
 	// checkpoints the whole WAL and removes it.
@@ -440,6 +469,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	}
 	s.inTx = false
 	s.saved = s.saved[:0]
+	s.txKeys.reset() // committed: any connection sees it (aside.go)
 	if !s.dirty {
 		return false, s.commits, nil
 	}
@@ -472,6 +502,7 @@ func (s *Store) Rollback() {
 	s.cache.clear() // it may hold what was just rolled back
 	s.dropOpen()
 	s.ResetTouched()
+	s.txKeys.reset()
 	// The hashes with field expiries, as the database has them again (on
 	// an error the sweep still finds every due field by its index).
 	s.loadFieldExpiries()

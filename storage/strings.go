@@ -7,14 +7,14 @@ import (
 )
 
 var (
-	qGetString = newQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
-	qStrLen    = newQuery("SELECT type, coalesce(expire_at, 0), " + lengthExpr + " FROM keys WHERE db = ?1 AND key = ?2")
+	qGetString = newAsideQuery("SELECT type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1 AND key = ?2")
+	qStrLen    = newAsideQuery("SELECT type, coalesce(expire_at, 0), " + lengthExpr + " FROM keys WHERE db = ?1 AND key = ?2")
 	// SET of a key the hot cache does not know reads what is there first:
 	// a lookup and a plain INSERT or UPDATE cost SQLite less than an
 	// upsert, whose RETURNING (needed to tell a new key from an old one)
 	// builds a temporary table, plus the statement that moved a replaced
 	// value's blob ref to the garbage.
-	qStringRow    = newQuery("SELECT type, coalesce(expire_at, 0), typeof(value) = 'integer' FROM keys WHERE db = ?1 AND key = ?2")
+	qStringRow    = newAsideQuery("SELECT type, coalesce(expire_at, 0), typeof(value) = 'integer' FROM keys WHERE db = ?1 AND key = ?2")
 	qInsertString = newQuery("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, 1, nullif(?4, 0), ?5, ?6)")
 	// The fast path for a key the hot cache knows to be a live string: a
 	// plain UPDATE (an upsert's RETURNING costs SQLite a temporary table).
@@ -130,6 +130,14 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 	switch t {
 	case 0:
 	case TypeString:
+		if !ref && s.cache != nil && len(val)+len(key) <= inlineBudget {
+			// A string SQLite holds inline, not cached: like a cached
+			// one, the new value waits in the cache for the write-back.
+			e := s.cache.putNew(db, key, val, expireAt)
+			s.pend(e, 0, s.nextVersion())
+			s.record(db, key, Written, 0)
+			return nil
+		}
 		ok, err := s.updateString(db, key, val, expireAt, keepTTL, ref)
 		if err != nil || ok {
 			return err

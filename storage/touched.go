@@ -123,6 +123,10 @@ func (s *Store) record(db int, key []byte, kind Change, other int) {
 		k = s.touchKeys[start:len(s.touchKeys):len(s.touchKeys)]
 	}
 	s.touches = append(s.touches, Touch{DB: db, Key: k, Kind: kind, Other: other})
+	s.txKeys.mark(db, key) // aside.go
+	if kind == MovedFrom || kind == MovedTo {
+		s.txKeys.mark(other, key)
+	}
 }
 
 // recordNew records that key was created in db, when RecordNew asks for it.

@@ -23,7 +23,7 @@ const versionBlock = 1 << 16
 var (
 	qLoadVersion = newQuery("SELECT value FROM counters WHERE name = 'version'")
 	qSaveVersion = newQuery("UPDATE counters SET value = ?1 WHERE name = 'version'")
-	qKeyVersion  = newQuery("SELECT version, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
+	qKeyVersion  = newAsideQuery("SELECT version, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
 )
 
 // nextVersion hands out a key version, larger than every one before it,

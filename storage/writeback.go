@@ -83,7 +83,7 @@ func (s *Store) writeBack() error {
 	b := &s.spare
 	err := s.freezePending(b, false)
 	if err == nil {
-		err = b.write(s.prepared, s.c)
+		err = b.write(s.prepared, s.c, false)
 	}
 	b.reset()
 	return err
