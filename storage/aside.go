@@ -91,7 +91,7 @@ func (f *changedKeys) reset() {
 
 // readerCacheKB is the reader's page cache: it reads few pages (point
 // lookups, during flushes), and the operating system caches the file.
-const readerCacheKB = 4 << 10
+const readerCacheKB = 1 << 10
 
 // openReader opens the read-only connection for reads aside a flush.
 func (s *Store) openReader() error {

@@ -28,19 +28,26 @@ type hotCache struct {
 }
 
 type centry struct {
-	k      string // database byte + key
-	v      []byte
-	absent bool // a negative entry: no key of that name exists
-	ref    bool // the stored value is a blob ref (blobs.go), not inline
+	k string // database byte + key
+	v []byte
 	// A hash, set, sorted set or list (coll != 0): its key row, whose n
 	// (the element count; 0 for a list) and version are SQLite's unless
 	// pending (writeback.go), and a list's first and last positions.
-	coll       Type
 	id, n      int64
 	head, tail int64
 	version    int64
-	pending    bool
 	pseq       uint64 // when it became pending (Store.pend)
+	// A cached list's popped rows that SQLite still holds, just before
+	// head and just after tail; the write-back deletes them (lists.go).
+	lstale, rstale int64
+	exp            int64 // unix ms; 0 when persistent
+	prev, next     *centry
+
+	// The flags last, together (a smaller entry: 136 bytes, not 152).
+	coll    Type
+	absent  bool // a negative entry: no key of that name exists
+	ref     bool // the stored value is a blob ref (blobs.go), not inline
+	pending bool
 	// insert: a pending string whose row SQLite does not have yet (id is
 	// the one it will get).
 	insert bool
@@ -48,11 +55,6 @@ type centry struct {
 	// shared: a flush holds v (freezePending), so a new value gets new
 	// bytes rather than overwrite them.
 	shared bool
-	// A cached list's popped rows that SQLite still holds, just before
-	// head and just after tail; the write-back deletes them (lists.go).
-	lstale, rstale int64
-	exp            int64 // unix ms; 0 when persistent
-	prev, next     *centry
 }
 
 // entryOverhead approximates an entry's bookkeeping (struct, map slot).

@@ -143,6 +143,10 @@ func (s *Store) StartFlush(pos uint64) (*Flush, error) {
 // flush): an entry's next value then gets new bytes rather than overwrite
 // the ones b holds (hotCache.setValue).
 func (s *Store) freezePending(b *rowBatch, share bool) error {
+	if cap(b.rows)-len(b.rows) < len(s.pending) {
+		// One allocation of the size needed, not a doubling's garbage.
+		b.rows = slices.Grow(b.rows, len(s.pending))
+	}
 	for i, e := range s.pending {
 		if !e.pending {
 			continue
@@ -229,7 +233,7 @@ func (f *Flush) commit() error {
 // (writeBack) or a flush's (Run).
 // With yield, it lets other goroutines run every yieldRows rows.
 func (b *rowBatch) write(prep func(*query) *stmt, c *conn, yield bool) error {
-	order := b.order[:0]
+	order := slices.Grow(b.order[:0], len(b.rows))
 	for i := range b.rows {
 		order = append(order, int32(i))
 	}
@@ -287,6 +291,10 @@ func (b *rowBatch) write(prep func(*query) *stmt, c *conn, yield bool) error {
 // woken meanwhile, wait for it.
 const yieldRows = 128
 
+// maxSpareRows bounds the row buffers kept for the next flush (~100 bytes
+// a row).
+const maxSpareRows = 64 << 10
+
 // reset empties b, keeping its buffers.
 func (b *rowBatch) reset() {
 	clear(b.rows)
@@ -331,9 +339,13 @@ func (s *Store) Land() *Flush {
 func (s *Store) land(f *Flush) {
 	s.landed = f
 	// The next flush reuses the buffers (a flush's rows are many and
-	// short-lived).
+	// short-lived), unless they are large: a burst's would stay in the
+	// heap for good.
 	f.rowBatch.reset()
-	s.spare, f.rowBatch = f.rowBatch, rowBatch{}
+	if cap(f.rows) <= maxSpareRows {
+		s.spare = f.rowBatch
+	}
+	f.rowBatch = rowBatch{}
 	if f.err != nil {
 		// The transaction is gone: every statement fails until the
 		// actor's Rollback, and the counts go back to what is committed.
