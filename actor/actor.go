@@ -39,6 +39,7 @@ type Actor struct {
 
 	// The current round.
 	out        []routed
+	delivering []Completion // deliver's scratch
 	recs       []cmdRec
 	roundErr   error
 	nowMs      int64

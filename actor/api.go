@@ -217,7 +217,8 @@ const RedisVersion = "7.0.15"
 
 // Sink receives completions for the connections of one loop. Deliver is
 // called from the actor or an offload worker, must be safe from any
-// goroutine and must never block.
+// goroutine and must never block, and must not keep cs (the caller reuses
+// it): what it keeps it copies.
 type Sink interface {
 	Deliver(cs []Completion)
 }

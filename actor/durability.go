@@ -32,6 +32,8 @@ type syncer struct {
 	log   zerolog.Logger
 	lat   *latencyMonitor // times each fsync (latency.go); nil in unit tests
 
+	delivering []Completion // deliver's scratch, for the one run at a time
+
 	mu      sync.Mutex
 	waiting []routed
 	target  uint64 // highest commit the waiting replies need
@@ -147,7 +149,7 @@ func (y *syncer) run() {
 			y.durable.Store(y.target)
 			y.mu.Unlock()
 		}
-		deliver(batch)
+		deliver(batch, &y.delivering)
 	}
 }
 

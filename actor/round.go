@@ -109,7 +109,7 @@ func (a *Actor) finishRound() {
 	if seq := a.syncSeq(); a.cfg.Durability == Always && a.durable.behind(seq) {
 		a.durable.enqueue(a.out, seq)
 	} else {
-		deliver(a.out)
+		deliver(a.out, &a.delivering)
 	}
 	clear(a.out)
 	a.out = a.out[:0]
@@ -149,20 +149,24 @@ func (a *Actor) failRecs(err error, from int) {
 	}
 }
 
-// deliver hands completions to their sinks, one call per sink.
-func deliver(rs []routed) {
+// deliver hands completions to their sinks, one call per sink, grouping
+// them in *scratch (a sink keeps nothing of the slice it is given, so the
+// caller's goroutine reuses it; rs is left in an unspecified order).
+func deliver(rs []routed, scratch *[]Completion) {
 	for len(rs) > 0 {
 		sink := rs[0].sink
-		var rest []routed
-		group := make([]Completion, 0, len(rs))
+		group := (*scratch)[:0]
+		rest := rs[:0]
 		for _, r := range rs {
 			if r.sink == sink {
 				group = append(group, r.c)
 			} else {
-				rest = append(rest, r)
+				rest = append(rest, r) // behind r: overwrites what was read
 			}
 		}
 		sink.Deliver(group)
+		clear(group) // the replies are the sink's now
+		*scratch = group[:0]
 		rs = rest
 	}
 }
