@@ -21,13 +21,14 @@ import (
 //
 // Which keys the transaction changed is the change record's business: every
 // write records the keys it changes as it changes them (touched.go), so
-// record also marks them in changedKeys, a Bloom filter that may answer "maybe"
-// for a key that was not changed (the lookup then waits, as before) but
-// never "no" for one that was. A change to a whole database (FLUSHDB,
-// SWAPDB) marks everything. StartFlush hands the transaction's filter to
-// the flush and starts an empty one: from then on the actor changes
-// nothing in SQLite without waiting for the flush first, after which
-// lookups use the actor's connection again.
+// record also marks them in changedKeys, a Bloom filter that may answer
+// "maybe" for a key that was not changed (the lookup then waits, as
+// before) but never "no" for one that was. A change to a whole database
+// (FLUSHDB, SWAPDB) marks everything. StartFlush hands the transaction's
+// filter to the flush and starts an empty one (as Commit and Rollback
+// empty it): from then on the actor changes nothing in SQLite without
+// waiting for the flush first, after which lookups use the actor's
+// connection again.
 //
 // The reader sees the last commit, or the flush's once it is done; for a
 // key the transaction did not change the two agree. What the actor wrote
@@ -43,7 +44,7 @@ type changedKeys struct {
 }
 
 // changedBits is the filter's size and changedProbes the bits a key sets:
-// 2^22 bits (512 KiB) answer "maybe" for one key in 10 million not marked
+// 2^22 bits (512 KiB) answer "maybe" for one key in 8 million not marked
 // when 20 000 are (a flush's worth at 100 000 SETs a second), one in 15 000
 // when 100 000 are. A "maybe" costs a wait for a whole flush, so the
 // filter is large: a lookup per write meets it.
