@@ -17,23 +17,16 @@ func TestFlushOffTheActor(t *testing.T) {
 	s, err := Open(Options{Path: path, HotCacheBytes: 1 << 20})
 	must(t, err)
 	s.Now = 1
-	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
-	get := func(key string) string {
-		t.Helper()
-		v, _, err := s.GetString(0, []byte(key), nil)
-		must(t, err)
-		return string(v)
-	}
 	inTx(t, s, func() {
 		for i := range 50 {
-			set(fmt.Sprint("k", i), "v0")
+			setStr(t, s, fmt.Sprint("k", i), "v0")
 		}
 	})
 	must(t, s.Begin())
-	sadd(t, s, "s", "a") // a collection: elements in the transaction
-	set("new", "n1")     // a new key: written in the transaction
+	sadd(t, s, "s", "a")      // a collection: elements in the transaction
+	setStr(t, s, "new", "n1") // a new key: written in the transaction
 	for i := range 50 {
-		set(fmt.Sprint("k", i), "v1") // cached: pending
+		setStr(t, s, fmt.Sprint("k", i), "v1") // cached: pending
 	}
 	if s.PendingRows() < 50 {
 		t.Fatalf("%d pending rows, want the 50 strings", s.PendingRows())
@@ -46,9 +39,9 @@ func TestFlushOffTheActor(t *testing.T) {
 	// The connection is lent: the next round's Begin and writes to cached
 	// strings go on without it.
 	must(t, s.Begin())
-	set("k0", "v2")
-	set("k1", "v2")
-	if got := get("k2"); got != "v1" {
+	setStr(t, s, "k0", "v2")
+	setStr(t, s, "k1", "v2")
+	if got := getStr(t, s, "k2"); got != "v1" {
 		t.Fatalf("cached GET during the flush: %q", got)
 	}
 	if !s.Flying() {
@@ -84,7 +77,7 @@ func TestFlushOffTheActor(t *testing.T) {
 	defer s.Close()
 	s.Now = 1
 	for key, want := range map[string]string{"k0": "v1", "k1": "v1", "k2": "v1", "k49": "v1", "new": "n1"} {
-		if got := get(key); got != want {
+		if got := getStr(t, s, key); got != want {
 			t.Fatalf("after restart %s = %q, want %q", key, got, want)
 		}
 	}
@@ -101,16 +94,15 @@ func TestFlushOffTheActor(t *testing.T) {
 // holds what was committed before, and covers the log as far as then.
 func TestFlushFailureFailsUntilRollback(t *testing.T) {
 	s := openTest(t)
-	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
 	inTx(t, s, func() {
-		set("a", "a0")
-		set("gone", "g0")
+		setStr(t, s, "a", "a0")
+		setStr(t, s, "gone", "g0")
 		must(t, s.SetRedoPosition(10))
 	})
 	must(t, s.Begin())
-	set("a", "a1")
-	set("gone", "g1")
-	set("b", "b1")
+	setStr(t, s, "a", "a1")
+	setStr(t, s, "gone", "g1")
+	setStr(t, s, "b", "b1")
 	// The row of a pending key vanishes behind the cache's back: the
 	// flush's write of it finds nothing and fails.
 	must(t, s.c.exec("DELETE FROM keys WHERE key = CAST('gone' AS BLOB)"))
@@ -144,7 +136,7 @@ func TestFlushFailureFailsUntilRollback(t *testing.T) {
 			t.Fatalf("after rollback %s = %q, want %q", key, v, want)
 		}
 	}
-	inTx(t, s, func() { set("b", "b2") })
+	inTx(t, s, func() { setStr(t, s, "b", "b2") })
 	if v, _, _ := s.GetString(0, []byte("b"), nil); string(v) != "b2" {
 		t.Fatalf("writes after the rollback: b = %q", v)
 	}
@@ -303,16 +295,9 @@ func pendingModelRun(t *testing.T, seed int64) {
 // a key it deleted or created, and every key once it flushed a database.
 func TestReadsAsideFlush(t *testing.T) {
 	s := openTest(t)
-	set := func(key, v string) { t.Helper(); must(t, s.SetString(0, []byte(key), []byte(v), 0, false)) }
-	get := func(key string) string {
-		t.Helper()
-		v, _, err := s.GetString(0, []byte(key), nil)
-		must(t, err)
-		return string(v)
-	}
 	inTx(t, s, func() {
 		for _, k := range []string{"a", "b", "c", "d", "e"} {
-			set(k, k+"0")
+			setStr(t, s, k, k+"0")
 		}
 	})
 	// flight starts a flush of a transaction that ran fn, with nothing
@@ -342,18 +327,18 @@ func TestReadsAsideFlush(t *testing.T) {
 
 	reads := s.AsideReads()
 	f := flight(func() {
-		set("a", "a1")
+		setStr(t, s, "a", "a1")
 		if _, err := s.Delete(0, []byte("d")); err != nil {
 			t.Fatal(err)
 		}
-		set("n", "n1")
+		setStr(t, s, "n", "n1")
 	}, func() {
-		if got := get("b"); got != "b0" {
+		if got := getStr(t, s, "b"); got != "b0" {
 			t.Fatalf("GET b aside: %q", got)
 		}
-		set("c", "c1")     // an uncached string, overwritten
-		set("fresh", "f1") // a key nobody had
-		if got := get("c"); got != "c1" {
+		setStr(t, s, "c", "c1")     // an uncached string, overwritten
+		setStr(t, s, "fresh", "f1") // a key nobody had
+		if got := getStr(t, s, "c"); got != "c1" {
 			t.Fatalf("GET c after its SET aside: %q", got)
 		}
 	})
@@ -371,7 +356,7 @@ func TestReadsAsideFlush(t *testing.T) {
 	reads = s.AsideReads()
 	go f.Run()
 	for key, want := range map[string]string{"a": "a1", "d": "", "n": "n1"} {
-		if got := get(key); got != want {
+		if got := getStr(t, s, key); got != want {
 			t.Fatalf("GET %s changed by the flight: %q, want %q", key, got, want)
 		}
 	}
@@ -380,7 +365,7 @@ func TestReadsAsideFlush(t *testing.T) {
 	}
 	land(f)
 	for key, want := range map[string]string{"b": "b0", "c": "c1", "fresh": "f1"} {
-		if got := get(key); got != want {
+		if got := getStr(t, s, key); got != want {
 			t.Fatalf("after the flush %s = %q, want %q", key, got, want)
 		}
 	}
@@ -398,11 +383,25 @@ func TestReadsAsideFlush(t *testing.T) {
 	}
 	reads = s.AsideReads()
 	go f.Run()
-	if got := get("b"); got != "" {
+	if got := getStr(t, s, "b"); got != "" {
 		t.Fatalf("GET b after FLUSHDB: %q", got)
 	}
 	if s.AsideReads() != reads {
 		t.Fatal("a key of a flushed database was read aside")
 	}
 	land(f)
+}
+
+// setStr makes key of database 0 the string v.
+func setStr(t *testing.T, s *Store, key, v string) {
+	t.Helper()
+	must(t, s.SetString(0, []byte(key), []byte(v), 0, false))
+}
+
+// getStr is key's string in database 0 ("" when there is none).
+func getStr(t *testing.T, s *Store, key string) string {
+	t.Helper()
+	v, _, err := s.GetString(0, []byte(key), nil)
+	must(t, err)
+	return string(v)
 }
