@@ -148,11 +148,29 @@ func (s *Store) aside(qq *query, db int, key []byte) *stmt {
 	if len(s.pending) > 0 && s.cache.stale(db, key) {
 		return nil // the row must be written back first
 	}
+	if s.flightDone() {
+		return nil
+	}
+	st := s.readerStmt(qq)
+	st.int(1, int64(db))
+	st.blob(2, key)
+	s.asideReads++
+	return st
+}
+
+// flightDone reports whether the flush that has the connection is done:
+// landing it then costs no wait, and shows how it went.
+func (s *Store) flightDone() bool {
 	select {
 	case <-s.c.lent.done:
-		return nil // landing it costs no wait, and shows how it went
+		return true
 	default:
+		return false
 	}
+}
+
+// readerStmt is qq prepared on the reader.
+func (s *Store) readerStmt(qq *query) *stmt {
 	st := s.rstmts[qq]
 	if st == nil {
 		var err error
@@ -161,10 +179,35 @@ func (s *Store) aside(qq *query, db int, key []byte) *stmt {
 		}
 		s.rstmts[qq] = st
 	}
-	st.int(1, int64(db))
-	st.blob(2, key)
-	s.asideReads++
 	return st
+}
+
+// Element lookups aside a flush: a flush writes the pending elements it
+// took (elems.go) and whatever element statements its transaction ran. If
+// it ran none that changed an element (txElemSQL), an element's state is
+// the flush's pending one if it took one, else the last commit's. So
+// lookupElem answers from the elements pending now, then from the flying
+// ones, then on the reader, and waits for nothing.
+
+// lookupElem returns the pending state of c's element elem, or else
+// qq's statement bound to c's id and elem, ready to step: on the reader
+// aside a flush when it can, else on the actor's connection.
+func (s *Store) lookupElem(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
+	if e := s.pendingElem(c, elem); e != nil {
+		return e, nil
+	}
+	var st *stmt
+	if s.c.lent != nil && s.rc != nil && !s.flightElemSQL && !s.flightDone() {
+		if e := s.flyingElems[string(s.ekbuf)]; e != nil { // pendingElem made the key
+			return e, nil
+		}
+		st = s.readerStmt(qq)
+		s.asideReads++
+	} else {
+		st = s.q(qq)
+	}
+	bindElem(st, c.ID, elem)
+	return nil, st
 }
 
 // AsideReads counts the lookups answered by the reader while a flush had

@@ -21,11 +21,23 @@ type hotCache struct {
 	head, tail *centry // most recently used first
 	kbuf       []byte
 	hits, miss uint64
-	// pendingOut counts pending entries (writeback.go) that left the map
-	// since the last write-back: their keys can no longer be told stale
-	// by a lookup here (stale).
-	pendingOut int
+	// out holds the pending entries (writeback.go) that left the map since
+	// the last write-back, by key, so that a lookup can still tell their
+	// keys stale (stale). An entry evicted for room is kept and a miss
+	// takes it back (get): it is the key's latest state, and the key's
+	// next command need not write every pending row back to find it. One
+	// dropped because its key changed otherwise is kept as nil: stale,
+	// never taken back. outBytes is their size; past outMax (or after
+	// clear) outLost says that any key may be stale.
+	out      map[string]*centry
+	outBytes int64
+	outLost  bool
 }
+
+// outShare is the part of the cache's bound that evicted pending entries
+// may use besides (they wait in memory for the flush either way; past it,
+// the next lookup of an uncached key writes them all back).
+const outShare = 1
 
 type centry struct {
 	k string // database byte + key
@@ -68,7 +80,7 @@ func newHotCache(max int64) *hotCache {
 	if max <= 0 {
 		return nil
 	}
-	return &hotCache{max: max, m: map[string]*centry{}}
+	return &hotCache{max: max, m: map[string]*centry{}, out: map[string]*centry{}}
 }
 
 func (c *hotCache) key(db int, key []byte) []byte {
@@ -83,6 +95,10 @@ func (c *hotCache) get(db int, key []byte, now int64) *centry {
 	}
 	e := c.m[string(c.key(db, key))]
 	if e == nil {
+		if e = c.readopt(now); e != nil {
+			c.hits++
+			return e
+		}
 		c.miss++
 		return nil
 	}
@@ -98,6 +114,24 @@ func (c *hotCache) get(db int, key []byte, now int64) *centry {
 	}
 	return e
 }
+
+// readopt takes back into the map the evicted pending entry of the key in
+// c.kbuf, if it has one that is live, and returns it.
+func (c *hotCache) readopt(now int64) *centry {
+	e := c.out[string(c.kbuf)]
+	if e == nil || !e.pending || expired(e.exp, now) {
+		return nil
+	}
+	delete(c.out, e.k)
+	c.outBytes -= e.size()
+	e.gone = false
+	c.add(e)
+	c.evict()
+	return e
+}
+
+// size is what e counts for in the cache's bound.
+func (e *centry) size() int64 { return int64(len(e.k)+len(e.v)) + entryOverhead }
 
 // put stores key's value and expiry, replacing any entry; ref says whether
 // the row holds the value as a blob ref.
@@ -223,18 +257,70 @@ func (c *hotCache) evict() {
 			c.pushFront(e)
 			continue
 		}
-		c.unlink(c.tail)
+		c.evicted(c.tail)
 	}
 }
 
+// evicted unlinks e to make room: a pending e stays its key's latest
+// state, which a lookup may take back (readopt).
+func (c *hotCache) evicted(e *centry) {
+	c.remove(e)
+	if e.pending && !c.outLost {
+		if old := c.out[e.k]; old != nil {
+			c.outBytes -= old.size()
+		}
+		c.out[e.k] = e
+		c.outBytes += e.size()
+		if c.outBytes > c.max/outShare {
+			c.lose()
+		}
+	}
+}
+
+// pendingGone notes that pending e is no longer in the map and is not its
+// key's latest state: the key is stale until the next write-back.
+func (c *hotCache) pendingGone(e *centry) {
+	if c.outLost {
+		return
+	}
+	if old := c.out[e.k]; old != nil {
+		c.outBytes -= old.size()
+	}
+	c.out[e.k] = nil
+	if len(c.out) > int(c.max/entryOverhead) {
+		c.lose()
+	}
+}
+
+// lose forgets which keys the pending entries out of the map are: any key
+// may be stale until the next write-back.
+func (c *hotCache) lose() {
+	clear(c.out)
+	c.outBytes, c.outLost = 0, true
+}
+
+// written notes that no entry is pending any more (a write-back, a
+// flush's freeze, a rollback).
+func (c *hotCache) written() {
+	if c == nil {
+		return
+	}
+	clear(c.out)
+	c.outBytes, c.outLost = 0, false
+}
+
 // stale reports whether SQLite's row for key may be behind the cache: the
-// key's entry is pending, or some pending entry has left the map and so
-// could be key's.
+// key's entry is pending, in the map or out of it, or some pending entry
+// has left the map unrecorded and so could be key's.
 func (c *hotCache) stale(db int, key []byte) bool {
-	if c == nil || c.pendingOut > 0 {
+	if c == nil || c.outLost {
 		return true
 	}
-	e := c.m[string(c.key(db, key))]
+	k := c.key(db, key)
+	if _, out := c.out[string(k)]; out {
+		return true
+	}
+	e := c.m[string(k)]
 	return e != nil && e.pending
 }
 
@@ -263,15 +349,27 @@ func (c *hotCache) clear() {
 	if c == nil {
 		return
 	}
+	for _, e := range c.m {
+		if e.pending {
+			c.lose() // the lookups can no longer tell their keys
+			break
+		}
+	}
 	clear(c.m)
 	c.head, c.tail, c.used = nil, nil, 0
-	c.pendingOut++ // pending entries may have been among them
 }
 
+// unlink takes e out of the map: the key changed, or it was evicted
+// (evicted says what becomes of a pending e then).
 func (c *hotCache) unlink(e *centry) {
 	if e.pending {
-		c.pendingOut++
+		c.pendingGone(e)
 	}
+	c.remove(e)
+}
+
+// remove takes e out of the map and the recency list.
+func (c *hotCache) remove(e *centry) {
 	e.gone = true
 	c.detach(e)
 	delete(c.m, e.k)

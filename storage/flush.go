@@ -46,6 +46,7 @@ import (
 type Flush struct {
 	s *Store
 	rowBatch
+	elems  []*pelem // pending elements taken (elems.go)
 	counts []dbCount
 	mark   int64 // the version high-water mark to store; 0: unchanged
 	pos    uint64
@@ -112,6 +113,14 @@ func (s *Store) StartFlush(pos uint64) (*Flush, error) {
 	if err := s.freezePending(&f.rowBatch, true); err != nil {
 		return nil, err
 	}
+	// The flight's elements stay readable until it lands (aside.go).
+	s.flyingElems, s.elems = s.elems, s.flyingElems
+	f.elems = slices.Grow(s.elemSpare[:0], len(s.flyingElems))
+	for _, e := range s.flyingElems {
+		f.elems = append(f.elems, e)
+	}
+	s.elemSpare, s.elemBytes = nil, 0
+	s.flightElemSQL, s.txElemSQL = s.txElemSQL, false
 	if s.version > s.versionMark {
 		f.mark = s.version + versionBlock
 	}
@@ -178,9 +187,8 @@ func (s *Store) freezePending(b *rowBatch, share bool) error {
 		s.pending[i] = nil
 	}
 	s.pending = s.pending[:0]
-	if s.cache != nil {
-		s.cache.pendingOut = 0
-	}
+	s.pendingExp = 0
+	s.cache.written()
 	return nil
 }
 
@@ -197,6 +205,9 @@ func (f *Flush) Run() {
 func (f *Flush) commit() error {
 	s := f.s
 	err := f.write(s.flushStmt, s.fc, true)
+	if err == nil {
+		err = writeElems(f.elems, s.flushStmt, s.fc, true)
+	}
 	if err == nil && f.mark != 0 {
 		st := s.flushStmt(qSaveVersion)
 		st.int(1, f.mark)
@@ -346,6 +357,12 @@ func (s *Store) land(f *Flush) {
 		s.spare = f.rowBatch
 	}
 	f.rowBatch = rowBatch{}
+	if cap(f.elems) <= maxSpareRows {
+		clear(f.elems)
+		s.elemSpare = f.elems[:0]
+	}
+	f.elems = nil
+	clear(s.flyingElems) // in SQLite now, or rolled back
 	if f.err != nil {
 		// The transaction is gone: every statement fails until the
 		// actor's Rollback, and the counts go back to what is committed.

@@ -191,8 +191,7 @@ func pendingModelRun(t *testing.T, seed int64) {
 			t.Fatalf("SQLite holds\n%v\nthe model\n%v", got, want)
 		}
 	}
-	var flight *Flush
-	var flown chan struct{}
+	var fl flyer
 	must(t, s.Begin())
 	for step := range 3000 {
 		k := fmt.Sprint("k", rng.IntN(12))
@@ -257,32 +256,16 @@ func pendingModelRun(t *testing.T, seed int64) {
 			delete(strs, key)
 			delete(sets, key)
 		case r < 93:
-			if flight != nil {
-				break
-			}
-			f, err := s.StartFlush(uint64(step))
-			must(t, err)
-			flight, flown = f, make(chan struct{})
-			go func() { f.Run(); close(flown) }()
-			must(t, s.Begin())
+			fl.start(t, s, step)
 		default:
-			if flight != nil {
-				<-flown
-				if f := s.Land(); f != flight || f.Err() != nil {
-					t.Fatalf("step %d: landed %v", step, f)
-				}
-				flight = nil
-			}
+			fl.land(t, s, step)
 			_, _, err := s.Commit()
 			must(t, err)
 			committed()
 			must(t, s.Begin())
 		}
 	}
-	if flight != nil {
-		<-flown
-		s.Land()
-	}
+	fl.land(t, s, 3000)
 	_, _, err = s.Commit()
 	must(t, err)
 	committed()
@@ -404,4 +387,38 @@ func getStr(t *testing.T, s *Store, key string) string {
 	v, _, err := s.GetString(0, []byte(key), nil)
 	must(t, err)
 	return string(v)
+}
+
+// flyer runs one flush at a time on its own goroutine for the model tests,
+// while they go on with commands.
+type flyer struct {
+	f     *Flush
+	flown chan struct{}
+}
+
+// start starts a flush unless one flies, and reports whether it did.
+func (fl *flyer) start(t *testing.T, s *Store, step int) bool {
+	t.Helper()
+	if fl.f != nil {
+		return false
+	}
+	f, err := s.StartFlush(uint64(step))
+	must(t, err)
+	fl.f, fl.flown = f, make(chan struct{})
+	go func() { f.Run(); close(fl.flown) }()
+	must(t, s.Begin())
+	return true
+}
+
+// land waits for the flying flush, if any, and lands it.
+func (fl *flyer) land(t *testing.T, s *Store, step int) {
+	t.Helper()
+	if fl.f == nil {
+		return
+	}
+	<-fl.flown
+	if f := s.Land(); f != fl.f || f.Err() != nil {
+		t.Fatalf("step %d: landed %v", step, f)
+	}
+	fl.f = nil
 }

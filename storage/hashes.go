@@ -1,12 +1,14 @@
 package storage
 
 // Hashes: one row per field in the hashes table, (id, h, field) -> value.
-// Every operation on a field is a point lookup on the primary key.
+// Every operation on a field is a point lookup on the primary key; an HSET
+// of a value held inline waits for the flush (elems.go), so the lookups
+// look at the pending fields first.
 
 var (
-	qHGet    = newQuery("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHExists = newQuery("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
-	qHStrLen = newQuery("SELECT " + lengthExpr + " FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHGet    = newElemLookup("SELECT value FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHExists = newElemLookup("SELECT 1 FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
+	qHStrLen = newElemLookup("SELECT " + lengthExpr + " FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3")
 	qHInsert = newQuery("INSERT OR IGNORE INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
 	// HSET replaces a field, expiry included (Redis 7.4); HINCRBY keeps it.
 	qHUpdate        = newQuery("UPDATE hashes SET value = ?4, expire_at = NULL WHERE id = ?1 AND h = ?2 AND field = ?3")
@@ -24,6 +26,9 @@ func bindElem(st *stmt, id int64, elem []byte) {
 // HashGet appends the value of field to dst; found is false when the hash
 // has no such field.
 func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err error) {
+	if e := s.pendingElem(c, field); e != nil {
+		return append(dst, e.v...), true, nil
+	}
 	st := s.q(qHGet)
 	bindElem(st, c.ID, field)
 	row, err := st.step()
@@ -38,8 +43,10 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 
 // HashHas reports whether the hash has field.
 func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
-	st := s.q(qHExists)
-	bindElem(st, c.ID, field)
+	e, st := s.lookupElem(qHExists, c, field)
+	if e != nil {
+		return true, nil
+	}
 	row, err := st.step()
 	st.reset()
 	return row, err
@@ -47,6 +54,9 @@ func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
 
 // HashStrLen is the length of field's value, 0 when there is none.
 func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
+	if e := s.pendingElem(c, field); e != nil {
+		return int64(len(e.v)), nil
+	}
 	st := s.q(qHStrLen)
 	bindElem(st, c.ID, field)
 	row, err := st.step()
@@ -68,6 +78,9 @@ const (
 // HashSet sets field to value; added is true when the field is new. mode
 // says what happens to a field that exists.
 func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err error) {
+	if mode == HashReplace && len(field)+len(value) <= inlineBudget {
+		return s.hashPut(c, field, value)
+	}
 	st := s.q(qHInsert)
 	bindElem(st, c.ID, field)
 	ref, err := s.bindValue(st, 4, value, len(field))
@@ -109,4 +122,26 @@ func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err
 // HashDel removes field; removed is false when there was none.
 func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
 	return s.removeElem(c, qHDel, field)
+}
+
+// hashPut is HSET of a value held inline: the new field or value waits for
+// the flush (elems.go).
+func (s *Store) hashPut(c *Coll, field, value []byte) (added bool, err error) {
+	e := s.pendingElem(c, field)
+	if e == nil {
+		had, err := s.HashHas(c, field)
+		if err != nil {
+			return false, err
+		}
+		if e, err = s.pendElem(c, field, had); err != nil {
+			return false, err
+		}
+		if !had {
+			e.ord, added = s.nextVersion(), true
+			c.Len++
+		}
+	}
+	s.setElemValue(e, value)
+	s.changed(c, !added)
+	return added, nil
 }

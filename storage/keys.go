@@ -402,7 +402,9 @@ func (s *Store) CountExpiring(db int) (int64, error) {
 // SweepExpired deletes up to limit keys whose expiry has passed, oldest
 // expiry first, and reports how many it deleted.
 func (s *Store) SweepExpired(limit int) (int, error) {
-	if len(s.pending) > 0 {
+	if len(s.pending) > 0 && !expired(s.pendingExp, s.Now) {
+		// Nothing pending is due: write back only if SQLite has a key
+		// that is.
 		due := s.prepared(qSweepDue)
 		due.int(1, s.Now)
 		row, err := due.step()

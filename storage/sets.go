@@ -1,18 +1,20 @@
 package storage
 
 // Sets: one row per member in the sets table, (id, h, member). Membership
-// is a point lookup on the primary key.
+// is a point lookup on the primary key; a new member waits for the flush
+// (elems.go), so the lookup looks at the pending members first.
 
 var (
-	qSIsMember = newQuery("SELECT 1 FROM sets WHERE id = ?1 AND h = ?2 AND member = ?3")
-	qSAdd      = newQuery("INSERT OR IGNORE INTO sets (id, h, member) VALUES (?1, ?2, ?3)")
+	qSIsMember = newElemLookup("SELECT 1 FROM sets WHERE id = ?1 AND h = ?2 AND member = ?3")
 	qSRem      = newQuery("DELETE FROM sets WHERE id = ?1 AND h = ?2 AND member = ?3")
 )
 
 // SetHas reports whether member is in the set.
 func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {
-	st := s.q(qSIsMember)
-	bindElem(st, c.ID, member)
+	e, st := s.lookupElem(qSIsMember, c, member)
+	if e != nil {
+		return true, nil
+	}
 	row, err := st.step()
 	st.reset()
 	return row, err
@@ -20,13 +22,11 @@ func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {
 
 // SetAdd adds member; added is false when it was there already.
 func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
-	st := s.q(qSAdd)
-	bindElem(st, c.ID, member)
-	if err := st.exec(); err != nil {
+	if had, err := s.SetHas(c, member); err != nil || had {
 		return false, err
 	}
-	if s.c.changes() == 0 {
-		return false, nil
+	if _, err := s.pendElem(c, member, false); err != nil {
+		return false, err
 	}
 	c.Len++
 	s.changed(c, false)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 
@@ -132,7 +133,22 @@ type Store struct {
 	cache   *hotCache
 	pending []*centry // collection key rows ahead of SQLite (writeback.go)
 	pendSeq uint64    // counts the entries that became pending
-	scratch []byte
+	// pendingExp is the earliest expiry among pending entries (0: none);
+	// it may be earlier than any, never later.
+	pendingExp int64
+	scratch    []byte
+
+	// Element writes waiting for the flush, by collection id and element
+	// (elems.go), their size, and buffers for their keys and batches.
+	elems     map[string]*pelem
+	elemBytes int64
+	elemMax   int64 // maxPendingElems; tests make it small
+	ekbuf     []byte
+	elemSpare []*pelem
+	// The elements the flying flush took, and whether its transaction or
+	// the open one changed elements by SQL (aside.go).
+	flyingElems              map[string]*pelem
+	txElemSQL, flightElemSQL bool
 
 	searchStmts map[string]*stmt // statements over the search tables (search.go)
 
@@ -169,12 +185,19 @@ type query struct {
 	// nothing a write to another key changes, so it may run on the reader
 	// while a flush has the connection (aside.go).
 	aside bool
+	// elems: the statement reads or writes an element table, so pending
+	// elements are written first (elems.go); not for the point lookups
+	// whose callers look at the pending elements themselves.
+	elems bool
+	// elemWrite: the statement may change an element (aside.go).
+	elemWrite bool
 }
 
 var queries []*query
 
 func newQuery(sql string) *query {
-	q := &query{sql: sql, idx: len(queries), keys: needsRows(sql)}
+	q := &query{sql: sql, idx: len(queries), keys: needsRows(sql), elems: namesElems.MatchString(sql)}
+	q.elemWrite = q.elems && writesSQL.MatchString(sql)
 	queries = append(queries, q)
 	return q
 }
@@ -187,13 +210,35 @@ func newAsideQuery(sql string) *query {
 	return q
 }
 
+// newElemLookup is newQuery for a lookup of one element whose callers
+// look at the pending elements first (query.elems).
+func newElemLookup(sql string) *query {
+	q := newQuery(sql)
+	q.elems = false
+	return q
+}
+
+// namesElems matches SQL that names an element table, writesSQL SQL that
+// may change rows.
+var (
+	namesElems = regexp.MustCompile(`(?i)\b(hashes|sets|zsets)\b`)
+	writesSQL  = regexp.MustCompile(`(?i)^\s*(INSERT|UPDATE|DELETE|REPLACE|WITH)\b`)
+)
+
 // q returns the prepared statement for qq, ready to bind. A statement on
-// the keys table first brings SQLite's key rows up to date (writeback.go);
-// should that fail, the statement's first step returns the error.
+// the keys table first brings SQLite's key rows up to date (writeback.go),
+// one on an element table its elements (elems.go); should that fail, the
+// statement's first step returns the error.
 func (s *Store) q(qq *query) *stmt {
 	st := s.prepared(qq)
 	if qq.keys && len(s.pending) > 0 {
 		st.failed = s.writeBack()
+	}
+	if qq.elems && len(s.elems) > 0 && st.failed == nil {
+		st.failed = s.settleElems()
+	}
+	if qq.elemWrite {
+		s.txElemSQL = true
 	}
 	return st
 }
@@ -260,7 +305,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes)}
+	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: maxPendingElems}
 	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
 	if err := s.init(o); err != nil {
 		c.close()
@@ -442,6 +487,10 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 		s.Rollback()
 		return false, s.commits, err
 	}
+	if err := s.settleElems(); err != nil {
+		s.Rollback()
+		return false, s.commits, err
+	}
 	defer s.ResetTouched()
 	mark := s.versionMark
 	if s.dirty {
@@ -470,6 +519,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	s.inTx = false
 	s.saved = s.saved[:0]
 	s.txKeys.reset() // committed: any connection sees it (aside.go)
+	s.txElemSQL = false
 	if !s.dirty {
 		return false, s.commits, nil
 	}
@@ -503,6 +553,7 @@ func (s *Store) Rollback() {
 	s.dropOpen()
 	s.ResetTouched()
 	s.txKeys.reset()
+	s.txElemSQL = false
 	// The hashes with field expiries, as the database has them again (on
 	// an error the sweep still finds every due field by its index).
 	s.loadFieldExpiries()
@@ -516,6 +567,9 @@ func (s *Store) Rollback() {
 // always act on the innermost one.
 func (s *Store) Savepoint() error {
 	if err := s.writeBack(); err != nil {
+		return err
+	}
+	if err := s.settleElems(); err != nil {
 		return err
 	}
 	if err := s.q(qSavepoint).exec(); err != nil {

@@ -58,15 +58,18 @@ func needsRows(sql string) bool { return readsKeys.MatchString(strings.TrimSpace
 // pend marks e's count and version as ahead of SQLite.
 func (s *Store) pend(e *centry, n, version int64) {
 	e.n, e.version = n, version
+	if e.exp != 0 && (s.pendingExp == 0 || e.exp < s.pendingExp) {
+		s.pendingExp = e.exp // the sweeper's cue (SweepExpired)
+	}
 	if !e.pending {
 		e.pending = true
 		s.pendSeq++
 		e.pseq = s.pendSeq
 		s.pending = append(s.pending, e)
 		if e.gone {
-			// Evicted while its command ran: a lookup can no longer
-			// find it stale (hotCache.stale).
-			s.cache.pendingOut++
+			// Evicted while its command ran: a lookup must still find
+			// its key stale (hotCache.stale).
+			s.cache.pendingGone(e)
 		}
 	}
 }
@@ -152,9 +155,9 @@ func (s *Store) discardPending() {
 		s.pending[i] = nil
 	}
 	s.pending = s.pending[:0]
-	if s.cache != nil {
-		s.cache.pendingOut = 0
-	}
+	s.pendingExp = 0
+	s.cache.written()
+	s.discardElems()
 }
 
 // PendingRows is how many collection key rows are ahead of SQLite.

@@ -303,3 +303,95 @@ func TestWriteBackStrings(t *testing.T) {
 		t.Fatalf("after restart b = %q", v)
 	}
 }
+
+// Pending strings evicted for room wait out of the cache until the flush:
+// a GET of one takes it back with its latest value, a statement on another
+// key's row writes none of them back, a statement on an evicted key's own
+// row writes them back first, and past their bound (half the cache) any
+// key counts as stale again.
+func TestEvictedPendingRows(t *testing.T) {
+	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db"), HotCacheBytes: 4 << 10})
+	must(t, err)
+	defer s.Close()
+	s.Now = 1
+	inTx(t, s, func() {
+		for i := range 50 {
+			must(t, s.SetString(0, fmt.Appendf(nil, "k%d", i), []byte("old"), 0, false))
+		}
+	})
+	pendingOut := func() int {
+		n := 0
+		for _, e := range s.pending {
+			if e.gone {
+				n++
+			}
+		}
+		return n
+	}
+	must(t, s.Begin())
+	for i := range 50 {
+		must(t, s.SetString(0, fmt.Appendf(nil, "k%d", i), []byte("new"), 0, false))
+	}
+	// More keys than the cache holds: the first pending ones leave it.
+	for i := range 50 {
+		if _, _, err := s.GetString(0, fmt.Appendf(nil, "other%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pendingOut() == 0 || s.cache.outLost {
+		t.Fatalf("%d pending rows out of the cache (lost: %v); the test needs some, recorded", pendingOut(), s.cache.outLost)
+	}
+	out := 0
+	for i := range 50 {
+		if s.cache.m["\x00"+fmt.Sprintf("k%d", i)] == nil {
+			out = i
+			break
+		}
+	}
+	pending := s.PendingRows()
+	if _, _, err := s.Lookup(0, []byte("another")); err != nil {
+		t.Fatal(err)
+	}
+	if s.PendingRows() != pending {
+		t.Fatalf("a lookup of another key wrote back %d pending rows", pending-s.PendingRows())
+	}
+	key := fmt.Appendf(nil, "k%d", out)
+	if v, _, err := s.GetString(0, key, nil); err != nil || string(v) != "new" {
+		t.Fatalf("GET of an evicted pending key: %q %v, want new", v, err)
+	}
+	if s.cache.m["\x00"+string(key)] == nil {
+		t.Fatal("the GET did not take the evicted entry back")
+	}
+	// A key dropped while pending stays stale: its row goes back first.
+	e := s.cache.get(0, []byte("k49"), s.Now)
+	if e == nil || !e.pending {
+		t.Fatal("k49 is not a cached pending entry")
+	}
+	s.cache.unlink(e)
+	if !s.cache.stale(0, []byte("k49")) {
+		t.Fatal("a dropped pending key is not stale")
+	}
+	if _, _, err := s.Lookup(0, []byte("k49")); err != nil {
+		t.Fatal(err)
+	}
+	if s.PendingRows() != 0 || len(s.cache.out) != 0 {
+		t.Fatalf("a lookup of a stale key left %d pending rows, %d out", s.PendingRows(), len(s.cache.out))
+	}
+	// Past the bound, every key is stale.
+	for i := 0; !s.cache.outLost; i++ {
+		if i == 1000 {
+			t.Fatal("the evicted pending entries never overflowed their bound")
+		}
+		must(t, s.SetString(0, fmt.Appendf(nil, "n%d", i), []byte("new"), 0, false))
+	}
+	if s.cache.outBytes != 0 || !s.cache.stale(0, []byte("nothing")) {
+		t.Fatal("an overflowed cache does not count every key stale")
+	}
+	_, _, err = s.Commit()
+	must(t, err)
+	for i := range 50 {
+		if v, _, err := s.GetString(0, fmt.Appendf(nil, "k%d", i), nil); err != nil || string(v) != "new" {
+			t.Fatalf("k%d = %q %v after commit", i, v, err)
+		}
+	}
+}
