@@ -29,15 +29,17 @@ type hotCache struct {
 	// dropped because its key changed otherwise is kept as nil: stale,
 	// never taken back. outBytes is their size; past outMax (or after
 	// clear) outLost says that any key may be stale.
-	out      map[string]*centry
-	outBytes int64
-	outLost  bool
+	out              map[string]*centry
+	outBytes, outMax int64
+	outLost          bool
 }
 
-// outShare is the part of the cache's bound that evicted pending entries
-// may use besides (they wait in memory for the flush either way; past it,
-// the next lookup of an uncached key writes them all back).
-const outShare = 1
+// outShare is the part of the cache's bound (a quarter) that evicted
+// pending entries may use besides: they are memory the cache's bound does
+// not count, held until the flush instead of the next lookup that misses;
+// past it, that lookup writes them all back, as before they were tracked.
+// A quarter costs ~4 MiB of RSS with 1 M keys loaded (a half, ~8).
+const outShare = 4
 
 type centry struct {
 	k string // database byte + key
@@ -80,7 +82,7 @@ func newHotCache(max int64) *hotCache {
 	if max <= 0 {
 		return nil
 	}
-	return &hotCache{max: max, m: map[string]*centry{}, out: map[string]*centry{}}
+	return &hotCache{max: max, m: map[string]*centry{}, out: map[string]*centry{}, outMax: max / outShare}
 }
 
 func (c *hotCache) key(db int, key []byte) []byte {
@@ -271,7 +273,7 @@ func (c *hotCache) evicted(e *centry) {
 		}
 		c.out[e.k] = e
 		c.outBytes += e.size()
-		if c.outBytes > c.max/outShare {
+		if c.outBytes > c.outMax {
 			c.lose()
 		}
 	}
@@ -295,8 +297,8 @@ func (c *hotCache) pendingGone(e *centry) {
 // lose forgets which keys the pending entries out of the map are: any key
 // may be stale until the next write-back.
 func (c *hotCache) lose() {
-	clear(c.out)
-	c.outBytes, c.outLost = 0, true
+	c.emptyOut()
+	c.outLost = true
 }
 
 // written notes that no entry is pending any more (a write-back, a
@@ -305,8 +307,19 @@ func (c *hotCache) written() {
 	if c == nil {
 		return
 	}
-	clear(c.out)
-	c.outBytes, c.outLost = 0, false
+	c.emptyOut()
+	c.outLost = false
+}
+
+// emptyOut empties c.out, letting a large one's buckets go (a cleared map
+// keeps them).
+func (c *hotCache) emptyOut() {
+	if len(c.out) > 1024 {
+		c.out = map[string]*centry{}
+	} else {
+		clear(c.out)
+	}
+	c.outBytes = 0
 }
 
 // stale reports whether SQLite's row for key may be behind the cache: the
