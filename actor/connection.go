@@ -21,6 +21,8 @@ type session struct {
 	db     int
 	resp   int
 	authed bool
+	// replyHint is the length of the last batch's replies (replyCap).
+	replyHint int
 	// authFlag is authed as the connection's loop sees it (ConnInfo.Authed).
 	authFlag *atomic.Bool
 	// user is the ACL user the client runs as (acl.go); the default user

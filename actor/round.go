@@ -231,7 +231,8 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	s.seq = b.Seq
 	oi := int32(len(a.out))
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
-	w := proto.Writer{Buf: make([]byte, 0, 64), Proto: s.resp}
+	w := proto.Writer{Buf: make([]byte, 0, replyCap(s.replyHint)), Proto: s.resp}
+	defer func() { s.replyHint = len(w.Buf) }()
 	charged := 0
 	for i := 0; i < n && !s.closing; i++ {
 		start := len(w.Buf)
@@ -330,4 +331,12 @@ func (a *Actor) overflow(s *session, oi int32, out int64, evicted bool) {
 	a.out[oi].c = Completion{ConnID: s.id, Kill: true}
 	s.killed = true
 	a.cfg.Clients.Release(s.mem)
+}
+
+// replyCap is the capacity a batch's reply buffer starts with: a little
+// more than the connection's last batch took, so that a steady client's
+// replies cost one allocation rather than a doubling's five or six (a
+// third of what a -P 16 GET run allocated), within [64 B, 64 KiB].
+func replyCap(last int) int {
+	return min(max(last+last/8, 64), 64<<10)
 }
