@@ -75,6 +75,8 @@ type Actor struct {
 	// ckptRunning: phase 1 of a checkpoint runs on the pool; ckptRest:
 	// it is done and phase 2 is due between rounds.
 	ckptRunning, ckptRest bool
+	// ckptAtLand: phase 2 waits for a flush to land (checkpointRest).
+	ckptAtLand bool
 
 	durable *syncer
 	// eff is the round's effects for the redo log (effects.go).
@@ -270,7 +272,6 @@ func (a *Actor) Run() {
 			a.lat.observe(evRound, time.Since(t0))
 		}
 		if a.ckptRest {
-			a.flush() // the second phase needs no transaction open
 			a.checkpointRest()
 		}
 		a.armTimer()

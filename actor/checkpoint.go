@@ -30,12 +30,25 @@ func (a *Actor) startCheckpoint() {
 	}
 }
 
-// checkpointRest is phase 2, on the actor, with no transaction open.
+// checkpointRest is phase 2, on the actor, with no transaction open: now
+// if none is, else when the next flush lands, between its commit and the
+// next BEGIN (a flush and a wait for it here stopped every client for the
+// flush's whole commit: the 1000-client p99's 80-110 ms).
 func (a *Actor) checkpointRest() {
 	a.ckptRest = false
+	if a.st.InTx() || a.st.Flying() {
+		a.ckptAtLand = true
+		a.st.CheckpointRestAtLand()
+		return
+	}
 	t0 := time.Now()
 	err := a.st.CheckpointRest()
-	a.lat.observe(evCheckpointFinish, time.Since(t0))
+	a.restDone(time.Since(t0), err)
+}
+
+// restDone takes phase 2's outcome.
+func (a *Actor) restDone(took time.Duration, err error) {
+	a.lat.observe(evCheckpointFinish, took)
 	if err != nil {
 		a.log.Warn().Err(err).Msg("checkpoint (phase 2) failed; will retry")
 	}

@@ -43,7 +43,7 @@ func (a *Actor) housekeeping(now time.Time) {
 		}
 	}
 	a.trimLog()
-	if !a.ckptRunning && !a.ckptRest && a.st.NeedsCheckpoint() {
+	if !a.ckptRunning && !a.ckptRest && !a.ckptAtLand && a.st.NeedsCheckpoint() {
 		a.startCheckpoint()
 	}
 	if a.cfg.IdleTimeout > 0 && !now.Before(a.nextIdleCheck) {

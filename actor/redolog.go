@@ -157,6 +157,10 @@ func (a *Actor) startFlush() {
 // they are redone here.
 func (a *Actor) landFlush(inRound bool) {
 	f := a.st.Land()
+	if took, err, ran := a.st.TakeCheckpointRest(); ran {
+		a.ckptAtLand = false
+		a.restDone(took, err)
+	}
 	if f == nil {
 		return
 	}

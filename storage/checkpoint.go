@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -78,6 +79,46 @@ func (s *Store) CheckpointRest() error {
 	}
 	s.checkpoints++
 	return nil
+}
+
+// CheckpointRestAtLand asks for phase 2 to run when a flush lands (the
+// one flying, else the next): between its commit and the next
+// transaction's BEGIN no transaction is open, so the actor need not stop
+// taking writes and wait for a flush of its own to run it. The outcome
+// comes back through TakeCheckpointRest.
+func (s *Store) CheckpointRestAtLand() { s.restAtLand = true }
+
+// checkpointAtLand runs phase 2 if a landing flush was asked to (land).
+func (s *Store) checkpointAtLand() {
+	if !s.restAtLand {
+		return
+	}
+	s.restAtLand = false
+	t0 := time.Now()
+	err := s.c.exec("PRAGMA wal_checkpoint(PASSIVE)")
+	if err == nil {
+		s.checkpoints++
+	} else {
+		err = fmt.Errorf("storage: checkpoint: %w", err)
+	}
+	s.rest = &restOutcome{took: time.Since(t0), err: err}
+}
+
+// restOutcome is how a phase 2 run at a landing went.
+type restOutcome struct {
+	took time.Duration
+	err  error
+}
+
+// TakeCheckpointRest reports the phase 2 run at a landing since the last
+// call, if one ran.
+func (s *Store) TakeCheckpointRest() (took time.Duration, err error, ran bool) {
+	r := s.rest
+	if r == nil {
+		return 0, nil, false
+	}
+	s.rest = nil
+	return r.took, r.err, true
 }
 
 // Checkpoints is the number of completed two-phase checkpoints.

@@ -377,6 +377,7 @@ func (s *Store) land(f *Flush) {
 		s.versionMark = f.mark
 	}
 	s.commits++
+	s.checkpointAtLand() // no transaction open here
 	if s.lazyBegin {
 		s.lazyBegin = false
 		if err := s.c.exec("BEGIN"); err != nil {

@@ -422,3 +422,47 @@ func (fl *flyer) land(t *testing.T, s *Store, step int) {
 	}
 	fl.f = nil
 }
+
+// A checkpoint's phase 2 asked for while a flush flies runs when it lands,
+// between its commit and the next transaction's BEGIN, and the writes of
+// that transaction go on.
+func TestCheckpointRestAtLand(t *testing.T) {
+	s := openTest(t)
+	inTx(t, s, func() {
+		for i := range 200 {
+			setStr(t, s, fmt.Sprint("k", i), "v")
+		}
+	})
+	must(t, s.Checkpointer().Passive())
+	must(t, s.Begin())
+	setStr(t, s, "a", "1")
+	f, err := s.StartFlush(1)
+	must(t, err)
+	must(t, s.Begin())
+	if err := s.CheckpointRest(); err == nil {
+		t.Fatal("phase 2 ran inside the open transaction")
+	}
+	s.CheckpointRestAtLand()
+	setStr(t, s, "b", "2") // pending: needs no connection
+	if _, _, ran := s.TakeCheckpointRest(); ran {
+		t.Fatal("phase 2 ran before the flush landed")
+	}
+	f.Run()
+	if got := s.Land(); got != f || got.Err() != nil {
+		t.Fatalf("Land: %v", got)
+	}
+	if _, err, ran := s.TakeCheckpointRest(); !ran || err != nil {
+		t.Fatalf("phase 2 at the landing: ran %v, %v", ran, err)
+	}
+	if s.Checkpoints() != 1 {
+		t.Fatalf("%d checkpoints, want 1", s.Checkpoints())
+	}
+	setStr(t, s, "c", "3")
+	_, _, err = s.Commit()
+	must(t, err)
+	for k, want := range map[string]string{"a": "1", "b": "2", "c": "3", "k7": "v"} {
+		if got := getStr(t, s, k); got != want {
+			t.Fatalf("%s = %q, want %q", k, got, want)
+		}
+	}
+}

@@ -150,6 +150,11 @@ type Store struct {
 	flyingElems              map[string]*pelem
 	txElemSQL, flightElemSQL bool
 
+	// restAtLand: a checkpoint's phase 2 waits for the next landing;
+	// rest is how it went there (checkpoint.go).
+	restAtLand bool
+	rest       *restOutcome
+
 	searchStmts map[string]*stmt // statements over the search tables (search.go)
 
 	// Flushes on another goroutine (flush.go): their view of the
