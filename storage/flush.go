@@ -47,6 +47,9 @@ type Flush struct {
 	s *Store
 	rowBatch
 	elems  []*pelem // pending elements taken (elems.go)
+	// byKey indexes the string rows by key for lookups while the flush
+	// flies (Store.flyingString): built by the actor, on first need.
+	byKey map[string]int32
 	counts []dbCount
 	mark   int64 // the version high-water mark to store; 0: unchanged
 	pos    uint64
@@ -352,6 +355,7 @@ func (s *Store) land(f *Flush) {
 	// The next flush reuses the buffers (a flush's rows are many and
 	// short-lived), unless they are large: a burst's would stay in the
 	// heap for good.
+	f.byKey = nil
 	f.rowBatch.reset()
 	if cap(f.rows) <= maxSpareRows {
 		s.spare = f.rowBatch

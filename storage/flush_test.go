@@ -466,3 +466,42 @@ func TestCheckpointRestAtLand(t *testing.T) {
 		}
 	}
 }
+
+// A GET or SET of a key the flush in flight wrote, and the hot cache has
+// let go, is answered from the flight's own row without waiting for it.
+func TestFlyingStringRows(t *testing.T) {
+	s := openTest(t)
+	inTx(t, s, func() { setStr(t, s, "old", "o1") })
+	must(t, s.Begin())
+	setStr(t, s, "old", "o2") // an update
+	setStr(t, s, "new", "n1") // an insert
+	f, err := s.StartFlush(1)
+	must(t, err)
+	must(t, s.Begin())
+	s.cache.drop(0, []byte("old"))
+	s.cache.drop(0, []byte("new"))
+	waits := s.FlushWaits()
+	if got := getStr(t, s, "old"); got != "o2" {
+		t.Fatalf("GET old while its flush flies: %q", got)
+	}
+	setStr(t, s, "new", "n2")
+	if got := getStr(t, s, "new"); got != "n2" {
+		t.Fatalf("GET new after its SET: %q", got)
+	}
+	if !s.Flying() || s.FlushWaits() != waits {
+		t.Fatal("a key the flight wrote waited for it")
+	}
+	f.Run()
+	if got := s.Land(); got != f || got.Err() != nil {
+		t.Fatalf("Land: %v", got)
+	}
+	_, _, err = s.Commit()
+	must(t, err)
+	s.cache.drop(0, []byte("old"))
+	s.cache.drop(0, []byte("new"))
+	for k, want := range map[string]string{"old": "o2", "new": "n2"} {
+		if got := getStr(t, s, k); got != want {
+			t.Fatalf("after the flush %s = %q, want %q", k, got, want)
+		}
+	}
+}

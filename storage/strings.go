@@ -35,6 +35,9 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 		}
 		return append(dst, e.v...), true, nil
 	}
+	if r := s.flyingString(db, key); r != nil {
+		return append(dst, r.v...), true, nil
+	}
 	st := s.qKey(qGetString, db, key)
 	row, err := st.step()
 	if err != nil || !row {
@@ -186,6 +189,9 @@ func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool)
 // stringRow reads the type, expiry and value kind (a blob ref or not) of
 // key's row for SetString; an expired key is deleted and reported as none.
 func (s *Store) stringRow(db int, key []byte) (t Type, exp int64, ref bool, err error) {
+	if r := s.flyingString(db, key); r != nil {
+		return TypeString, r.exp, false, nil // the flush holds values inline
+	}
 	st := s.qKey(qStringRow, db, key)
 	row, err := st.step()
 	if row {
