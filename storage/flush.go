@@ -46,10 +46,10 @@ import (
 type Flush struct {
 	s *Store
 	rowBatch
-	elems  []*pelem // pending elements taken (elems.go)
+	elems []*pelem // pending elements taken (elems.go)
 	// byKey indexes the string rows by key for lookups while the flush
 	// flies (Store.flyingString): built by the actor, on first need.
-	byKey map[string]int32
+	byKey  map[string]int32
 	counts []dbCount
 	mark   int64 // the version high-water mark to store; 0: unchanged
 	pos    uint64
