@@ -196,6 +196,12 @@ func (s *Store) lookupElem(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	if e := s.pendingElem(c, elem); e != nil {
 		return e, nil
 	}
+	return s.lookupStored(qq, c, elem)
+}
+
+// lookupStored is lookupElem for an element the caller found not pending
+// (pendingElem, which left its key in s.ekbuf).
+func (s *Store) lookupStored(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	var st *stmt
 	if s.c.lent != nil && s.rc != nil && !s.flightElemSQL && !s.flightDone() {
 		if e := s.flyingElems[string(s.ekbuf)]; e != nil { // pendingElem made the key
@@ -208,6 +214,18 @@ func (s *Store) lookupElem(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	}
 	bindElem(st, c.ID, elem)
 	return nil, st
+}
+
+// hasStored reports whether c has elem, by qq (a lookup that selects a row
+// when it does), for an element the caller found not pending.
+func (s *Store) hasStored(qq *query, c *Coll, elem []byte) (bool, error) {
+	e, st := s.lookupStored(qq, c, elem)
+	if e != nil {
+		return true, nil
+	}
+	row, err := st.step()
+	st.reset()
+	return row, err
 }
 
 // AsideReads counts the lookups answered by the reader while a flush had

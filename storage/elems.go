@@ -94,6 +94,12 @@ func (s *Store) pendElem(c *Coll, elem []byte, stored bool) (*pelem, error) {
 	if e := s.pendingElem(c, elem); e != nil {
 		return e, nil
 	}
+	return s.newPendElem(c, elem, stored)
+}
+
+// newPendElem makes the pending state of c's element, which the caller
+// found not pending.
+func (s *Store) newPendElem(c *Coll, elem []byte, stored bool) (*pelem, error) {
 	if s.elemBytes > s.elemMax {
 		if err := s.settleElems(); err != nil {
 			return nil, err

@@ -318,12 +318,7 @@ func TestElemLookupsAsideFlush(t *testing.T) {
 	if s.AsideReads() == reads {
 		t.Fatal("no element lookup ran on the reader")
 	}
-	f.Run()
-	if got := s.Land(); got != f || got.Err() != nil {
-		t.Fatalf("Land: %v", got)
-	}
-	_, _, err = s.Commit()
-	must(t, err)
+	runAndCommit(t, s, f)
 
 	// A removal by SQL in the flight's transaction: lookups wait.
 	must(t, s.Begin())

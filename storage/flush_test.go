@@ -491,12 +491,7 @@ func TestFlyingStringRows(t *testing.T) {
 	if !s.Flying() || s.FlushWaits() != waits {
 		t.Fatal("a key the flight wrote waited for it")
 	}
-	f.Run()
-	if got := s.Land(); got != f || got.Err() != nil {
-		t.Fatalf("Land: %v", got)
-	}
-	_, _, err = s.Commit()
-	must(t, err)
+	runAndCommit(t, s, f)
 	s.cache.drop(0, []byte("old"))
 	s.cache.drop(0, []byte("new"))
 	for k, want := range map[string]string{"old": "o2", "new": "n2"} {
@@ -504,4 +499,15 @@ func TestFlyingStringRows(t *testing.T) {
 			t.Fatalf("after the flush %s = %q, want %q", k, got, want)
 		}
 	}
+}
+
+// runAndCommit runs flush f here, lands it and commits what followed it.
+func runAndCommit(t *testing.T, s *Store, f *Flush) {
+	t.Helper()
+	f.Run()
+	if got := s.Land(); got != f || got.Err() != nil {
+		t.Fatalf("Land: %v", got)
+	}
+	_, _, err := s.Commit()
+	must(t, err)
 }

@@ -43,13 +43,10 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 
 // HashHas reports whether the hash has field.
 func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
-	e, st := s.lookupElem(qHExists, c, field)
-	if e != nil {
+	if s.pendingElem(c, field) != nil {
 		return true, nil
 	}
-	row, err := st.step()
-	st.reset()
-	return row, err
+	return s.hasStored(qHExists, c, field)
 }
 
 // HashStrLen is the length of field's value, 0 when there is none.
@@ -129,11 +126,11 @@ func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
 func (s *Store) hashPut(c *Coll, field, value []byte) (added bool, err error) {
 	e := s.pendingElem(c, field)
 	if e == nil {
-		had, err := s.HashHas(c, field)
+		had, err := s.hasStored(qHExists, c, field)
 		if err != nil {
 			return false, err
 		}
-		if e, err = s.pendElem(c, field, had); err != nil {
+		if e, err = s.newPendElem(c, field, had); err != nil {
 			return false, err
 		}
 		if !had {

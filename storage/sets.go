@@ -11,21 +11,21 @@ var (
 
 // SetHas reports whether member is in the set.
 func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {
-	e, st := s.lookupElem(qSIsMember, c, member)
-	if e != nil {
+	if s.pendingElem(c, member) != nil {
 		return true, nil
 	}
-	row, err := st.step()
-	st.reset()
-	return row, err
+	return s.hasStored(qSIsMember, c, member)
 }
 
 // SetAdd adds member; added is false when it was there already.
 func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
-	if had, err := s.SetHas(c, member); err != nil || had {
+	if s.pendingElem(c, member) != nil {
+		return false, nil
+	}
+	if had, err := s.hasStored(qSIsMember, c, member); err != nil || had {
 		return false, err
 	}
-	if _, err := s.pendElem(c, member, false); err != nil {
+	if _, err := s.newPendElem(c, member, false); err != nil {
 		return false, err
 	}
 	c.Len++
