@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -31,6 +33,12 @@ type Actor struct {
 	start time.Time
 
 	sessions map[uint64]*session
+	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
+	// reader per SPOP allocated 4 KiB each.
+	replies struct {
+		src bytes.Reader
+		r   *bufio.Reader
+	}
 	// frames[d] is the Ctx and scratch of the command running at depth d
 	// (dispatch.go); depth is how many are running.
 	frames []*frame

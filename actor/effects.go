@@ -2,7 +2,6 @@ package actor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -342,7 +341,13 @@ func (a *Actor) propagate(ts []storage.Touch) {
 // SPOP path produces today) is an error: the round is refused rather than
 // committed with a record that would replay differently.
 func spopAsSRem(c *Ctx, replyStart int) ([][]byte, error) {
-	r, err := proto.ReadReply(bufio.NewReader(bytes.NewReader(c.w.Buf[replyStart:])))
+	rr := &c.a.replies
+	rr.src.Reset(c.w.Buf[replyStart:])
+	if rr.r == nil {
+		rr.r = bufio.NewReaderSize(&rr.src, 512)
+	}
+	rr.r.Reset(&rr.src)
+	r, err := proto.ReadReply(rr.r)
 	if err != nil {
 		return nil, fmt.Errorf("actor: SPOP's reply for the redo log: %w", err)
 	}

@@ -163,12 +163,8 @@ func cmdSPop(c *Ctx) error {
 		if _, err := c.st.Delete(c.db, c.args[1]); err != nil {
 			return err
 		}
-	} else {
-		for i := range es {
-			if _, err := c.st.SetRem(s, es[i].Member); err != nil {
-				return err
-			}
-		}
+	} else if err := c.st.RemoveRead(s, es); err != nil {
+		return err
 	}
 	if count < 0 {
 		c.w.Bulk(es[0].Member)

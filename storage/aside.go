@@ -184,7 +184,8 @@ func (s *Store) readerStmt(qq *query) *stmt {
 
 // Element lookups aside a flush: a flush writes the pending elements it
 // took (elems.go) and whatever element statements its transaction ran. If
-// it ran none that changed an element (txElemSQL), an element's state is
+// it ran none that changed an element of the collection (txElemSQL), an
+// element's state is
 // the flush's pending one if it took one, else the last commit's. So
 // lookupElem answers from the elements pending now, then from the flying
 // ones, then on the reader, and waits for nothing.
@@ -203,7 +204,7 @@ func (s *Store) lookupElem(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 // (pendingElem, which left its key in s.ekbuf).
 func (s *Store) lookupStored(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	var st *stmt
-	if s.c.lent != nil && s.rc != nil && !s.flightElemSQL && !s.flightDone() {
+	if s.c.lent != nil && s.rc != nil && !s.flightElemSQL.has(c.ID) && !s.flightDone() {
 		if e := s.flyingElems[string(s.ekbuf)]; e != nil { // pendingElem made the key
 			return e, nil
 		}
@@ -221,11 +222,39 @@ func (s *Store) lookupStored(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 func (s *Store) hasStored(qq *query, c *Coll, elem []byte) (bool, error) {
 	e, st := s.lookupStored(qq, c, elem)
 	if e != nil {
-		return true, nil
+		return !e.gone, nil
 	}
 	row, err := st.step()
 	st.reset()
 	return row, err
+}
+
+// elemSQL records which collections' elements a transaction changed by
+// SQL: all of them, or those in ids (the pending elements it wrote, which
+// say whose they are).
+type elemSQL struct {
+	all bool
+	ids map[int64]struct{}
+}
+
+func (x *elemSQL) mark(id int64) {
+	if x.ids == nil {
+		x.ids = map[int64]struct{}{}
+	}
+	x.ids[id] = struct{}{}
+}
+
+func (x *elemSQL) has(id int64) bool {
+	if x.all {
+		return true
+	}
+	_, ok := x.ids[id]
+	return ok
+}
+
+func (x *elemSQL) reset() {
+	x.all = false
+	x.ids = emptied(x.ids)
 }
 
 // AsideReads counts the lookups answered by the reader while a flush had

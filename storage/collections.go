@@ -2,6 +2,7 @@ package storage
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 )
@@ -419,8 +420,7 @@ func (e *Elem) clone() Elem {
 type elemQueries struct {
 	all    *query // ?1 id
 	scan   *query // ?1 id, ?2 first h: in h order
-	from   *query // ?1 id, ?2 first h, ?3 limit: in h order
-	first  *query // ?1 id, ?2 limit: in h order
+	nth    *query // ?1 id, ?2 offset: one row, in h order
 	table  string
 	hasVal bool // column 2 is a value blob
 	hasSco bool // column 2 is a score
@@ -429,10 +429,11 @@ type elemQueries struct {
 func newElemQueries(table, cols string, hasVal, hasSco bool) *elemQueries {
 	sel := "SELECT h, " + cols + " FROM " + table + " WHERE id = ?1"
 	return &elemQueries{
-		all:   newQuery(sel),
-		scan:  newQuery(sel + " AND h >= ?2 ORDER BY h"),
-		from:  newQuery(sel + " AND h >= ?2 ORDER BY h LIMIT ?3"),
-		first: newQuery(sel + " ORDER BY h LIMIT ?2"),
+		all:  newQuery(sel),
+		scan: newQuery(sel + " AND h >= ?2 ORDER BY h"),
+		// The LIMIT is a constant: a bound LIMIT whose value changes makes
+		// SQLite prepare the statement again; an OFFSET does not.
+		nth:   newQuery(sel + " ORDER BY h LIMIT 1 OFFSET ?2"),
 		table: table,
 
 		hasVal: hasVal,
@@ -470,20 +471,7 @@ func (s *Store) readElem(q *elemQueries, st *stmt, e *Elem) (err error) {
 // each steps st to the end, calling fn with each row; fn's Elem is reused
 // between rows. fn returning false stops early.
 func (s *Store) each(q *elemQueries, st *stmt, fn func(e *Elem) bool) error {
-	defer st.reset()
-	var e Elem
-	for {
-		row, err := st.step()
-		if err != nil || !row {
-			return err
-		}
-		if err := s.readElem(q, st, &e); err != nil {
-			return err
-		}
-		if !fn(&e) {
-			return nil
-		}
-	}
+	return s.eachLive(q, st, nil, false, fn)
 }
 
 // Elements calls fn with every element of c, in no particular order. The
@@ -491,9 +479,9 @@ func (s *Store) each(q *elemQueries, st *stmt, fn func(e *Elem) bool) error {
 // change c.
 func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
 	q := elemsOf(c.Type)
-	st := s.q(q.all)
+	st, skip := s.elemRows(q.all, c)
 	st.int(1, c.ID)
-	return s.each(q, st, fn)
+	return s.eachLive(q, st, c, skip, fn)
 }
 
 // qHashOrdered reads a hash's rows with their insertion numbers.
@@ -596,9 +584,11 @@ const repeatPool = 1 << 16
 
 // Sample returns n different random elements of c (all of them when
 // n >= Len), as SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER with a
-// positive count return. A small collection is sampled uniformly; a large
-// one as a window of consecutive rows from a uniformly random point of its
-// hash order, so the cost is O(n + log N) whatever N.
+// positive count return. A small collection is sampled uniformly (one
+// element as the row at a random offset, which SQLite skips to without
+// reading the rows before it); a large one as a window of consecutive rows
+// from a uniformly random point of its hash order, so the cost is
+// O(n + log N) whatever N.
 func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
 	if n <= 0 || c.Len <= 0 {
 		return nil, nil
@@ -608,6 +598,11 @@ func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
 	}
 	if c.Len > smallSample {
 		return s.window(c, n)
+	}
+	if n == 1 {
+		if one, err := s.nth(c, rand.Int64N(c.Len)); err != nil || one != nil {
+			return one, err
+		}
 	}
 	all, err := s.AllElements(c)
 	if err != nil || len(all) == 0 {
@@ -661,25 +656,43 @@ func (s *Store) SampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) error {
 	return nil
 }
 
+// nth returns c's element at offset i of its hash order, or nil when the
+// offset cannot be trusted: rows may be gone (elemRows), or there are
+// fewer than c.Len.
+func (s *Store) nth(c *Coll, i int64) ([]Elem, error) {
+	q := elemsOf(c.Type)
+	st, skip := s.elemRows(q.nth, c)
+	if skip {
+		st.reset()
+		return nil, nil
+	}
+	st.int(1, c.ID)
+	st.int(2, i)
+	var out []Elem
+	err := s.each(q, st, func(e *Elem) bool {
+		out = append(out, e.clone())
+		return false
+	})
+	return out, err
+}
+
 // window reads n consecutive rows of c's hash order from a random point,
 // wrapping around at the end.
 func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
 	q := elemsOf(c.Type)
 	out := make([]Elem, 0, n)
-	keep := func(e *Elem) bool { out = append(out, e.clone()); return true }
-	st := s.q(q.from)
-	st.int(1, c.ID)
-	st.int(2, randomH())
-	st.int(3, n)
-	if err := s.each(q, st, keep); err != nil {
-		return nil, err
+	keep := func(e *Elem) bool {
+		out = append(out, e.clone())
+		return int64(len(out)) < n
 	}
-	if rest := n - int64(len(out)); rest > 0 {
-		st := s.q(q.first)
+	// The scans have no LIMIT: keep stops them. (A LIMIT bound to a value
+	// that changes between calls makes SQLite prepare the statement again.)
+	for _, from := range []int64{randomH(), math.MinInt64} {
+		st, skip := s.elemRows(q.scan, c)
 		st.int(1, c.ID)
-		st.int(2, rest)
-		if err := s.each(q, st, keep); err != nil {
-			return nil, err
+		st.int(2, from)
+		if err := s.eachLive(q, st, c, skip, keep); err != nil || int64(len(out)) == n {
+			return out, err
 		}
 	}
 	return out, nil
@@ -689,21 +702,4 @@ func (s *Store) window(c *Coll, n int64) ([]Elem, error) {
 // sorted-set operations also read sets); c.Type says which it is.
 func (s *Store) OpenAnyColl(db int, key []byte, types ...Type) (*Coll, error) {
 	return s.openColl(db, key, types)
-}
-
-// removeElem runs q, a DELETE of one element of c (bound as the collection
-// id and elem), and keeps c's count; removed is false when elem was not
-// there.
-func (s *Store) removeElem(c *Coll, q *query, elem []byte) (removed bool, err error) {
-	st := s.q(q)
-	bindElem(st, c.ID, elem)
-	if err := st.exec(); err != nil {
-		return false, err
-	}
-	if s.c.changes() == 0 {
-		return false, nil
-	}
-	c.Len--
-	s.changed(c, false)
-	return true, nil
 }

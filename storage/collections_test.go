@@ -316,7 +316,7 @@ func TestZSetLexSameScore(t *testing.T) {
 // index, never a scan of the table.
 func TestZSetPlansUseIndexes(t *testing.T) {
 	s := openTest(t)
-	for _, q := range []*query{qZScore, qHExists, qZBelow, qZAbove, qZTieBelow, qZTieAbove, qZScore2[0], qZScore2[1], qZRank[0], qZRank[1], qZCountScore, qZMinimum, qZMaximum, qZLex[1][0], qZLex[2][1], qHGet, qSIsMember, hashElems.from} {
+	for _, q := range []*query{qZScore, qHExists, qZBelow, qZAbove, qZTieBelow, qZTieAbove, qZScore2[0], qZScore2[1], qZRank[0], qZRank[1], qZCountScore, qZMinimum, qZMaximum, qZLex[1][0], qZLex[2][1], qHGet, qSIsMember, hashElems.scan, setElems.nth, qZEnd[0], qZEnd[1]} {
 		st, err := s.c.prepare("EXPLAIN QUERY PLAN " + q.sql)
 		must(t, err)
 		var plan []string

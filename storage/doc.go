@@ -23,9 +23,11 @@
 //     cache may hold a count and version ahead of the row; they are written
 //     back before any statement on the keys table, a commit or a savepoint
 //     (writeback.go), so SQLite's copy is never read stale.
-//   - An element's new state (HSET, SADD, ZADD) may wait in memory for the
-//     flush; it is written before any statement on an element table other
-//     than the point lookups, which look at it first (elems.go).
+//   - An element's new state (HSET, SADD, ZADD) or removal may wait in
+//     memory for the flush; a collection's are written before any statement
+//     on its element table other than the point lookups, which look at them
+//     first, and the reads of its rows, which skip the removed ones
+//     (elems.go).
 //   - A stream (streams.go) keeps its entry count in its keys row too, its
 //     metadata in a streams row, and may exist empty (as in Redis); its
 //     entries, groups, consumers and PEL go with its key.

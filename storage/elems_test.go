@@ -5,12 +5,13 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
 
 // Pending elements (elems.go) against a model: random HSET, SADD, ZADD
-// (which wait for the flush), their lookups, removals and whole reads
+// and removals (which wait for the flush), their lookups, whole reads
 // (which write them first), deletions of keys, flushes flying while the
 // commands go on (their lookups read aside the flush: aside.go), commits,
 // undone savepoints and a rollback, with a bound small enough to overflow. Every read answers what the model holds, and
@@ -40,6 +41,7 @@ func pendingElemsRun(t *testing.T, seed int64) {
 	defer s.Close()
 	s.Now = 1
 	s.elemMax = 2000 // a few dozen elements
+	s.skipMax = 1    // reads delete the rows of gone elements early (settleGone)
 	types := map[byte]Type{'h': TypeHash, 's': TypeSet, 'z': TypeZSet}
 	model, saved := elemModel{}, elemModel{}
 	render := func(t Type, e Elem) (string, string) {
@@ -161,7 +163,48 @@ func pendingElemsRun(t *testing.T, seed int64) {
 			if found != ok || got != want {
 				t.Fatalf("step %d lookup %s %s: %q %v, want %q %v", step, key, member, got, found, want, ok)
 			}
-		case r < 65: // a removal: SQL, after the pending ones
+		case r < 62 && typ != TypeHash: // a pop: SPOP's or ZPOPMIN's read, then removals
+			c, err := s.OpenColl(0, []byte(key), typ)
+			must(t, err)
+			if c == nil {
+				break
+			}
+			n := 1 + rng.Int64N(3)
+			var es []Elem
+			if typ == TypeSet {
+				if es, err = s.Sample(c, n); err == nil {
+					err = s.RemoveRead(c, es)
+				}
+			} else {
+				es, err = s.ZPop(c, n, false)
+			}
+			must(t, err)
+			must(t, s.EndCommand())
+			if want := min(n, int64(len(model[key]))); int64(len(es)) != want {
+				t.Fatalf("step %d pop of %d from %s: %d popped, want %d", step, n, key, len(es), want)
+			}
+			var low []string // the model's lowest members, by score then member
+			for m := range model[key] {
+				low = append(low, m)
+			}
+			sort.Slice(low, func(i, j int) bool {
+				a, b := model[key][low[i]], model[key][low[j]]
+				var fa, fb float64
+				fmt.Sscan(a, &fa)
+				fmt.Sscan(b, &fb)
+				return fa < fb || fa == fb && low[i] < low[j]
+			})
+			for i, e := range es {
+				m, v := render(typ, e)
+				if want, ok := model[key][m]; !ok || want != v || (typ == TypeZSet && low[i] != m) {
+					t.Fatalf("step %d pop from %s: %s=%q, the model has %q %v (lowest %v)", step, key, m, v, want, ok, low)
+				}
+				delete(model[key], m)
+			}
+			if len(model[key]) == 0 {
+				delete(model, key)
+			}
+		case r < 65: // a removal, which waits for the flush too
 			c, err := s.OpenColl(0, []byte(key), typ)
 			must(t, err)
 			if c == nil {
@@ -185,7 +228,27 @@ func pendingElemsRun(t *testing.T, seed int64) {
 			if len(model[key]) == 0 {
 				delete(model, key)
 			}
-		case r < 75: // a whole read: SQL, after the pending ones
+		case r < 70: // a window of a set or sorted set (SPOP's read), past the gone members
+			c, err := s.OpenColl(0, []byte(key), typ)
+			must(t, err)
+			if c == nil || typ == TypeHash || c.Len < 2 {
+				break
+			}
+			n := 1 + rng.Int64N(c.Len-1)
+			es, err := s.window(c, n)
+			must(t, err)
+			seen := map[string]bool{}
+			for _, e := range es {
+				m, v := render(typ, e)
+				if want, ok := model[key][m]; !ok || want != v || seen[m] {
+					t.Fatalf("step %d window of %s: %s=%q, the model has %q %v (or it came twice)", step, key, m, v, want, ok)
+				}
+				seen[m] = true
+			}
+			if int64(len(es)) != n {
+				t.Fatalf("step %d window of %s: %d members, want %d", step, key, len(es), n)
+			}
+		case r < 75: // a whole read: past the gone elements, else after the pending ones
 			c, err := s.OpenColl(0, []byte(key), typ)
 			must(t, err)
 			got := elemModel{}
@@ -285,8 +348,11 @@ func TestElemLookupsAsideFlush(t *testing.T) {
 	inTx(t, s, func() {
 		hset("h", "old", "1")
 		hset("h", "gone", "1")
-		_, err := s.SetAdd(open("s", TypeSet), []byte("old"))
-		must(t, err)
+		for _, m := range []string{"old", "kept"} {
+			_, err := s.SetAdd(open("s", TypeSet), []byte(m))
+			must(t, err)
+			must(t, s.EndCommand())
+		}
 		must(t, s.ZSet(open("z", TypeZSet), []byte("old"), 1, false))
 		must(t, s.EndCommand())
 	})
@@ -320,31 +386,111 @@ func TestElemLookupsAsideFlush(t *testing.T) {
 	}
 	runAndCommit(t, s, f)
 
-	// A removal by SQL in the flight's transaction: lookups wait.
+	// Removals aside a flush wait for the next one, and lookups see them.
+	must(t, s.Begin())
+	hset("h", "other", "1")
+	f, err = s.StartFlush(2)
+	must(t, err)
 	must(t, s.Begin())
 	if removed, err := s.HashDel(open("h", TypeHash), []byte("gone")); err != nil || !removed {
-		t.Fatalf("HDEL: %v %v", removed, err)
+		t.Fatalf("HDEL aside the flush: %v %v", removed, err)
+	}
+	if hhas("h", "gone") {
+		t.Fatal("a field removed aside the flush is still there")
+	}
+	if removed, err := s.HashDel(open("h", TypeHash), []byte("gone")); err != nil || removed {
+		t.Fatalf("HDEL of a field removed already: %v %v", removed, err)
+	}
+	if removed, err := s.SetRem(open("s", TypeSet), []byte("old")); err != nil || !removed {
+		t.Fatalf("SREM aside the flush: %v %v", removed, err)
+	}
+	if !s.Flying() {
+		t.Fatal("a removal waited for the flush")
 	}
 	must(t, s.EndCommand())
-	f, err = s.StartFlush(2)
+	runAndCommit(t, s, f)
+
+	// A field written by SQL in the flight's transaction (HINCRBY's
+	// path): lookups wait for the flight, and see it.
+	must(t, s.Begin())
+	if _, err := s.HashSet(open("h", TypeHash), []byte("sql"), []byte("1"), HashKeepTTL); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.EndCommand())
+	f, err = s.StartFlush(3)
 	must(t, err)
 	must(t, s.Begin())
 	reads = s.AsideReads()
 	go f.Run()
-	if hhas("h", "gone") {
-		t.Fatal("a field the flight removed is still there")
+	if !hhas("h", "sql") {
+		t.Fatal("a field the flight wrote by SQL is not there")
 	}
 	if s.AsideReads() != reads {
-		t.Fatal("a lookup ran aside a flight that removed an element")
+		t.Fatal("a lookup ran aside a flight that wrote an element by SQL")
 	}
 	if got := s.Land(); got != nil && got.Err() != nil {
 		t.Fatalf("Land: %v", got.Err())
 	}
 	_, _, err = s.Commit()
 	must(t, err)
-	for field, want := range map[string]bool{"old": true, "flying": true, "new": true, "gone": false} {
+	for field, want := range map[string]bool{"old": true, "flying": true, "new": true, "sql": true, "gone": false} {
 		if hhas("h", field) != want {
 			t.Fatalf("after the flushes, HEXISTS h %s is %v", field, !want)
 		}
 	}
+}
+
+// A hash field removed and set again goes to the end of the insertion
+// order, as in Redis, whether its removal waited in memory (the field was
+// pending, or a flush had the connection) or not.
+func TestPendingFieldSetAgainGoesLast(t *testing.T) {
+	s := openTest(t)
+	c := func() *Coll {
+		t.Helper()
+		c, err := s.OpenOrCreateColl(0, []byte("h"), TypeHash)
+		must(t, err)
+		return c
+	}
+	hset := func(f string) {
+		t.Helper()
+		_, err := s.HashSet(c(), []byte(f), []byte("v"), HashReplace)
+		must(t, err)
+		must(t, s.EndCommand())
+	}
+	hdel := func(f string) {
+		t.Helper()
+		if removed, err := s.HashDel(c(), []byte(f)); err != nil || !removed {
+			t.Fatalf("HDEL %s: %v %v", f, removed, err)
+		}
+		must(t, s.EndCommand())
+	}
+	order := func() string {
+		t.Helper()
+		var got []string
+		must(t, s.OrderedElements(c(), func(e *Elem) bool { got = append(got, string(e.Member)); return true }))
+		return strings.Join(got, ",")
+	}
+	inTx(t, s, func() {
+		for _, f := range []string{"a", "b", "c", "d"} {
+			hset(f)
+		}
+	})
+	must(t, s.Begin())
+	hset("b") // pending, stored
+	hdel("b") // buried
+	hset("b") // revived: last
+	f, err := s.StartFlush(1)
+	must(t, err)
+	must(t, s.Begin())
+	hdel("a") // aside the flush: a tombstone
+	hset("a")
+	if !s.Flying() {
+		t.Fatal("HDEL and HSET aside the flush waited for it")
+	}
+	runAndCommit(t, s, f)
+	must(t, s.Begin())
+	if got := order(); got != "c,d,b,a" {
+		t.Fatalf("insertion order %q, want c,d,b,a", got)
+	}
+	s.Rollback()
 }

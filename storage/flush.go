@@ -118,12 +118,14 @@ func (s *Store) StartFlush(pos uint64) (*Flush, error) {
 	}
 	// The flight's elements stay readable until it lands (aside.go).
 	s.flyingElems, s.elems = s.elems, s.flyingElems
+	s.flyingColls, s.elemColls = s.elemColls, s.flyingColls
 	f.elems = slices.Grow(s.elemSpare[:0], len(s.flyingElems))
 	for _, e := range s.flyingElems {
 		f.elems = append(f.elems, e)
 	}
 	s.elemSpare, s.elemBytes = nil, 0
-	s.flightElemSQL, s.txElemSQL = s.txElemSQL, false
+	s.flightElemSQL, s.txElemSQL = s.txElemSQL, s.flightElemSQL
+	s.txElemSQL.reset()
 	if s.version > s.versionMark {
 		f.mark = s.version + versionBlock
 	}
@@ -366,7 +368,8 @@ func (s *Store) land(f *Flush) {
 		s.elemSpare = f.elems[:0]
 	}
 	f.elems = nil
-	clear(s.flyingElems) // in SQLite now, or rolled back
+	// In SQLite now, or rolled back.
+	s.flyingElems, s.flyingColls = emptied(s.flyingElems), emptied(s.flyingColls)
 	if f.err != nil {
 		// The transaction is gone: every statement fails until the
 		// actor's Rollback, and the counts go back to what is committed.

@@ -27,6 +27,9 @@ func bindElem(st *stmt, id int64, elem []byte) {
 // has no such field.
 func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err error) {
 	if e := s.pendingElem(c, field); e != nil {
+		if e.gone {
+			return dst, false, nil
+		}
 		return append(dst, e.v...), true, nil
 	}
 	st := s.q(qHGet)
@@ -43,8 +46,8 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 
 // HashHas reports whether the hash has field.
 func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
-	if s.pendingElem(c, field) != nil {
-		return true, nil
+	if e := s.pendingElem(c, field); e != nil {
+		return !e.gone, nil
 	}
 	return s.hasStored(qHExists, c, field)
 }
@@ -52,7 +55,7 @@ func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
 // HashStrLen is the length of field's value, 0 when there is none.
 func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
 	if e := s.pendingElem(c, field); e != nil {
-		return int64(len(e.v)), nil
+		return int64(len(e.v)), nil // none when gone
 	}
 	st := s.q(qHStrLen)
 	bindElem(st, c.ID, field)
@@ -118,14 +121,19 @@ func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err
 
 // HashDel removes field; removed is false when there was none.
 func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
-	return s.removeElem(c, qHDel, field)
+	return s.removeElem(c, field)
 }
 
 // hashPut is HSET of a value held inline: the new field or value waits for
 // the flush (elems.go).
 func (s *Store) hashPut(c *Coll, field, value []byte) (added bool, err error) {
 	e := s.pendingElem(c, field)
-	if e == nil {
+	switch {
+	case e != nil && e.gone: // removed: set again, it goes to the end
+		s.revive(e)
+		e.ord, added = s.nextVersion(), true
+		c.Len++
+	case e == nil:
 		had, err := s.hasStored(qHExists, c, field)
 		if err != nil {
 			return false, err

@@ -141,14 +141,17 @@ type Store struct {
 	// Element writes waiting for the flush, by collection id and element
 	// (elems.go), their size, and buffers for their keys and batches.
 	elems     map[string]*pelem
+	elemColls map[int64]*collPend // the same, by collection
 	elemBytes int64
 	elemMax   int64 // maxPendingElems; tests make it small
+	skipMax   int32 // maxSkipped; tests make it small
 	ekbuf     []byte
 	elemSpare []*pelem
 	// The elements the flying flush took, and whether its transaction or
 	// the open one changed elements by SQL (aside.go).
 	flyingElems              map[string]*pelem
-	txElemSQL, flightElemSQL bool
+	flyingColls              map[int64]*collPend
+	txElemSQL, flightElemSQL elemSQL
 
 	// restAtLand: a checkpoint's phase 2 waits for the next landing;
 	// rest is how it went there (checkpoint.go).
@@ -243,7 +246,7 @@ func (s *Store) q(qq *query) *stmt {
 		st.failed = s.settleElems()
 	}
 	if qq.elemWrite {
-		s.txElemSQL = true
+		s.txElemSQL.all = true
 	}
 	return st
 }
@@ -310,7 +313,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: maxPendingElems}
+	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: maxPendingElems, skipMax: maxSkipped}
 	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
 	if err := s.init(o); err != nil {
 		c.close()
@@ -524,7 +527,7 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 	s.inTx = false
 	s.saved = s.saved[:0]
 	s.txKeys.reset() // committed: any connection sees it (aside.go)
-	s.txElemSQL = false
+	s.txElemSQL.reset()
 	if !s.dirty {
 		return false, s.commits, nil
 	}
@@ -558,7 +561,7 @@ func (s *Store) Rollback() {
 	s.dropOpen()
 	s.ResetTouched()
 	s.txKeys.reset()
-	s.txElemSQL = false
+	s.txElemSQL.reset()
 	// The hashes with field expiries, as the database has them again (on
 	// an error the sweep still finds every due field by its index).
 	s.loadFieldExpiries()

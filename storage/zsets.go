@@ -33,6 +33,13 @@ var (
 		newQuery(zCols + " ORDER BY score, member LIMIT ?3 OFFSET ?2"),
 		newQuery(zCols + " ORDER BY score DESC, member DESC LIMIT ?3 OFFSET ?2"),
 	}
+	// The ends, for pops: no LIMIT, the caller stops (a LIMIT bound to a
+	// value that changes between calls makes SQLite prepare the statement
+	// again).
+	qZEnd = [2]*query{
+		newQuery(zCols + " ORDER BY score, member"),
+		newQuery(zCols + " ORDER BY score DESC, member DESC"),
+	}
 	qZDelRank = newQuery("DELETE FROM zsets WHERE id = ?1 AND (h, member) IN (SELECT h, member FROM zsets WHERE id = ?1 ORDER BY score, member LIMIT ?3 OFFSET ?2)")
 	// By score, both bounds inclusive: ?2 min, ?3 max, ?4 offset, ?5 limit.
 	qZScore2 = [2]*query{
@@ -64,7 +71,7 @@ func init() {
 func (s *Store) ZScore(c *Coll, member []byte) (score float64, found bool, err error) {
 	e, st := s.lookupElem(qZScore, c, member)
 	if e != nil {
-		return e.score, true, nil
+		return e.score, !e.gone, nil
 	}
 	row, err := st.step()
 	if row {
@@ -85,6 +92,9 @@ func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
 	if err != nil {
 		return err
 	}
+	if e.gone {
+		s.revive(e) // removed, added again
+	}
 	e.score = score
 	if !exists {
 		c.Len++
@@ -95,7 +105,7 @@ func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
 
 // ZRem removes member; removed is false when it was not there.
 func (s *Store) ZRem(c *Coll, member []byte) (removed bool, err error) {
-	return s.removeElem(c, qZDel, member)
+	return s.removeElem(c, member)
 }
 
 // ZRank is the 0-based rank of a member that has the given score, counted
@@ -485,23 +495,16 @@ func (s *Store) ZPop(c *Coll, n int64, max bool) ([]Elem, error) {
 		return nil, nil
 	}
 	out := make([]Elem, 0, n)
-	st := s.q(qZRank[dir(max)])
+	st, skip := s.elemRows(qZEnd[dir(max)], c)
 	st.int(1, c.ID)
-	st.int(2, 0)
-	st.int(3, n)
-	err := s.each(zsetElems, st, func(e *Elem) bool {
+	err := s.eachLive(zsetElems, st, c, skip, func(e *Elem) bool {
 		out = append(out, e.clone())
-		return true
+		return int64(len(out)) < n
 	})
 	if err != nil {
 		return nil, err
 	}
-	for i := range out {
-		if _, err := s.ZRem(c, out[i].Member); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return out, s.RemoveRead(c, out)
 }
 
 // ZNextUp and ZNextDown turn an exclusive score bound into the inclusive
