@@ -267,6 +267,11 @@ func (s *Store) PendingElems() int { return len(s.elems) }
 // statements prep gives on connection c; with yield, it lets other
 // goroutines run every yieldRows rows (rowBatch.write says why).
 func writeElems(b []*pelem, prep func(*query) *stmt, c *conn, yield bool) error {
+	// Those with nothing to write go before the sort: a flush after a
+	// burst of pops holds tens of thousands of dead ones.
+	b = slices.DeleteFunc(b, func(e *pelem) bool {
+		return e.gone && !e.stored || !e.gone && e.stored && e.t == TypeSet
+	})
 	slices.SortFunc(b, func(x, y *pelem) int {
 		if o := cmp.Compare(x.t, y.t); o != 0 {
 			return o
@@ -285,8 +290,6 @@ func writeElems(b []*pelem, prep func(*query) *stmt, c *conn, yield bool) error 
 		}
 		var st *stmt
 		switch {
-		case e.gone && !e.stored:
-			continue // came and went
 		case e.gone:
 			st = prep(elemDelete(e.t))
 		case e.t == TypeHash && e.stored && e.ord != 0:
@@ -300,9 +303,7 @@ func writeElems(b []*pelem, prep func(*query) *stmt, c *conn, yield bool) error 
 			st = prep(qHPut)
 			st.blob(4, e.v)
 			st.int(5, e.ord)
-		case e.t == TypeSet && e.stored:
-			continue // a member removed and added again: SQLite has it
-		case e.t == TypeSet:
+		case e.t == TypeSet: // not stored: a member removed and added again needs no write
 			st = prep(qSPut)
 		case e.stored:
 			st = prep(qZRescore)
