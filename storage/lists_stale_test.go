@@ -9,10 +9,12 @@ import (
 )
 
 // Pops from cached lists leave stale rows for the write-back (lists.go).
-// Random list commands, pops among them, on a few keys, checked after each
-// against a model: every command sees the list as it should whatever is
-// stale, savepoints undone bring the popped elements back, and once all is
-// committed no stale row and no blob of a popped element is left.
+// Random list commands, pops among them, on a few keys, with flushes
+// flying while they go on, checked against a model (every few steps as a
+// whole, and by LINDEX of a random index): every command sees the list as
+// it should whatever is stale, savepoints undone bring the popped elements
+// back, and once all is committed no stale row and no blob of a popped
+// element is left.
 func TestListStaleRowsMatchModel(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { listModelRun(t, seed) })
@@ -49,6 +51,7 @@ func listModelRun(t *testing.T, seed uint64) {
 		}
 	}
 	var saved map[string][][]byte
+	var fl flyer
 	must(t, s.Begin())
 	for step := 0; step < 1500; step++ {
 		k := keys[rng.IntN(len(keys))]
@@ -139,17 +142,25 @@ func listModelRun(t *testing.T, seed uint64) {
 			if ok {
 				set(other, slices.Clone(l))
 			}
+		case op == 12 && rng.IntN(2) == 0:
+			what = "flush"
+			must(t, s.EndCommand())
+			if fl.start(t, s, step) {
+				saved = nil // the flush commits the transaction: no savepoint is left
+			}
 		case op == 12:
 			what = "commit"
 			must(t, s.EndCommand())
+			fl.land(t, s, step)
 			_, _, err := s.Commit()
 			must(t, err)
 			must(t, s.Begin())
 			saved = nil
 		default:
+			must(t, s.EndCommand())
+			fl.land(t, s, step)
 			if saved == nil {
 				what = "savepoint"
-				must(t, s.EndCommand())
 				must(t, s.Savepoint())
 				saved = map[string][][]byte{}
 				for k, l := range model {
@@ -164,8 +175,20 @@ func listModelRun(t *testing.T, seed uint64) {
 			}
 		}
 		must(t, s.EndCommand())
-		check(step, what)
+		if l := model[k]; len(l) > 0 {
+			i := rng.IntN(len(l))
+			got, ok, err := s.ListIndex(0, key, int64(i), nil)
+			must(t, err)
+			if !ok || !bytes.Equal(got, l[i]) {
+				t.Fatalf("step %d (%s): LINDEX %s %d is %q %v, want %q", step, what, k, i, got, ok, l[i])
+			}
+		}
+		if rng.IntN(4) == 0 {
+			check(step, what) // a range read writes the pending items
+		}
 	}
+	fl.land(t, s, 1500)
+	check(1500, "the end")
 	_, _, err := s.Commit()
 	must(t, err)
 	// Nothing stale is left: the rows are the lists' elements, and the
