@@ -45,8 +45,9 @@ import (
 
 // Whether SQLite has the element is known when it becomes pending (the
 // lookup said), and stays true until the flush: anything else that changes
-// it writes the pending elements first. So a flush writes each with an
-// INSERT or an UPDATE, one descent of the B-tree, not an upsert's two.
+// it writes the pending elements first (or, deleting a gone one's row,
+// says so: settleGone). So a flush writes each with an INSERT, an UPDATE
+// or a DELETE, one descent of the B-tree, not an upsert's two.
 var (
 	qSPut     = newQuery("INSERT INTO sets (id, h, member) VALUES (?1, ?2, ?3)")
 	qHPut     = newQuery("INSERT INTO hashes (id, h, field, value, ord) VALUES (?1, ?2, ?3, ?4, ?5)")
