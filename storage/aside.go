@@ -204,7 +204,7 @@ func (s *Store) lookupElem(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 // (pendingElem, which left its key in s.ekbuf).
 func (s *Store) lookupStored(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	var st *stmt
-	if s.c.lent != nil && s.rc != nil && !s.flightElemSQL.has(c.ID) && !s.flightDone() {
+	if s.c.lent != nil && s.asideOf(c) {
 		if e := s.flyingElems[string(s.ekbuf)]; e != nil { // pendingElem made the key
 			return e, nil
 		}
@@ -215,6 +215,13 @@ func (s *Store) lookupStored(qq *query, c *Coll, elem []byte) (*pelem, *stmt) {
 	}
 	bindElem(st, c.ID, elem)
 	return nil, st
+}
+
+// asideOf reports whether c's elements may be read on the reader while a
+// flush has the connection: the flush's transaction changed none of them
+// by SQL, and it is not done (landing it then costs no wait).
+func (s *Store) asideOf(c *Coll) bool {
+	return s.rc != nil && !s.flightElemSQL.has(c.ID) && !s.flightDone()
 }
 
 // hasStored reports whether c has elem, by qq (a lookup that selects a row

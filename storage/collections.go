@@ -176,9 +176,7 @@ func (s *Store) EndCommand() error {
 	// While a flush has the connection, the open transaction has yet to
 	// begin (Store.lazyBegin): nothing can have abandoned it, and asking
 	// would wait for the flush.
-	if s.inTx && s.c.lent == nil && s.c.autocommit() {
-		// SQLite abandoned the transaction after a failure: writing now
-		// would commit on its own. The caller's rollback discards it all.
+	if s.c.lent == nil && s.abandoned() {
 		s.dropOpen()
 		return nil
 	}

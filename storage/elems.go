@@ -189,9 +189,7 @@ func (s *Store) settleElems() error {
 		return nil
 	}
 	s.c.ready() // a flush landing now must not see them half taken
-	if s.inTx && s.c.autocommit() {
-		// SQLite abandoned the transaction after a failure: writing now
-		// would commit on its own. The caller's rollback discards it all.
+	if s.abandoned() {
 		s.discardElems()
 		return nil
 	}
@@ -199,6 +197,12 @@ func (s *Store) settleElems() error {
 	for _, e := range b {
 		s.txElemSQL.mark(e.id) // by SQL now, which a flush's lookups cannot see
 	}
+	return s.writeHere(b)
+}
+
+// writeHere writes b on the actor's connection, and keeps b's array for
+// the next batch.
+func (s *Store) writeHere(b []*pelem) error {
 	err := writeElems(b, s.prepared, s.c, false)
 	clear(b)
 	s.elemSpare = b[:0]
@@ -214,8 +218,8 @@ func (s *Store) settleColl(c *Coll) error {
 		return nil
 	}
 	s.c.ready()
-	if s.inTx && s.c.autocommit() {
-		s.discardElems() // as settleElems
+	if s.abandoned() {
+		s.discardElems()
 		return nil
 	}
 	b := append(s.elemSpare[:0], p.elems...)
@@ -225,10 +229,7 @@ func (s *Store) settleColl(c *Coll) error {
 	}
 	delete(s.elemColls, c.ID)
 	s.txElemSQL.mark(c.ID)
-	err := writeElems(b, s.prepared, s.c, false)
-	clear(b)
-	s.elemSpare = b[:0]
-	return err
+	return s.writeHere(b)
 }
 
 // freezeElems appends the pending elements to b and forgets them here.
@@ -376,8 +377,7 @@ func (s *Store) elemRows(qq *query, c *Coll) (st *stmt, skip bool) {
 		if f != nil {
 			skipped += int64(f.gone + f.dead)
 		}
-		if (f == nil || f.live == 0) && skipped <= max(c.Len, 64) && c.Type != TypeHash &&
-			s.rc != nil && !s.flightElemSQL.has(c.ID) && !s.flightDone() {
+		if (f == nil || f.live == 0) && skipped <= max(c.Len, 64) && c.Type != TypeHash && s.asideOf(c) {
 			// Not a hash: a value held as a blob is read on the actor's
 			// connection, which would land the flight mid-read.
 			s.asideReads++
@@ -393,8 +393,8 @@ func (s *Store) elemRows(qq *query, c *Coll) (st *stmt, skip bool) {
 // connection; they stay pending, dead, until the flush (the reader still
 // has the rows).
 func (s *Store) settleGone(p *collPend) error {
-	if s.inTx && s.c.autocommit() {
-		return nil // abandoned (settleElems): the caller's rollback discards them
+	if s.abandoned() {
+		return nil // the caller's rollback discards them
 	}
 	b := s.elemSpare[:0]
 	for _, e := range p.elems[p.settled:] {
@@ -402,18 +402,16 @@ func (s *Store) settleGone(p *collPend) error {
 			b = append(b, e)
 		}
 	}
-	err := writeElems(b, s.prepared, s.c, false)
-	if err == nil {
-		for _, e := range b {
-			e.stored = false
-		}
-		p.dead += p.gone
-		p.gone = 0
-		p.settled = len(p.elems)
+	if err := s.writeHere(b); err != nil {
+		return err
 	}
-	clear(b)
-	s.elemSpare = b[:0]
-	return err
+	for _, e := range p.elems[p.settled:] {
+		e.stored = e.stored && !e.gone // the gone ones' rows are deleted
+	}
+	p.dead += p.gone
+	p.gone = 0
+	p.settled = len(p.elems)
+	return nil
 }
 
 // buried reports whether c's element elem is gone, here or in the flight.

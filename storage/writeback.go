@@ -74,12 +74,15 @@ func (s *Store) pend(e *centry, n, version int64) {
 	}
 }
 
+// abandoned reports whether SQLite abandoned the open transaction after a
+// failure: writing now would commit on its own, and the caller's rollback
+// discards it all. It waits for a flush that has the connection.
+func (s *Store) abandoned() bool { return s.inTx && s.c.autocommit() }
+
 // writeBack stores every pending row in SQLite.
 func (s *Store) writeBack() error {
 	s.c.ready() // a flush landing now must not swap s.spare under us
-	if s.inTx && s.c.autocommit() {
-		// SQLite abandoned the transaction after a failure: writing now
-		// would commit on its own. The caller's rollback discards it all.
+	if s.abandoned() {
 		s.discardPending()
 		return nil
 	}
