@@ -79,6 +79,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		CheckpointPages: cfg.SQLite.CheckpointPages,
 		MaxPageCount:    cfg.SQLite.MaxPageCount,
 		HotCacheBytes:   cfg.SQLite.HotCacheBytes,
+		OverlayMaxBytes: cfg.Storage.OverlayMaxBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -199,10 +199,15 @@ type OutputBufferConfig struct {
 // StorageConfig sets how often SQLite is brought up to date with the redo
 // log. A write is durable once it is in the log; rounds of writes reach
 // SQLite in batches (flushes): at most FlushInterval apart, or sooner once
-// FlushBytes of log records wait.
+// FlushBytes of log records wait. Between flushes, the changed elements of
+// hashes, sets and sorted sets wait in memory (the overlay), up to
+// OverlayMaxBytes; past it the actor writes them into SQLite's open
+// transaction before taking the next one. The changed key rows wait in the
+// hot cache (sqlite.hot_cache_bytes bounds them).
 type StorageConfig struct {
-	FlushInterval time.Duration `koanf:"flush_interval"`
-	FlushBytes    int64         `koanf:"flush_bytes"`
+	FlushInterval   time.Duration `koanf:"flush_interval"`
+	FlushBytes      int64         `koanf:"flush_bytes"`
+	OverlayMaxBytes int64         `koanf:"overlay_max_bytes"`
 }
 
 // SQLiteConfig tunes the database.
@@ -280,7 +285,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20},
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20},
 		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -298,7 +303,7 @@ func DefaultConfig() Config {
 // let Cellar hold: client memory (maxmemory_clients) and half as much
 // again — a reply is built, then copied into the socket's buffer, and the
 // first copy is garbage until collected — the hot cache (its Go heap is
-// about 3x its accounted bytes) and a base for everything else. Near it
+// about 3x its accounted bytes), the overlay's elements and a base for everything else. Near it
 // the collector works harder rather than let the heap double (measured:
 // with twice the budget instead, the attacks in tests/clientmem_test.go
 // peaked ~300 MB higher). 0 when maxmemory_clients
@@ -308,7 +313,7 @@ func (c Config) GoMemoryLimit() int64 {
 	if c.MaxMemoryClients == 0 {
 		return 0
 	}
-	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + goMemoryBase
+	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
 }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the hot
@@ -534,6 +539,8 @@ func (c Config) Validate() error {
 		return bad("storage.flush_interval", "must be more than 0 and at most 1m, not %s", c.Storage.FlushInterval)
 	case c.Storage.FlushBytes < 1<<20:
 		return bad("storage.flush_bytes", "must be at least 1048576, not %d", c.Storage.FlushBytes)
+	case c.Storage.OverlayMaxBytes < 4096:
+		return bad("storage.overlay_max_bytes", "must be at least 4096, not %d", c.Storage.OverlayMaxBytes)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.HotCacheBytes < 0:

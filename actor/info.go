@@ -175,7 +175,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("aof_rewrite_in_progress", 0)
 		kv("durability", a.cfg.Durability)
 		kv("commits", a.st.Commits())
-		kv("fsyncs", fsyncs)
+		kv("log_fsyncs", fsyncs)
 		if a.logging() {
 			// Rounds written to the log: what the fsyncs are shared by.
 			covered = a.stats.logWrites
@@ -186,13 +186,14 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
 		kv("checkpoints", a.st.Checkpoints())
+		kv("checkpoint_in_progress", boolInt(a.ckptRunning || a.ckptRest || a.ckptAtLand))
 		kv("wal_bytes", a.st.WALSize())
 		if l := a.cfg.Log; l != nil {
 			// The redo log: where it ends, how much of it is fsynced, and
 			// how much is kept (what the database may not durably cover).
 			kv("redo_log_position", uint64(l.Written()))
 			kv("redo_log_synced", uint64(l.Synced()))
-			kv("redo_log_bytes", uint64(l.Written()-l.Oldest()))
+			kv("log_bytes", uint64(l.Written()-l.Oldest()))
 			kv("redo_log_writes", a.stats.logWrites)
 			kv("flushes", a.stats.flushes)
 			kv("last_flush_usec", a.stats.lastFlushUsec)
@@ -210,7 +211,12 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			}
 			kv("flush_lag_ms", lag)
 		}
-		kv("writeback_rows", a.st.PendingRows())
+		// The overlay: what waits in memory for the next flush
+		// (storage/writeback.go, storage/elems.go).
+		rows, elems, bytes := a.st.Overlay()
+		kv("overlay_keys", rows)
+		kv("overlay_elements", elems)
+		kv("overlay_bytes", bytes)
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)
 		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))

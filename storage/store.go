@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -79,6 +80,9 @@ type Options struct {
 	// HotCacheBytes bounds the in-memory cache of string values (cache.go);
 	// 0 disables it.
 	HotCacheBytes int64
+	// OverlayMaxBytes bounds the pending elements (elems.go); 0 means
+	// maxPendingElems.
+	OverlayMaxBytes int64
 }
 
 // Store is the keyspace in one SQLite database. See the package doc for who
@@ -143,7 +147,7 @@ type Store struct {
 	elems     map[string]*pelem
 	elemColls map[int64]*collPend // the same, by collection
 	elemBytes int64
-	elemMax   int64 // maxPendingElems; tests make it small
+	elemMax   int64 // Options.OverlayMaxBytes; tests make it small
 	skipMax   int32 // maxSkipped; tests make it small
 	ekbuf     []byte
 	elemSpare []*pelem
@@ -313,7 +317,7 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: maxPendingElems, skipMax: maxSkipped}
+	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: cmp.Or(o.OverlayMaxBytes, maxPendingElems), skipMax: maxSkipped}
 	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
 	if err := s.init(o); err != nil {
 		c.close()

@@ -163,5 +163,16 @@ func (s *Store) discardPending() {
 	s.discardElems()
 }
 
+// Overlay is what waits in memory for the next flush (INFO persistence's
+// overlay_*): the key rows ahead of SQLite (they live in the hot cache),
+// the pending elements, and the bytes of both.
+func (s *Store) Overlay() (rows, elems int, bytes int64) {
+	bytes = s.elemBytes
+	for _, e := range s.pending {
+		bytes += e.size()
+	}
+	return s.PendingRows(), len(s.elems), bytes
+}
+
 // PendingRows is how many collection key rows are ahead of SQLite.
 func (s *Store) PendingRows() int { return len(s.pending) }

@@ -376,13 +376,13 @@ func (bt *blockingTest) fsyncCovers(blocks []string, cmd, reply string) []string
 	for i, b := range blocks {
 		ws = append(ws, bt.block(i+1, b))
 	}
-	fsyncs := infoInt(bt.t, bt.admin, "persistence", "fsyncs")
+	fsyncs := infoInt(bt.t, bt.admin, "persistence", "log_fsyncs")
 	bt.expect(check{cmd, reply})
 	var got []string
 	for _, w := range ws {
 		got = append(got, w.read())
 	}
-	if n := infoInt(bt.t, bt.admin, "persistence", "fsyncs"); n <= fsyncs {
+	if n := infoInt(bt.t, bt.admin, "persistence", "log_fsyncs"); n <= fsyncs {
 		bt.t.Fatalf("no fsync ran for %s and the pops (fsyncs %d -> %d)", cmd, fsyncs, n)
 	}
 	return got

@@ -255,16 +255,22 @@ func crashKills(t testing.TB) int {
 }
 
 // TestCrashLosesNothingAcknowledged drives writes from many clients, kills
-// the server with SIGKILL at a random moment, restarts it, and checks that
-// every acknowledged write is there and the database passes
-// integrity_check. Every mode commits to the WAL before replying, so a
-// killed process loses nothing acknowledged in any of them (power loss is
-// another matter: see the README).
+// the server with SIGKILL, restarts it, and checks that every acknowledged
+// write is there and the database passes integrity_check. Every mode
+// writes the redo log before replying, so a killed process loses nothing
+// acknowledged in any of them (power loss is another matter: see the
+// README). The kills take turns at what they aim at: a random moment, a
+// flush in flight (INFO persistence's flush_in_progress:1) and a
+// checkpoint under way (checkpoint_in_progress:1; the WAL's threshold is
+// small, so that checkpoints come often).
 func TestCrashLosesNothingAcknowledged(t *testing.T) {
+	aims := []string{"a random moment", "a flush", "a checkpoint"}
+	aimField := []string{"", "flush_in_progress", "checkpoint_in_progress"}
 	for _, mode := range []string{"everysec", "always", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			args := []string{"--dir", dir, "--durability", mode}
+			env := []string{"CELLAR_SQLITE__CHECKPOINT_PAGES=64"}
 			const writers = 16
 			acked := make([]atomic.Int64, writers) // highest n acknowledged per writer
 			for i := range acked {
@@ -274,7 +280,8 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 			kills := crashKills(t)
 			replays := 0 // restarts that replayed unflushed writes from the redo log
 			for k := 0; k < kills; k++ {
-				p := runCellar(t, true, args...)
+				aim := k % len(aims)
+				p := runCellarEnv(t, env, true, args...)
 				var total atomic.Int64
 				var wg sync.WaitGroup
 				stop := make(chan struct{})
@@ -302,11 +309,19 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 				}
 				threshold := int64(200 + rand.IntN(1500))
 				waitFor(t, 60*time.Second, "writes before the kill", func() bool { return total.Load() >= threshold })
+				if f := aimField[aim]; f != "" {
+					admin := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+					waitFor(t, 60*time.Second, f+":1", func() bool {
+						info := admin.Info(ctx, "persistence").Val()
+						return strings.Contains(info, "\r\n"+f+":1\r\n")
+					})
+					admin.Close()
+				}
 				p.kill9()
 				close(stop)
 				wg.Wait()
 				integrityCheck(t, filepath.Join(dir, "cellar.db"))
-				p = runCellar(t, true, args...)
+				p = runCellarEnv(t, env, true, args...)
 				if strings.Contains(p.stderr.String(), "replayed the redo log") {
 					replays++
 				}
@@ -331,7 +346,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 				for w := range acked {
 					checked += acked[w].Load() + 1
 				}
-				t.Logf("kill %d/%d: %d acknowledged writes so far, all present after restart", k+1, kills, checked)
+				t.Logf("kill %d/%d, aimed at %s: %d acknowledged writes so far, all present after restart", k+1, kills, aims[aim], checked)
 			}
 			// Writes reach SQLite in flushes 200 ms apart, and the writers
 			// never pause: a kill lands between flushes, and the restart
@@ -396,6 +411,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 		{[]string{"--port", "99999"}, "", "port: must be between 0 and 65535, not 99999"},
 		{[]string{"--durability", "maybe"}, "", "durability: must be always, everysec or off"},
 		{nil, "CELLAR_MAXCLIENTS=-1", "maxclients: must be at least 1"},
+		{nil, "CELLAR_STORAGE__OVERLAY_MAX_BYTES=100", "storage.overlay_max_bytes: must be at least 4096, not 100"},
 	} {
 		cmd := exec.Command(cellarBinary(t), append(c.args, "--dir", t.TempDir())...)
 		cmd.Env = append(serverEnv(), c.env)
