@@ -40,8 +40,8 @@ import (
 // flush takes them (freezeElems); Rollback and Undo forget them with the
 // rest of what they undo.
 //
-// They are bounded: past maxPendingElems bytes (Store.elemMax), the next
-// one first writes them all back on the actor.
+// They are bounded: past Options.OverlayMaxBytes (storage.overlay_max_bytes,
+// Store.elemMax), the next one first writes them all back on the actor.
 
 // Whether SQLite has the element is known when it becomes pending (the
 // lookup said), and stays true until the flush: anything else that changes
@@ -59,8 +59,8 @@ var (
 	qHRewriteOrd = newQuery("UPDATE hashes SET value = ?4, ord = ?5, expire_at = NULL WHERE id = ?1 AND h = ?2 AND field = ?3")
 )
 
-// maxPendingElems bounds the bytes of pending elements (their element and
-// value bytes and pelemOverhead each).
+// maxPendingElems is the default bound on the bytes of pending elements
+// (their element and value bytes and pelemOverhead each).
 const maxPendingElems = 16 << 20
 
 // pelemOverhead approximates a pending element's bookkeeping (the struct,

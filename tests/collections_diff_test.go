@@ -19,9 +19,10 @@ import (
 // answers are deterministic even for lexicographic ranges over mixed
 // scores; TestLargeSortedSetRanges and TestScanGuarantees cover large ones.
 //
-// It runs twice: with the defaults, and with a hot cache of a few entries
-// and a flush after every round, so that every command also meets its
-// keys' rows written back at random points (evictions, flushes; see
+// It runs twice: with the defaults, and with a hot cache of a few entries,
+// an overlay bound of a few elements and a flush after every round, so
+// that every command also meets its keys' rows and elements written back
+// at random points (evictions, the bound, flushes; see
 // docs/architecture.md, "Write path") and its data split between memory
 // and SQLite.
 func TestCollectionsMatchRedis(t *testing.T) {
@@ -32,9 +33,10 @@ func TestCollectionsMatchRedis(t *testing.T) {
 
 // againstRedis runs run for seeds 1 to 3, each on a fresh pair of
 // connections to Cellar and to a real redis-server, both flushed, under
-// two configurations: the defaults, and a hot cache of a few entries with
-// a flush after every round, so that every command also meets its keys'
-// rows written back at random points (evictions, flushes; see
+// two configurations: the defaults, and a hot cache of a few entries, an
+// overlay bound (storage.overlay_max_bytes) of a few elements and a flush
+// after every round, so that every command also meets its keys' rows and
+// elements written back at random points (evictions, the bound, flushes; see
 // docs/architecture.md, "Write path") and its data split between memory
 // and SQLite.
 func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed uint64)) {
@@ -45,8 +47,9 @@ func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed u
 		opt  func(*cellar.Config)
 	}{
 		{"defaults", func(*cellar.Config) {}},
-		{"tiny cache, flush every round", func(c *cellar.Config) {
+		{"tiny cache and overlay, flush every round", func(c *cellar.Config) {
 			c.SQLite.HotCacheBytes = 2 << 10
+			c.Storage.OverlayMaxBytes = 4 << 10
 			c.Storage.FlushInterval = time.Nanosecond
 		}},
 	} {
