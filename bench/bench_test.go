@@ -217,6 +217,12 @@ func TestConfigDefaults(t *testing.T) {
 	if _, err := parseConfig([]string{"-tests", "NOPE"}); err == nil {
 		t.Fatal("unknown test accepted")
 	}
+	if got := joinInts(f.durPipes); got != "1,16" {
+		t.Fatalf("durability pipelines %q, want 1,16", got)
+	}
+	if _, err := parseConfig([]string{"-dur-pipelines", "1,x"}); err == nil || !strings.Contains(err.Error(), "-dur-pipelines") {
+		t.Fatalf("bad -dur-pipelines: %v", err)
+	}
 }
 
 // TestSmoke runs the harness's pipeline against a real redis-server: a

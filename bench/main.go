@@ -41,6 +41,7 @@ type config struct {
 	tests       []testDef
 	durTests    []string
 	durRequests int
+	durPipes    []int
 	queue       queueCfg
 	fanout      fanoutCfg
 	group       groupCfg
@@ -104,7 +105,8 @@ func parseConfig(args []string) (config, error) {
 	tests := fs.String("tests", "", "comma-separated tests of the main comparison (default all; quick a subset): "+testNames())
 	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ","))
 	durTests := fs.String("dur-tests", "", "write tests of the durability comparison (default SET,INCR,LPUSH,HSET; quick SET)")
-	durN := fs.Int("dur-n", 0, "requests per durability test (default 20000; quick 5000)")
+	durN := fs.Int("dur-n", 0, "requests per durability test at pipeline 1 (default 20000; quick 5000; ×pipe-mult pipelined)")
+	durPipes := fs.String("dur-pipelines", "1,16", "pipeline depths of the durability comparison (its goal is stated at pipeline 1)")
 	qItems := fs.Int("queue-items", 0, "items in the saturated queue run (default 50000; quick 10000)")
 	qRate := fs.Float64("queue-rate", 2000, "items/s of the paced queue run")
 	qPaced := fs.Int("queue-paced-items", 0, "items in the paced queue run (default 10000; quick 4000)")
@@ -185,6 +187,9 @@ func parseConfig(args []string) (config, error) {
 	var err error
 	if cfg.pipelines, err = intList(*pipelines); err != nil || len(cfg.pipelines) == 0 {
 		return cfg, fmt.Errorf("-pipelines %q: want a comma-separated list of numbers", *pipelines)
+	}
+	if cfg.durPipes, err = intList(*durPipes); err != nil || len(cfg.durPipes) == 0 {
+		return cfg, fmt.Errorf("-dur-pipelines %q: want a comma-separated list of numbers", *durPipes)
 	}
 	highDefault := "500,1000"
 	if q {
@@ -474,4 +479,13 @@ func scaleNote(tests []testDef) string {
 		return ""
 	}
 	return "; " + strings.Join(parts, ", ")
+}
+
+// joinInts is intList's inverse: "1,16".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

@@ -255,7 +255,8 @@ func (r *runner) requestsFor(pipeline int) int {
 
 // durability compares write throughput at equal durability promises:
 // Cellar always vs Redis appendfsync always, Cellar everysec vs Redis
-// appendfsync everysec.
+// appendfsync everysec, at each of cfg.durPipes (rows past pipeline 1 are
+// named "TEST -P n" and get pipeMult times the requests).
 func (r *runner) durability(ctx context.Context) *table {
 	specs := []serverSpec{
 		redisSpec(r.peers, "redis-aof-always", "Redis AOF always", "--appendonly", "yes", "--appendfsync", "always"),
@@ -266,7 +267,7 @@ func (r *runner) durability(ctx context.Context) *table {
 	names, labels := specNames(specs)
 	t := &table{
 		ID: "durability", Title: "Durable writes",
-		Params:  fmt.Sprintf("redis-benchmark -c %d -P 1 -r %d -d %d, -n %d", r.cfg.clients, r.cfg.keyspace, r.cfg.dataSize, r.cfg.durRequests),
+		Params:  fmt.Sprintf("redis-benchmark -c %d -r %d -d %d, -n %d at pipeline 1 (×%d pipelined), pipelines %s", r.cfg.clients, r.cfg.keyspace, r.cfg.dataSize, r.cfg.durRequests, r.cfg.pipeMult, joinInts(r.cfg.durPipes)),
 		Metric:  "ops/s",
 		Servers: names, Labels: labels,
 		Ratios: [][2]string{{"cellar-always", "redis-aof-always"}, {"cellar", "redis-aof-everysec"}},
@@ -277,20 +278,30 @@ func (r *runner) durability(ctx context.Context) *table {
 		}
 		r.log("durability round %d/%d", round+1, r.cfg.rounds)
 		up, down := r.startAll(specs)
-		for _, name := range r.cfg.durTests {
-			td, _ := findTest(name)
-			for _, sp := range rotate(specs, round) {
-				if ctx.Err() != nil {
-					break
+		for _, p := range r.cfg.durPipes {
+			n := r.cfg.durRequests
+			if p > 1 {
+				n *= r.cfg.pipeMult
+			}
+			for _, name := range r.cfg.durTests {
+				td, _ := findTest(name)
+				row := name
+				if p > 1 {
+					row = fmt.Sprintf("%s -P %d", name, p)
 				}
-				var smp sample
-				if s := up[sp.Name]; s == nil {
-					smp = sample{Status: statusFailed, Detail: "server did not start: " + down[sp.Name]}
-				} else {
-					smp = r.benchOne(ctx, s, td, r.cfg.clients, 1, r.cfg.durRequests)
+				for _, sp := range rotate(specs, round) {
+					if ctx.Err() != nil {
+						break
+					}
+					var smp sample
+					if s := up[sp.Name]; s == nil {
+						smp = sample{Status: statusFailed, Detail: "server did not start: " + down[sp.Name]}
+					} else {
+						smp = r.benchOne(ctx, s, td, r.cfg.clients, p, n)
+					}
+					r.log("  %-10s %-12s %-18s %s", t.ID, row, sp.Name, describe(smp))
+					t.add(row, sp.Name, smp)
 				}
-				r.log("  %-10s %-8s %-18s %s", t.ID, name, sp.Name, describe(smp))
-				t.add(name, sp.Name, smp)
 			}
 		}
 		r.stopAll(up)
