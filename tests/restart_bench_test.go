@@ -39,6 +39,7 @@ func BenchmarkRestartLargeDatabase(b *testing.B) {
 	}
 	fi, _ := os.Stat(path)
 	b.Logf("database: %s, %.2f GB, %d keys", path, float64(fi.Size())/(1<<30), keys)
+	cellarBinary(b) // built before the clock starts: a start is what is timed
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
