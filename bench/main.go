@@ -70,6 +70,27 @@ func (c config) command() string {
 	return strings.TrimSpace("make bench " + benchArgs(c.argv))
 }
 
+// argsOf is command's inverse: the arguments a recorded command ran with,
+// false when the command is not one command() writes.
+func argsOf(command string) ([]string, bool) {
+	var args []string
+	rest, ok := strings.CutPrefix(command, "make bench-quick")
+	if ok {
+		args = append(args, "-quick")
+	} else if rest, ok = strings.CutPrefix(command, "make bench"); !ok {
+		return nil, false
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return args, true
+	}
+	quoted, ok := strings.CutPrefix(rest, "BENCH_ARGS='")
+	if !ok || !strings.HasSuffix(quoted, "'") {
+		return nil, false
+	}
+	return append(args, strings.Fields(strings.TrimSuffix(quoted, "'"))...), true
+}
+
 func benchArgs(argv []string) string {
 	var rest []string
 	for _, a := range argv {
@@ -130,7 +151,7 @@ func parseConfig(args []string) (config, error) {
 	stall := fs.Duration("stall", 20*time.Second, "kill a benchmark that receives no reply for this long and report it stalled")
 	limit := fs.Duration("limit", 10*time.Minute, "kill a single benchmark that runs longer than this")
 	keep := fs.Bool("keep", false, "keep the servers' data directories")
-	renderFrom := fs.String("render", "", "only rewrite the .md and .png of an earlier run from its .json")
+	renderFrom := fs.String("render", "", "rewrite the report (.md, .png) of an earlier run from its .json, its goals evaluated anew by this code")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

@@ -306,7 +306,19 @@ func render(jsonPath string) error {
 	if err := json.Unmarshal(b, &res); err != nil {
 		return err
 	}
+	// The goals are evaluated again, as today's code states them, with the
+	// settings the run was made with.
+	if args, ok := argsOf(res.Command); ok {
+		cfg, err := parseConfig(args)
+		if err != nil {
+			return fmt.Errorf("%s: its command %q: %w", jsonPath, res.Command, err)
+		}
+		res.Goals = evaluateGoals(cfg, res.Tables)
+	}
 	base := strings.TrimSuffix(jsonPath, ".json")
+	if err := writeJSON(base+".json", &res); err != nil {
+		return err
+	}
 	if res.Chart != "" {
 		if err := writeChart(base+".png", &res); err != nil {
 			return err
