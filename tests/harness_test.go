@@ -196,9 +196,18 @@ func (r *rawConn) read() string {
 	r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	s, err := r.reply()
 	if err != nil {
-		r.t.Fatalf("read reply: %v (got %q)", err, s)
+		r.t.Fatalf("read reply: %v (got %d bytes: %q)", err, len(s), clip(s))
 	}
 	return s
+}
+
+// clip shortens a reply for a failure message: a 1 MB value is of no use in
+// a test log.
+func clip(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	return s[:100] + "..." + s[len(s)-100:]
 }
 
 // reply reads one complete reply and returns its exact bytes (on an error,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,9 +56,12 @@ func TestOutputHardLimit(t *testing.T) {
 
 // A client that stops reading with its output above the soft limit is not
 // read from any more, and is disconnected once it has stayed above the
-// limit for soft_seconds.
+// limit for soft_seconds. A client that reads stays connected, though each
+// of its pipelines puts it above the limit: its output drains below the
+// limit between them, and each time above starts the soft time anew.
 func TestOutputSoftLimit(t *testing.T) {
-	s := startServer(t, outputLimits(256<<20, 1<<20, 300*time.Millisecond))
+	const softFor = 3 * time.Second
+	s := startServer(t, outputLimits(256<<20, 1<<20, softFor))
 	needCellar(t, s)
 	s.raw().expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
 	r := s.raw()
@@ -71,18 +75,49 @@ func TestOutputSoftLimit(t *testing.T) {
 	})
 	drainUntilClosed(t, r)
 
-	// A client that reads, however slowly, stays connected: it drops below
-	// the limit again and again.
+	// Rounds of 12 replies of 1 MB, more than the socket buffers take (the
+	// reader's is capped at 1 MB, else Linux grows it to 32 MB), go on until
+	// the reader has been connected for 1.5 times the soft time. In each
+	// round the reader waits until the server holds its output above the
+	// limit (obl), reads one reply, waits until the loop's periodic check
+	// has seen the output shrink while still above the limit, reads the
+	// rest, and waits until the server has seen it all sent (obl=0). A soft
+	// time counted from the first time above, not the latest, would close
+	// the connection at one of those checks.
+	admin := s.client()
 	slow := s.raw()
+	if err := slow.c.(*net.TCPConn).SetReadBuffer(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(slow.do("CLIENT", "ID"), ":"), "\r\n")
+	const perRound = 12
 	req.Reset()
-	for i := 0; i < 20; i++ {
+	for i := 0; i < perRound; i++ {
 		req.Write(encode("GET", "big"))
 	}
-	slow.send(req.Bytes())
-	for i := 0; i < 20; i++ {
-		if got := slow.read(); len(got) != (1<<20)+len("$1048576\r\n\r\n") {
-			t.Fatalf("reply %d: %d bytes", i, len(got))
+	want := (1 << 20) + len("$1048576\r\n\r\n")
+	readReply := func(round, i int) {
+		if got := slow.read(); len(got) != want {
+			t.Fatalf("round %d, reply %d: %d bytes, want %d", round, i, len(got), want)
 		}
+	}
+	for start, round := time.Now(), 0; time.Since(start) < softFor+softFor/2; round++ {
+		slow.send(req.Bytes())
+		var held int64
+		waitFor(t, 20*time.Second, "the reader's output to be above the soft limit", func() bool {
+			held = clientField(t, admin, id, "obl")
+			return held > 1<<20
+		})
+		readReply(round, 0)
+		waitFor(t, 20*time.Second, "a check to see the reader's output shrink", func() bool {
+			return clientField(t, admin, id, "obl") < held
+		})
+		for i := 1; i < perRound; i++ {
+			readReply(round, i)
+		}
+		waitFor(t, 20*time.Second, "the server to see the reader's output sent", func() bool {
+			return clientField(t, admin, id, "obl") == 0
+		})
 	}
 	slow.expect("+PONG\r\n", "PING")
 }
