@@ -75,45 +75,50 @@ func TestOutputSoftLimit(t *testing.T) {
 	})
 	drainUntilClosed(t, r)
 
-	// Rounds of 12 replies of 1 MB, more than the socket buffers take (the
-	// reader's is capped at 1 MB, else Linux grows it to 32 MB), go on until
-	// the reader has been connected for 1.5 times the soft time. In each
-	// round the reader waits until the server holds its output above the
-	// limit (obl), reads one reply, waits until the loop's periodic check
-	// has seen the output shrink while still above the limit, reads the
-	// rest, and waits until the server has seen it all sent (obl=0). A soft
-	// time counted from the first time above, not the latest, would close
-	// the connection at one of those checks.
+	// Rounds of one MGET of 16 values of 1 MB, a reply written at once and
+	// larger than the socket buffers take (4 MB to send; the reader's capped
+	// at 1 MB, else Linux grows it to 32 MB), go on until the reader has
+	// been connected for 1.5 times the soft time. In each round the reader
+	// waits until the server holds its output above the limit (obl), reads
+	// 4 MB of the reply (enough for the kernel to call the socket writable
+	// again), waits until the loop's periodic check has seen the output
+	// shrink while still above the limit, reads the rest, and waits until
+	// the server has seen it all sent (obl=0). A soft time counted from the
+	// first time above, not the latest, would close the connection at one
+	// of those checks.
 	admin := s.client()
 	slow := s.raw()
 	if err := slow.c.(*net.TCPConn).SetReadBuffer(1 << 20); err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(slow.do("CLIENT", "ID"), ":"), "\r\n")
-	const perRound = 12
-	req.Reset()
-	for i := 0; i < perRound; i++ {
-		req.Write(encode("GET", "big"))
+	mget := []string{"MGET"}
+	want := []byte("*16\r\n")
+	for i := 0; i < 16; i++ {
+		mget = append(mget, "big")
+		want = append(want, "$1048576\r\n"+strings.Repeat("x", 1<<20)+"\r\n"...)
 	}
-	want := (1 << 20) + len("$1048576\r\n\r\n")
-	readReply := func(round, i int) {
-		if got := slow.read(); len(got) != want {
-			t.Fatalf("round %d, reply %d: %d bytes, want %d", round, i, len(got), want)
+	got := make([]byte, len(want))
+	read := func(round int, p []byte) {
+		slow.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if n, err := io.ReadFull(slow.r, p); err != nil {
+			t.Fatalf("round %d: read %d of %d bytes: %v", round, n, len(p), err)
 		}
 	}
 	for start, round := time.Now(), 0; time.Since(start) < softFor+softFor/2; round++ {
-		slow.send(req.Bytes())
+		slow.send(encode(mget...))
 		var held int64
 		waitFor(t, 20*time.Second, "the reader's output to be above the soft limit", func() bool {
 			held = clientField(t, admin, id, "obl")
 			return held > 1<<20
 		})
-		readReply(round, 0)
+		read(round, got[:4<<20])
 		waitFor(t, 20*time.Second, "a check to see the reader's output shrink", func() bool {
 			return clientField(t, admin, id, "obl") < held
 		})
-		for i := 1; i < perRound; i++ {
-			readReply(round, i)
+		read(round, got[4<<20:])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: the MGET reply differs from the 16 values", round)
 		}
 		waitFor(t, 20*time.Second, "the server to see the reader's output sent", func() bool {
 			return clientField(t, admin, id, "obl") == 0
