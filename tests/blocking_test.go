@@ -328,7 +328,7 @@ func (bt *blockingTest) clientUnblock(cases []unblockCase, after ...check) {
 	bt.t.Helper()
 	for _, c := range cases {
 		b := bt.s.raw()
-		id := strings.TrimSuffix(strings.TrimPrefix(b.do("CLIENT", "ID"), ":"), "\r\n")
+		id := b.clientID()
 		b.send(encode(strings.Fields(c.cmd)...))
 		bt.blocked(1)
 		unblock := append([]string{"CLIENT", "UNBLOCK", id}, c.args...)

@@ -382,7 +382,7 @@ func TestClientMemoryReportingAndNoEvict(t *testing.T) {
 
 	exempt := s.raw()
 	exempt.expect("+OK\r\n", "CLIENT", "NO-EVICT", "on")
-	id := strings.TrimSuffix(strings.TrimPrefix(exempt.do("CLIENT", "ID"), ":"), "\r\n")
+	id := exempt.clientID()
 	exempt.send([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n"))
 	exempt.send(bytes.Repeat([]byte("e"), 3<<20))
 	waitFor(t, 20*time.Second, "the exempt client's bulk to be held", func() bool {

@@ -201,6 +201,13 @@ func (r *rawConn) read() string {
 	return s
 }
 
+// clientID is the connection's CLIENT ID, as CLIENT LIST and CLIENT KILL
+// name it.
+func (r *rawConn) clientID() string {
+	r.t.Helper()
+	return strings.Trim(r.do("CLIENT", "ID"), ":\r\n")
+}
+
 // clip shortens a reply for a failure message: a 1 MB value is of no use in
 // a test log.
 func clip(s string) string {

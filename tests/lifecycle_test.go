@@ -55,7 +55,7 @@ func TestEveryCloseTriggerCleansUp(t *testing.T) {
 			r.expectClosed()
 		},
 		"CLIENT KILL": func(r *rawConn) {
-			id := strings.Trim(r.do("CLIENT", "ID"), ":\r\n")
+			id := r.clientID()
 			killer := s.raw()
 			killer.expect(":1\r\n", "CLIENT", "KILL", "ID", id)
 			killer.c.Close()
@@ -189,7 +189,7 @@ func TestEventLoopReadinessAndWaits(t *testing.T) {
 
 	t.Run("cancel during wait", func(t *testing.T) {
 		r := s.raw()
-		id := strings.Trim(r.do("CLIENT", "ID"), ":\r\n")
+		id := r.clientID()
 		r.send(encode("BLPOP", "never", "0"))
 		waitFor(t, 5*time.Second, "the client to block", func() bool {
 			return strings.Contains(rawDo(s, "CLIENT", "LIST"), "id="+id+" ") &&

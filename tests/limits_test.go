@@ -91,7 +91,7 @@ func TestOutputSoftLimit(t *testing.T) {
 	if err := slow.c.(*net.TCPConn).SetReadBuffer(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	id := strings.TrimSuffix(strings.TrimPrefix(slow.do("CLIENT", "ID"), ":"), "\r\n")
+	id := slow.clientID()
 	mget := []string{"MGET"}
 	want := []byte("*16\r\n")
 	for i := 0; i < 16; i++ {

@@ -406,7 +406,7 @@ func TestClientListBufferFields(t *testing.T) {
 	admin := s.client(func(o *redis.Options) { o.PoolSize = 1 })
 	r := s.raw()
 	r.expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
-	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	id := r.clientID()
 	if free := clientField(t, admin, id, "qbuf-free"); free <= 0 {
 		t.Errorf("qbuf-free of an idle client: %d", free)
 	}

@@ -433,7 +433,7 @@ func TestPubSubClientList(t *testing.T) {
 	}
 	// A subscriber is of type pubsub, for CLIENT LIST and CLIENT KILL.
 	admin := s.raw()
-	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	id := r.clientID()
 	if got := admin.do("CLIENT", "LIST", "TYPE", "pubsub"); strings.Count(got, "id=") != 1 || !strings.Contains(got, "id="+id+" ") {
 		t.Fatalf("CLIENT LIST TYPE pubsub: %q", got)
 	}

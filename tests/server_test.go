@@ -132,7 +132,7 @@ func TestClientKillAndList(t *testing.T) {
 	s := startServer(t)
 	victim, killer := s.raw(), s.raw()
 	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
-	id := strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	id := victim.clientID()
 	list := killer.do("CLIENT", "LIST")
 	if !strings.Contains(list, "id="+id+" ") || !strings.Contains(list, "name=victim ") || strings.Count(list, "id=") != 2 {
 		t.Fatalf("CLIENT LIST: %q", list)
@@ -144,7 +144,7 @@ func TestClientKillAndList(t *testing.T) {
 	})
 	killer.expect(":0\r\n", "CLIENT", "KILL", "ID", id)
 	// SKIPME no lets a client kill itself, after its reply.
-	self := strings.TrimSuffix(strings.TrimPrefix(killer.do("CLIENT", "ID"), ":"), "\r\n")
+	self := killer.clientID()
 	killer.expect(":1\r\n", "CLIENT", "KILL", "ID", self, "SKIPME", "no")
 	killer.expectClosed()
 }
@@ -333,7 +333,7 @@ func TestClientKillGoneFromList(t *testing.T) {
 	s := startServer(t)
 	admin, victim := s.raw(), s.raw()
 	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
-	id := strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+	id := victim.clientID()
 	for i := 0; i < 20; i++ {
 		admin.expect(":1\r\n", "CLIENT", "KILL", "ID", id)
 		for _, args := range [][]string{{"CLIENT", "LIST"}, {"CLIENT", "LIST", "ID", id}, {"CLIENT", "LIST", "TYPE", "normal"}} {
@@ -343,6 +343,6 @@ func TestClientKillGoneFromList(t *testing.T) {
 		}
 		victim = s.raw()
 		victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
-		id = strings.TrimSuffix(strings.TrimPrefix(victim.do("CLIENT", "ID"), ":"), "\r\n")
+		id = victim.clientID()
 	}
 }

@@ -272,7 +272,7 @@ func TestMultiQueueLimit(t *testing.T) {
 	const limit = 1000
 	s := startServer(t, func(c *cellar.Config) { c.Transactions.MaxQueuedBytes = limit })
 	r, other := s.raw(), s.raw()
-	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	id := r.clientID()
 	mine := func(name string) int64 {
 		t.Helper()
 		line := other.do("CLIENT", "LIST", "ID", id)
@@ -569,7 +569,7 @@ func TestMultiQueueEvictedByClientMemory(t *testing.T) {
 func TestWatchedKeysCharged(t *testing.T) {
 	s := startServer(t)
 	r, other := s.raw(), s.raw()
-	id := strings.TrimSuffix(strings.TrimPrefix(r.do("CLIENT", "ID"), ":"), "\r\n")
+	id := r.clientID()
 	totMem := func() int64 {
 		t.Helper()
 		line := other.do("CLIENT", "LIST", "ID", id)
