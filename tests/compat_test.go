@@ -24,6 +24,8 @@ import (
 //	~   compare the reply as an unordered collection (SMEMBERS, KEYS, ...)
 //	?   compare only the reply's RESP type (TIME, RANDOMKEY, ...)
 //	!flush   FLUSHALL on both servers
+//	!sleep S pause S seconds, so that a TTL set just before has passed
+//	         (the pause is the point of the check, not a wait for a result)
 //
 // redis-server comes from Debian's redis-server package, which
 // scripts/deps.sh installs (make test runs it).
@@ -96,6 +98,17 @@ func runCompatFile(t *testing.T, path, cellarAddr, redisAddr string) {
 			cel.tryDo("FLUSHALL")
 			red.tryDo("FLUSHALL")
 			continue
+		}
+		if secs, ok := strings.CutPrefix(line, "!sleep "); ok {
+			d, err := strconv.ParseFloat(strings.TrimSpace(secs), 64)
+			if err != nil || d <= 0 {
+				t.Fatalf("%s:%d: bad pause %q", path, n+1, line)
+			}
+			time.Sleep(time.Duration(d * float64(time.Second)))
+			continue
+		}
+		if strings.HasPrefix(line, "!") {
+			t.Fatalf("%s:%d: unknown directive %q", path, n+1, line)
 		}
 		args, err := splitLine(line)
 		if err != nil {
