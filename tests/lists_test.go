@@ -163,22 +163,24 @@ func TestBlockingConcurrency(t *testing.T) {
 			}
 			return c.LPush(ctx, key, v).Err()
 		},
+		// go-redis sends blocking timeouts in whole seconds (a shorter one
+		// is logged and rounded up), so the consumers wait 1 s at most.
 		consume: func(c *redis.Client, i int) ([]string, error) {
 			switch i % 4 {
 			case 0:
-				kv, err := c.BLPop(ctx, 50*time.Millisecond, "qa", "qb").Result()
+				kv, err := c.BLPop(ctx, time.Second, "qa", "qb").Result()
 				if len(kv) == 2 {
 					return kv[1:], err
 				}
 				return nil, err
 			case 1:
-				kv, err := c.BRPop(ctx, 50*time.Millisecond, "qb", "qa").Result()
+				kv, err := c.BRPop(ctx, time.Second, "qb", "qa").Result()
 				if len(kv) == 2 {
 					return kv[1:], err
 				}
 				return nil, err
 			case 2:
-				_, vals, err := c.BLMPop(ctx, 50*time.Millisecond, "left", 3, "qa", "qb").Result()
+				_, vals, err := c.BLMPop(ctx, time.Second, "left", 3, "qa", "qb").Result()
 				return vals, err
 			}
 			vals, err := c.LPopCount(ctx, "qa", 2).Result()
