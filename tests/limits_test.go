@@ -38,7 +38,8 @@ func drainUntilClosed(t *testing.T, r *rawConn) int64 {
 func TestOutputHardLimit(t *testing.T) {
 	s := startServer(t, outputLimits(16<<20, 0, 0))
 	needCellar(t, s)
-	s.raw().expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
+	big := strings.Repeat("x", 1<<20)
+	s.raw().expect("+OK\r\n", "SET", "big", big)
 	r := s.raw()
 	var req bytes.Buffer
 	for i := 0; i < 300; i++ {
@@ -63,7 +64,8 @@ func TestOutputSoftLimit(t *testing.T) {
 	const softFor = 3 * time.Second
 	s := startServer(t, outputLimits(256<<20, 1<<20, softFor))
 	needCellar(t, s)
-	s.raw().expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
+	big := strings.Repeat("x", 1<<20)
+	s.raw().expect("+OK\r\n", "SET", "big", big)
 	r := s.raw()
 	var req bytes.Buffer
 	for i := 0; i < 40; i++ {
@@ -92,12 +94,11 @@ func TestOutputSoftLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := slow.clientID()
-	mget := []string{"MGET"}
-	want := []byte("*16\r\n")
-	for i := 0; i < 16; i++ {
-		mget = append(mget, "big")
-		want = append(want, "$1048576\r\n"+strings.Repeat("x", 1<<20)+"\r\n"...)
+	mget, values := []string{"MGET"}, make([]string, 16)
+	for i := range values {
+		mget, values[i] = append(mget, "big"), bulk(big)
 	}
+	want := []byte(array(values...))
 	got := make([]byte, len(want))
 	read := func(round int, p []byte) {
 		slow.c.SetReadDeadline(time.Now().Add(30 * time.Second))
