@@ -36,10 +36,15 @@ func (s *Store) stringBlob(db int, key []byte) (ref int64, ok bool, err error) {
 	return st.colInt(2), true, nil
 }
 
-// blobIO opens blob ref (for writing with write), runs fn with its size
-// and a C buffer of n bytes, and closes it.
+// blobIO opens blob ref (for writing with write) on the actor's
+// connection, runs fn with its size and a C buffer of n bytes, and closes
+// it.
 func (s *Store) blobIO(ref int64, write bool, n int, fn func(h uintptr, size int64, buf uintptr) int32) error {
 	c := s.c
+	// stringBlob may have read the row aside a flush in flight (aside.go);
+	// the blob handle is the actor's own connection, which the flush holds
+	// until it lands.
+	c.ready()
 	var names [3]uintptr // "main", "blobs", "data"
 	for i, name := range []string{"main", "blobs", "data"} {
 		z, err := libc.CString(name)

@@ -56,6 +56,58 @@ func TestStringInPlace(t *testing.T) {
 	}
 }
 
+// A large string read in place while a flush has the actor's connection:
+// its row may be read aside the flush, but the blob handle is the actor's
+// connection, so StringAt and PatchString wait for the flush to land (the
+// race detector saw SETBIT's blob read beside a flush's commit).
+func TestStringInPlaceWaitsForFlush(t *testing.T) {
+	s := openTest(t)
+	big := bytes.Repeat([]byte{0x0f}, 100_000)
+	inTx(t, s, func() {
+		must(t, s.SetString(0, []byte("big"), big, 0, false))
+	})
+	for _, patch := range []bool{false, true} {
+		must(t, s.Begin())
+		must(t, s.SetString(0, []byte("other"), []byte("x"), 0, false))
+		must(t, s.Reload()) // the lookup goes to SQLite, aside the flight
+		f, err := s.StartFlush(1)
+		must(t, err)
+		must(t, s.Begin())
+		go f.Run()
+		var b [1]byte
+		if patch {
+			done, err := s.PatchString(0, []byte("big"), Patch{10, []byte{0xf0}})
+			must(t, err)
+			if !done {
+				t.Fatal("PatchString aside a flush not done in place")
+			}
+		} else {
+			size, ok, err := s.StringAt(0, []byte("big"), 10, b[:])
+			must(t, err)
+			if !ok || size != 100_000 || b[0] != 0x0f {
+				t.Fatalf("StringAt aside a flush = %d %v %x", size, ok, b)
+			}
+		}
+		if s.Flying() {
+			t.Fatal("the blob was opened on the connection the flush holds")
+		}
+		if got := s.Land(); got != f || got.Err() != nil {
+			t.Fatalf("Land: %v", got)
+		}
+		_, _, err = s.Commit()
+		must(t, err)
+	}
+	var got []byte
+	inTx(t, s, func() {
+		var err error
+		got, _, err = s.GetString(0, []byte("big"), nil)
+		must(t, err)
+	})
+	if got[10] != 0xf0 {
+		t.Fatalf("the patch made aside a flush reads back %x", got[10])
+	}
+}
+
 // A patch of a 1 MB string writes about a page to the WAL, where writing
 // the value again writes all of it: what makes SETBIT on a long bitmap
 // O(1) in I/O.
