@@ -62,6 +62,7 @@ func migrate(args []string) int {
 	verifyOnly := fs.Bool("verify-only", false, "only compare the keys of both servers (as --verify), copying nothing")
 	maxRate := fs.Float64("max-rate", 0, "back-fill at most this many keys/s, to spare the source (0: no limit)")
 	restart := fs.Bool("restart", false, "ignore a checkpoint left by an interrupted run and start over")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for one reply from either server before giving up")
 	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -102,10 +103,13 @@ func migrate(args []string) int {
 	u, _ := url.Parse(*from)
 	oneDB := u != nil && strings.Trim(u.Path, "/") != ""
 	opt.Protocol = 2
+	// go-redis's 3 s default gives up on a busy server mid-copy; a copy
+	// that waits longer for a large RESTORE loses nothing.
+	opt.ReadTimeout, opt.WriteTimeout = *timeout, *timeout
 	m := &migration{
 		log:      log.New(os.Stderr, "cellar migrate: ", log.LstdFlags|log.LUTC),
 		srcOpt:   opt,
-		tgtOpt:   &redis.Options{Addr: *to, Username: *toUser, Password: *toPassword, Protocol: 2},
+		tgtOpt:   &redis.Options{Addr: *to, Username: *toUser, Password: *toPassword, Protocol: 2, ReadTimeout: *timeout, WriteTimeout: *timeout},
 		src:      map[int]*redis.Client{},
 		tgt:      map[int]*redis.Client{},
 		oneDB:    oneDB,
