@@ -26,7 +26,7 @@ func TestHotCacheNeverChangesReads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	key := func() []byte { return []byte(fmt.Sprint("k", rng.IntN(40))) }
 	db := func() int { return rng.IntN(3) }
-	for step := 0; step < 20000; step++ {
+	for step := 0; step < 6000; step++ {
 		k, d := key(), db()
 		val := bytes.Repeat([]byte{byte('a' + rng.IntN(26))}, rng.IntN(300))
 		exp := int64(0)
