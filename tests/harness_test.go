@@ -95,7 +95,7 @@ func (s *testServer) stop() {
 	if s.srv == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.t.Errorf("shutdown: %v", err)
@@ -121,10 +121,16 @@ func needCellar(t testing.TB, s *testServer) {
 	}
 }
 
+// replyTimeout is how long a test's client waits for one reply before the
+// test fails: generous, since a busy machine running the race detector
+// can take seconds where a quiet one takes microseconds (go-redis's own
+// default is 3 s).
+const replyTimeout = 2 * time.Minute
+
 // client returns a go-redis client with its defaults (HELLO 3, CLIENT
-// SETINFO), closed at the end of the test.
+// SETINFO) but replyTimeout, closed at the end of the test.
 func (s *testServer) client(opts ...func(*redis.Options)) *redis.Client {
-	o := &redis.Options{Addr: s.addr}
+	o := &redis.Options{Addr: s.addr, ReadTimeout: replyTimeout, WriteTimeout: replyTimeout}
 	for _, f := range opts {
 		f(o)
 	}
@@ -184,7 +190,7 @@ func encode(args ...string) []byte {
 
 func (r *rawConn) send(b []byte) {
 	r.t.Helper()
-	r.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	r.c.SetWriteDeadline(time.Now().Add(replyTimeout))
 	if _, err := r.c.Write(b); err != nil {
 		r.t.Fatalf("write: %v", err)
 	}
@@ -193,7 +199,7 @@ func (r *rawConn) send(b []byte) {
 // read returns the raw bytes of one complete reply.
 func (r *rawConn) read() string {
 	r.t.Helper()
-	r.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r.c.SetReadDeadline(time.Now().Add(replyTimeout))
 	s, err := r.reply()
 	if err != nil {
 		r.t.Fatalf("read reply: %v (got %d bytes: %q)", err, len(s), clip(s))
@@ -228,7 +234,7 @@ func (r *rawConn) reply() (string, error) {
 // tryDo sends one command and returns its raw reply, within 10 seconds,
 // leaving errors to the caller.
 func (r *rawConn) tryDo(args ...string) (string, error) {
-	r.c.SetDeadline(time.Now().Add(10 * time.Second))
+	r.c.SetDeadline(time.Now().Add(replyTimeout))
 	if _, err := r.c.Write(encode(args...)); err != nil {
 		return "", err
 	}
@@ -254,14 +260,14 @@ func (r *rawConn) expect(want string, args ...string) {
 // or a reset) with nothing more sent.
 func (r *rawConn) expectClosed() {
 	r.t.Helper()
-	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r.c.SetReadDeadline(time.Now().Add(replyTimeout))
 	b, err := r.r.ReadByte()
 	if err == nil {
 		rest, _ := r.r.Peek(r.r.Buffered())
 		r.t.Fatalf("connection still open; read %q", append([]byte{b}, rest...))
 	}
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		r.t.Fatal("connection still open after 10s")
+		r.t.Fatalf("connection still open after %v", replyTimeout)
 	}
 }
 
