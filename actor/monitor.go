@@ -94,7 +94,11 @@ func (a *Actor) feedScript(s *session, cmd *Command, args [][]byte) {
 // inScript says whether the running command was called by a script.
 func (a *Actor) inScript() bool {
 	for d := a.depth - 2; d >= 0; d-- { // the running command's callers
-		switch a.frames[d].ctx.cmd.Name {
+		caller := a.frames[d].ctx.cmd
+		if caller == nil {
+			continue // a frame entered without a command (housekeeping, tests)
+		}
+		switch caller.Name {
 		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 			return true
 		}
