@@ -35,7 +35,7 @@ func replKeys(t *testing.T) int {
 		}
 		return n
 	}
-	return 20000
+	return 5000
 }
 
 // seed fills the master: redistest.Fill in databases 0 and 3, and n keys
@@ -274,6 +274,7 @@ func firstKeyDiff(red, cel []string) string {
 }
 
 func TestReplicaOfRedis(t *testing.T) {
+	t.Parallel()
 	for _, diskless := range []string{"no", "yes"} {
 		t.Run("diskless="+diskless, func(t *testing.T) {
 			ctx := context.Background()
@@ -358,6 +359,7 @@ func TestReplicaOfRedis(t *testing.T) {
 // TestReplicaKeepsDataUntilLoaded: a full sync killed half-way through its
 // RDB leaves the data Cellar had; the sync that follows replaces it whole.
 func TestReplicaKeepsDataUntilLoaded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := redistest.StartTCP(t)
 	b := redistest.StartTCP(t, "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
@@ -416,6 +418,7 @@ func TestReplicaKeepsDataUntilLoaded(t *testing.T) {
 // the commands written during its BGSAVE, which arrive while Cellar still
 // loads the file's last megabytes.
 func TestReplicaWaitlistLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := redistest.StartTCP(t, "--repl-diskless-sync", "no")
 	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
@@ -465,6 +468,7 @@ func TestReplicaWaitlistLimit(t *testing.T) {
 // TestReplicaOfSetting: the replicaof setting makes Cellar a replica from
 // the start.
 func TestReplicaOfSetting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := redistest.StartTCP(t)
 	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
