@@ -27,6 +27,7 @@ import (
 // here were read from redis-server 7.0.15 doing the same.
 
 func TestACLUsersFromConfig(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.RequirePass = "adminpw"
 		c.Users = []string{
@@ -91,6 +92,7 @@ func TestACLUsersFromConfig(t *testing.T) {
 }
 
 func TestACLUsersConfigRefused(t *testing.T) {
+	t.Parallel()
 	cfg := cellar.DefaultConfig()
 	cfg.Port, cfg.Dir = 0, t.TempDir()
 	cfg.Users = []string{"bad on +nosuchcommand"}
@@ -100,6 +102,7 @@ func TestACLUsersConfigRefused(t *testing.T) {
 }
 
 func TestACLDeletedUserIsDisconnected(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.raw()
 	admin.expect("+OK\r\n", "ACL", "SETUSER", "bob", "on", ">pw", "+@all", "~*")
@@ -121,6 +124,7 @@ func TestACLDeletedUserIsDisconnected(t *testing.T) {
 }
 
 func TestACLRevokedChannelClosesSubscriber(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.raw()
 	admin.expect("+OK\r\n", "ACL", "SETUSER", "sub", "on", ">pw", "+@all", "~*", "resetchannels", "&news", "&sport")
@@ -142,6 +146,7 @@ func TestACLRevokedChannelClosesSubscriber(t *testing.T) {
 }
 
 func TestACLExecChecksAgain(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.raw()
 	admin.expect("+OK\r\n", "ACL", "SETUSER", "u1", "on", ">p", "+@all", "~*")
@@ -165,6 +170,7 @@ func TestACLExecChecksAgain(t *testing.T) {
 }
 
 func TestACLBlockingPopKeys(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.raw()
 	admin.expect("+OK\r\n", "ACL", "SETUSER", "q", "on", ">p", "+@all", "~q*")
@@ -180,6 +186,7 @@ func TestACLBlockingPopKeys(t *testing.T) {
 
 // TestACLLogEntries: what one entry holds, grouping, the bound, RESET.
 func TestACLLogEntries(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.raw()
 	admin.expect("+OK\r\n", "CONFIG", "SET", "acllog-max-len", "3")
@@ -236,6 +243,7 @@ func logEntry(t *testing.T, v any) map[string]any {
 }
 
 func TestACLFileLoadSave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "users.acl")
 	if err := os.WriteFile(file, []byte("user default on nopass ~* &* +@all\nuser reader on >r ~* -@all +@read\n"), 0o600); err != nil {
@@ -271,6 +279,7 @@ func TestACLFileLoadSave(t *testing.T) {
 }
 
 func TestACLNoFile(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	s.raw().expect("-ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.\r\n", "ACL", "SAVE")
 }
@@ -295,6 +304,7 @@ func dialFrom(t *testing.T, from, addr string) *rawConn {
 }
 
 func TestProtectedMode(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Bind = "0.0.0.0" })
 	_, port, _ := net.SplitHostPort(s.addr)
 	target := "127.0.0.1:" + port
@@ -321,6 +331,7 @@ func TestProtectedMode(t *testing.T) {
 }
 
 func TestProtectedModeOffInConfig(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.ProtectedMode = false })
 	_, port, _ := net.SplitHostPort(s.addr)
 	dialFrom(t, "127.0.0.2", "127.0.0.1:"+port).expect("+PONG\r\n", "PING")
@@ -329,6 +340,7 @@ func TestProtectedModeOffInConfig(t *testing.T) {
 // TestUnauthenticatedLimits: before AUTH, Redis 7.0 refuses requests of
 // more than 10 arguments or with a bulk over 16 KiB, and closes.
 func TestUnauthenticatedLimits(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.RequirePass = "pw" })
 	args11 := []string{"MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"}
 	r := s.raw()
@@ -391,6 +403,7 @@ func proxyV2(src net.IP, sport int, tlv []byte) []byte {
 }
 
 func TestProxyProtocol(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.Bind = "0.0.0.0"
 		c.ProxyProtocol = true
@@ -495,6 +508,7 @@ func TestProxyProtocol(t *testing.T) {
 }
 
 func TestProxyProtocolNeedsBalancers(t *testing.T) {
+	t.Parallel()
 	cfg := cellar.DefaultConfig()
 	cfg.Port, cfg.Dir = 0, t.TempDir()
 	cfg.ProxyProtocol = true
@@ -506,6 +520,7 @@ func TestProxyProtocolNeedsBalancers(t *testing.T) {
 // TestIdleTimeout: Redis's timeout closes idle clients, not blocked ones
 // nor subscribers.
 func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Timeout = time.Second })
 	admin := s.raw()
 	admin.expect(array(bulk("timeout"), bulk("1")), "CONFIG", "GET", "timeout")
@@ -534,6 +549,7 @@ func TestIdleTimeout(t *testing.T) {
 
 // TestRenameCommands: Redis's rename-command, in the configuration.
 func TestRenameCommands(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.RenameCommands = map[string]string{"flushall": "", "config": "cfg-3f9a", "blpop": "waitpop"}
 	})
@@ -568,6 +584,7 @@ func TestRenameCommands(t *testing.T) {
 }
 
 func TestRenameCommandsRefused(t *testing.T) {
+	t.Parallel()
 	for _, m := range []map[string]string{{"nosuch": "x"}, {"get": "set"}, {"get": "a", "set": "a"}} {
 		cfg := cellar.DefaultConfig()
 		cfg.Port, cfg.Dir = 0, t.TempDir()
@@ -584,6 +601,7 @@ func TestRenameCommandsRefused(t *testing.T) {
 // server runs in this process, so the test reads the options on its side
 // of the socket, by the fd CLIENT INFO reports.
 func TestTCPKeepAlive(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.TCPKeepAlive = 42 * time.Second })
 	check := func(r *rawConn, on, idle, intvl int) {
 		t.Helper()

@@ -18,6 +18,7 @@ import (
 // client enqueues and its own server processes plain, scheduled, unique
 // and retried tasks; every task's outcome and stored result is checked.
 func TestAsynq(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	opt := asynq.RedisClientOpt{Addr: s.addr}
 	client := asynq.NewClient(opt)

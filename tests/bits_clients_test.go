@@ -14,6 +14,7 @@ import (
 // (LCS's map of matches in RESP3, BITFIELD's nulls, SORT's GET nulls) must
 // accept what Cellar sends.
 func TestBitsSortLCSWithGoRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	ctx := context.Background()

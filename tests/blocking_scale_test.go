@@ -32,6 +32,7 @@ func raiseFileLimit(t *testing.T, need uint64) {
 // 10 000 clients blocked on one key at once (the default per-key limit,
 // which refuses one more), each served exactly once by 10 000 pushes.
 func TestBlocking10000Clients(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	raiseFileLimit(t, n+500)
 	if os.Getenv("TEST_SERVER_ADDR") != "" {

@@ -17,6 +17,7 @@ import (
 // against a real redis-server first, so a failure says whether Cellar or
 // the script is wrong.
 func TestBullMQ(t *testing.T) {
+	t.Parallel()
 	node := needNodeModule(t, "bullmq")
 	for _, name := range []string{"bullmq.js", "bullmq_more.js"} {
 		script := filepath.Join("clients", "node", name)

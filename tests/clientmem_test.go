@@ -291,6 +291,7 @@ func attack(t *testing.T, p *proc, c *redis.Client, attackers []func() error, mi
 // disconnected at the output hard limit, before its replies take the
 // memory (one and four such clients, paced as 40 bursts 50 ms apart).
 func TestClientMemoryNeverReads(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprint(n, "clients"), func(t *testing.T) {
 			p, c := attackServer(t)
@@ -307,6 +308,7 @@ func TestClientMemoryNeverReads(t *testing.T) {
 // bulks in progress count against maxmemory_clients and the largest are
 // evicted.
 func TestClientMemorySlowBulks(t *testing.T) {
+	t.Parallel()
 	p, c := attackServer(t)
 	var as []func() error
 	for range 8 {
@@ -320,6 +322,7 @@ func TestClientMemorySlowBulks(t *testing.T) {
 // limit are closed once they stay there for soft_seconds (2 s here, so the
 // test need not wait the default minute).
 func TestClientMemoryMixedAttack(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "cellar.yaml")
 	if err := os.WriteFile(conf, []byte("output_buffer:\n  soft_seconds: 2s\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -338,6 +341,7 @@ func TestClientMemoryMixedAttack(t *testing.T) {
 // executed: the INCR behind 300 GETs of 200 KB never runs, since the
 // client is closed after a handful of them.
 func TestOutputLimitStopsThePipeline(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.OutputBuffer.HardLimit = 1 << 20
 		c.OutputBuffer.SoftLimit = 0
@@ -365,6 +369,7 @@ func TestOutputLimitStopsThePipeline(t *testing.T) {
 // exempt client keeps a half-sent 3 MB bulk while another one with less is
 // evicted.
 func TestClientMemoryReportingAndNoEvict(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 1 << 20 })
 	needCellar(t, s)
 	// The admin client is exempt too (and connected before the budget is
@@ -442,6 +447,7 @@ func clientField(t *testing.T, c *redis.Client, id, field string) int64 {
 // pipelined behind it in the same write, a blocking command with a large
 // argument, and a request that arrives in pieces all behave as usual.
 func TestLargeRequestReceivedApart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -493,6 +499,7 @@ func readIs(t *testing.T, r *rawConn, want string) {
 // Redis's memory units; a budget lowered under what clients hold evicts at
 // once.
 func TestConfigSetMaxMemoryClients(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	admin := s.raw()

@@ -26,6 +26,7 @@ import (
 // docs/architecture.md, "Write path") and its data split between memory
 // and SQLite.
 func TestCollectionsMatchRedis(t *testing.T) {
+	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
 		sameReplies(t, cel, red, &cmdGen{r: rand.New(rand.NewPCG(seed, 42))}, 4000)
 	})
@@ -76,6 +77,7 @@ func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed u
 // (lexicographic ranges over mixed scores) or what Cellar documents as
 // different (OBJECT ENCODING after a collection shrinks).
 func TestLargeCollectionsMatchRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	for seed := uint64(1); seed <= 2; seed++ {
@@ -359,6 +361,7 @@ func (g *cmdGen) next() ([]string, bool) {
 // batch, where the field's removal is still waiting in memory for the
 // flush (storage/elems.go), under both configurations of againstRedis.
 func TestHashFieldOrderAfterRemoval(t *testing.T) {
+	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
 		if seed > 1 {
 			return // one sequence: it is not random

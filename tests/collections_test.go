@@ -21,6 +21,7 @@ import (
 // binary and 1 MB elements, persistence, and the key lifecycle.
 
 func TestHashesWithGoRedis(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	if n, err := c.HSet(ctx, "user:1", "name", "ada", "lang", "go", "age", "36").Result(); err != nil || n != 3 {
@@ -69,6 +70,7 @@ func TestHashesWithGoRedis(t *testing.T) {
 // TestBinarySafeElements stores NUL bytes and 1 MB values as fields,
 // values and members, and reads them back byte for byte.
 func TestBinarySafeElements(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	big := strings.Repeat("\x00\r\nabc", (1<<20)/6+1)[:1<<20]
@@ -92,6 +94,7 @@ func TestBinarySafeElements(t *testing.T) {
 // TestRESP3Doubles pins Redis 7.0's double formatting (%.17g) in both
 // protocols, where scores are bulk strings in RESP2 and doubles in RESP3.
 func TestRESP3Doubles(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(integer(4), "ZADD", "z", "0.1", "a", "inf", "b", "-inf", "c", "1e20", "d")
@@ -114,6 +117,7 @@ func TestRESP3Doubles(t *testing.T) {
 
 // TestErrorsExactBytes pins the error replies of the three families.
 func TestErrorsExactBytes(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "SET", "str", "v")
@@ -185,6 +189,7 @@ func scanAll(t *testing.T, c *redis.Client, cmd, key string, count int64, betwee
 // compact encodings: an element present for the whole iteration is
 // returned (here: exactly once), even while other elements come and go.
 func TestScanGuarantees(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	const n = 3000
@@ -250,6 +255,7 @@ func TestScanGuarantees(t *testing.T) {
 // distinct samples are distinct, negative counts repeat, SPOP removes
 // what it returns.
 func TestRandomOnLargeSets(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	const n = 5000
@@ -306,6 +312,7 @@ func TestRandomOnLargeSets(t *testing.T) {
 // TestRandomRepliesAreBounded: picks with repeats stream into the reply,
 // which may not outgrow proto-max-bulk-len; the error replaces it whole.
 func TestRandomRepliesAreBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.ProtoMaxBulkLen = 1 << 20 })
 	needCellar(t, s)
 	r := s.raw()
@@ -334,6 +341,7 @@ func distinct(xs []string) map[string]bool {
 // sorted set past the compact encoding, including ranges served from the
 // far end of the index.
 func TestLargeSortedSetRanges(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	const n = 2000
@@ -412,6 +420,7 @@ func head(xs []string) []string {
 // TestCollectionsKeyLifecycle: RENAME, COPY, MOVE, expiry, FLUSHDB, a
 // restart, and overwriting by another type all carry or drop the elements.
 func TestCollectionsKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	c.HSet(ctx, "h", "a", "1", "b", "2")
@@ -472,6 +481,7 @@ func TestCollectionsKeyLifecycle(t *testing.T) {
 // TestPipelinedCollectionWrites sends many writes in one batch (one round,
 // one transaction) and checks every reply and the final state.
 func TestPipelinedCollectionWrites(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	var b bytes.Buffer

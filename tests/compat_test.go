@@ -30,6 +30,7 @@ import (
 // redis-server comes from Debian's redis-server package, which
 // scripts/deps.sh installs (make test runs it).
 func TestCompat(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/compat/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no compat files: %v", err)

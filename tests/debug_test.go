@@ -15,6 +15,7 @@ import (
 // back a key that DEBUG SET-ACTIVE-EXPIRE 0 left to it, and "local" allows
 // a client on loopback.
 func TestDebugEnabled(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t, "--enable-debug-command", "yes")
 	s := startServer(t, func(c *cellar.Config) { c.EnableDebugCommand = "yes" })
 	runCompatFile(t, "testdata/debug/enabled.txt", s.addr, redisAddr)

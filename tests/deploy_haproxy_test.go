@@ -158,6 +158,7 @@ func (r *haproxyRig) servedBy(t testing.TB) string {
 // connections to the standby while the primary still serves its own) and
 // stops without losing an acknowledged write.
 func TestHAProxyDeploy(t *testing.T) {
+	t.Parallel()
 	r := startHAProxyRig(t)
 	ctx := context.Background()
 

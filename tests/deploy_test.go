@@ -28,6 +28,7 @@ import (
 // (each alert fires on the series meant to fire it), and that every
 // cellar_ metric the rules use is one a live Cellar exports.
 func TestPrometheusDeployFiles(t *testing.T) {
+	t.Parallel()
 	promtool := lookTool(t, "promtool", "prometheus")
 	dir := "../deploy/prometheus"
 	for _, args := range [][]string{
@@ -68,6 +69,7 @@ func TestPrometheusDeployFiles(t *testing.T) {
 // and checks the sd_notify protocol the unit's Type=notify relies on:
 // READY=1 once Cellar accepts clients, STOPPING=1 on SIGTERM.
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	analyze := lookTool(t, "systemd-analyze", "systemd")
 	unit, err := os.ReadFile("../deploy/systemd/cellar.service")
 	if err != nil {
@@ -128,6 +130,7 @@ func TestSystemdUnit(t *testing.T) {
 // TestHealthcheckCommand: `cellar healthcheck URL`, the Docker image's
 // HEALTHCHECK, exits 0 on 200 and 1 otherwise.
 func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, withHTTP)
 	needCellar(t, s)
 	base := "http://" + s.srv.HTTPAddr().String()
@@ -148,6 +151,7 @@ func TestHealthcheckCommand(t *testing.T) {
 // Docker daemon is reachable, builds the image, runs it and waits for
 // Docker to report it healthy.
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	df, err := os.ReadFile("../deploy/docker/Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +280,7 @@ func get(v any, path ...any) any {
 // request covers what the settings let Cellar hold; the Services' and the
 // PodDisruptionBudget's selectors pick the pod.
 func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
 	docs := k8sDocs(t)
 	for _, want := range []string{"ConfigMap/cellar-config", "StatefulSet/cellar", "Service/cellar", "Service/cellar-headless", "PodDisruptionBudget/cellar"} {
 		if docs[want] == nil {

@@ -15,6 +15,7 @@ import (
 // nothing; what was acknowledged stays; reads go on; the database stays
 // sound; and writes resume once space returns.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()

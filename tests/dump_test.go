@@ -14,6 +14,7 @@ import (
 // with DUMP and RESTORE, and back from Cellar into Redis: each key must
 // read the same on both sides (redistest.Describe), and survive a restart.
 func TestDumpRestoreWithRedis(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	red := redis.NewClient(&redis.Options{Network: "unix", Addr: redistest.Start(t).Sock, Protocol: 2})
 	defer red.Close()

@@ -19,6 +19,7 @@ import (
 // ANY search reads first. Positions are distinct, so no two distances tie
 // (Redis's partial sort for COUNT orders ties its own way).
 func TestGeoMatchesRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -191,6 +192,7 @@ func firstDifference(got, want string) string {
 
 // go-redis's geo commands against Cellar, its parsed results included.
 func TestGeoGoRedis(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	n, err := c.GeoAdd(ctx, "Sicily",

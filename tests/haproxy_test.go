@@ -18,6 +18,7 @@ import (
 // send-proxy-v2 and send-proxy, in front of Cellar; Cellar sees the
 // client's own address.
 func TestProxyProtocolBehindHAProxy(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
 		t.Fatal("haproxy is not installed: run scripts/deps.sh (make test does)")

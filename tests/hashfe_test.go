@@ -22,6 +22,7 @@ func ints(ns ...int64) string {
 }
 
 func TestHashFieldExpiryReplies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.raw()
 	far := strconv.FormatInt(time.Now().Add(24*time.Hour).Unix(), 10)
@@ -103,6 +104,7 @@ func mustInt(t *testing.T, s string) int64 {
 // to it; the sweep removes the rest and deletes a hash it empties, with
 // Redis 7.4's events ("hexpired", then "del").
 func TestHashFieldExpiryHidesAndSweeps(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.raw()
 	c.expect(integer(3), "HSET", "h", "a", "1", "b", "2", "c", "3")
@@ -153,6 +155,7 @@ func TestHashFieldExpiryHidesAndSweeps(t *testing.T) {
 
 // A watched hash whose field expires is a changed key: EXEC fails.
 func TestHashFieldExpiryTouchesWatch(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, other := s.raw(), s.raw()
 	c.expect(integer(2), "HSET", "h", "a", "1", "b", "2")
@@ -171,6 +174,7 @@ func TestHashFieldExpiryTouchesWatch(t *testing.T) {
 // Field expiries survive a restart (and the redo log's replay), as
 // absolute times.
 func TestHashFieldExpiryRestart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.raw()
 	at := time.Now().Add(time.Hour).UnixMilli()
@@ -200,6 +204,7 @@ func expectRead(t *testing.T, r *rawConn, want string) {
 // go-redis's own HEXPIRE family (it speaks Redis 7.4's syntax) against
 // Cellar.
 func TestHashFieldExpiryGoRedis(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	c.HSet(ctx, "h", "a", "1", "b", "2")

@@ -40,6 +40,7 @@ func httpGet(t testing.TB, url string) (int, string) {
 // TestHTTPPortOffByDefault: no HTTP port unless enabled, and on loopback
 // when enabled.
 func TestHTTPPortOffByDefault(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	if a := s.srv.HTTPAddr(); a != nil {
@@ -56,6 +57,7 @@ func TestHTTPPortOffByDefault(t *testing.T) {
 // histograms, the offload pool, in Prometheus's text format as promtool
 // checks it.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, withHTTP, func(c *cellar.Config) { c.Durability = "always" })
 	needCellar(t, s)
 	c := s.client()
@@ -134,6 +136,7 @@ func lookTool(t testing.TB, name, pkg string) string {
 // does first) while the server still serves clients; pprof only when
 // enabled.
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, withHTTP, func(c *cellar.Config) { c.HTTP.HealthTimeout = 200 * time.Millisecond })
 	needCellar(t, s)
 	base := "http://" + s.srv.HTTPAddr().String()

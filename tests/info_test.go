@@ -12,6 +12,7 @@ import (
 // all, everything, default and cluster, and in Redis's place among the
 // sections both servers print (Cellar's own Offload section aside).
 func TestInfoClusterSection(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cel, red := dialRaw(t, s.addr), dialRaw(t, startRedis(t))
 	for _, args := range [][]string{{"INFO"}, {"INFO", "all"}, {"INFO", "everything"}, {"INFO", "default"}, {"INFO", "cluster"}, {"INFO", "CLUSTER", "server"}} {
@@ -76,6 +77,7 @@ func headers(reply string) []string {
 // arity and auth refusals as rejected, errors as failed, what EXEC ran
 // under its own name, CONFIG RESETSTAT zeroing them all.
 func TestInfoCommandStats(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cel, red := dialRaw(t, s.addr), dialRaw(t, startRedis(t))
 	script := [][]string{

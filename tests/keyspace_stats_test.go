@@ -28,6 +28,7 @@ func keyspaceStats(info string) string {
 // does not, and some writes read first (GETSET, COPY's source, the sources
 // of the STORE commands).
 func TestKeyspaceStatsMatchRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)

@@ -35,6 +35,7 @@ func connectedClients(t *testing.T, s *testServer) int {
 // CLIENT LIST, counters return to where they were, a blocked client's
 // waiter is cancelled, and nothing is logged as an error.
 func TestEveryCloseTriggerCleansUp(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, outputLimits(4<<20, 0, 0))
 	needCellar(t, s)
 	s.raw().expect("+OK\r\n", "SET", "big", strings.Repeat("x", 1<<20))
@@ -106,6 +107,7 @@ func TestEveryCloseTriggerCleansUp(t *testing.T) {
 // descriptor. Every client sends values that only it uses and checks that
 // every reply it reads is its own.
 func TestFDReuseNeverMisroutes(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	const workers, rounds = 16, 60
@@ -161,6 +163,7 @@ func TestFDReuseNeverMisroutes(t *testing.T) {
 // The offload pool's cases (queue full, deadlines, cancellation) are unit
 // tests in offload/.
 func TestEventLoopReadinessAndWaits(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.OutputBuffer.SoftLimit = 0 })
 	needCellar(t, s)
 

@@ -36,6 +36,7 @@ func drainUntilClosed(t *testing.T, r *rawConn) int64 {
 // replies pass the hard limit, the client is disconnected with a log line,
 // and the server goes on serving others.
 func TestOutputHardLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, outputLimits(16<<20, 0, 0))
 	needCellar(t, s)
 	big := strings.Repeat("x", 1<<20)
@@ -61,6 +62,7 @@ func TestOutputHardLimit(t *testing.T) {
 // of its pipelines puts it above the limit: its output drains below the
 // limit between them, and each time above starts the soft time anew.
 func TestOutputSoftLimit(t *testing.T) {
+	t.Parallel()
 	const softFor = 3 * time.Second
 	s := startServer(t, outputLimits(256<<20, 1<<20, softFor))
 	needCellar(t, s)
@@ -132,6 +134,7 @@ func TestOutputSoftLimit(t *testing.T) {
 // backlog: the loops stop reading when the actor is behind and resume when
 // it catches up; every reply arrives, in order, to the right client.
 func TestFloodWithSmallBacklog(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxBacklog = 1 << 20 })
 	needCellar(t, s)
 	const clients, perClient = 200, 100
@@ -175,6 +178,7 @@ func TestFloodWithSmallBacklog(t *testing.T) {
 // back by TCP, while the server holds at most a read of it. Once the BLPOP is served,
 // reading resumes and every pipelined command runs, in order.
 func TestWaitingInputIsNotRead(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	admin := s.client()
@@ -225,6 +229,7 @@ func TestWaitingInputIsNotRead(t *testing.T) {
 // memory budget (maxmemory_clients): over it, the client using the most is
 // disconnected with a log line, and everyone else is served.
 func TestHeldInputLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 1 << 20 })
 	needCellar(t, s)
 	admin := s.client()

@@ -16,6 +16,7 @@ import (
 // the pops' stale rows (docs/architecture.md, "Write path: next") meet
 // every other command, evictions and write-backs at random points.
 func TestListsMatchRedis(t *testing.T) {
+	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
 		g := &listGen{r: rand.New(rand.NewPCG(seed, 99))}
 		for i := 0; i < 4000; i++ {

@@ -17,6 +17,7 @@ import (
 // the tests after it pin the blocking model of docs/architecture.md,
 // "Blocked clients".
 func TestBlockingHappyPath(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).servedAfterPush(
 		wakeCase{block: "BLPOP q 0", cmd: "RPUSH q a b", reply: integer(2), woken: popReply("q", "a"),
 			then: []check{{"LRANGE q 0 -1", array(bulk("b"))}}},
@@ -31,6 +32,7 @@ func TestBlockingHappyPath(t *testing.T) {
 // Timeouts, decimal and integer, in both protocols; timeout 0
 // waits until a push.
 func TestBlockingTimeouts(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.timeouts(timeouts{
 		nulls: []check{{"BLPOP none 0.1", nullArray}, {"BRPOP none none2 0.05", nullArray}, {"BLPOP none 1", nullArray},
@@ -48,6 +50,7 @@ func TestBlockingTimeouts(t *testing.T) {
 
 // Keys are scanned in the order given, at the call and on wake.
 func TestBlockingMultiKeyOrder(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).multiKeyOrder(multiKeyOrder{
 		// Only k2 has an element when it arrives: the waiter takes it, and
 		// k1's later element stays.
@@ -68,6 +71,7 @@ func TestBlockingMultiKeyOrder(t *testing.T) {
 // Waiters on a key are served oldest first; one element serves
 // one waiter.
 func TestBlockingFIFO(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.fifo(repeat("BLPOP q 0", 2),
 		serve{"RPUSH q e1", integer(1), []string{popReply("q", "e1")}},
@@ -92,6 +96,7 @@ func TestBlockingFIFO(t *testing.T) {
 // A client that disconnects while blocked is cancelled; the next
 // waiter gets the element, and nothing is popped for the one that left.
 func TestBlockingDisconnect(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.disconnect(disconnect{
 		block: "BLPOP q 0",
@@ -119,6 +124,7 @@ func TestBlockingDisconnect(t *testing.T) {
 // An expired list is absent before and while waiting; a key that
 // expires while a client waits is recreated by a push and served.
 func TestBlockingTTL(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, lazyExpiry)
 	bt.expiredKey("RPUSH k phantom", "BLPOP k 0.05",
 		wakeCase{block: "BLPOP k 0", cmd: "RPUSH k fresh", reply: integer(1), woken: popReply("k", "fresh")})
@@ -139,6 +145,7 @@ func TestBlockingTTL(t *testing.T) {
 
 // Blocking state is not persisted; clients re-issue after a restart.
 func TestBlockingRestart(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	needCellar(t, bt.s)
 	bt.expect(check{"RPUSH other kept", integer(1)})
@@ -155,6 +162,7 @@ func TestBlockingRestart(t *testing.T) {
 // Many pushers and many blocking consumers: every element is
 // delivered exactly once and the lists end empty.
 func TestBlockingConcurrency(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).concurrently(concurrentLoad{
 		producers: 4, perProducer: 400, consumers: 8,
 		produce: func(c *redis.Client, key, v string, j int) error {
@@ -199,6 +207,7 @@ func TestBlockingConcurrency(t *testing.T) {
 // step; a destination of the wrong type answers WRONGTYPE and leaves the
 // element where it was.
 func TestBlockingMoveChain(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	ab := bt.block(1, "BLMOVE a b LEFT RIGHT 0")
 	bc := bt.block(2, "BRPOPLPUSH b c 0")
@@ -227,6 +236,7 @@ func TestBlockingMoveChain(t *testing.T) {
 
 // Keyspace commands that bring a list to a watched key wake its waiters.
 func TestBlockingWokenByKeyspaceCommands(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	for _, c := range []struct{ setup, cmd, want, elem string }{
 		{"RPUSH src renamed", "RENAME src w", status("OK"), "renamed"},
@@ -245,6 +255,7 @@ func TestBlockingWokenByKeyspaceCommands(t *testing.T) {
 // The push, the wake and the pop are one step: a pipelined LPOP right
 // after the push finds nothing, the waiter has the element.
 func TestBlockingNoStealing(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).noStealing(wakeCase{block: "BLPOP q 0", cmd: "RPUSH q x", reply: integer(1), woken: popReply("q", "x")},
 		"LPOP q", nullBulk)
 }
@@ -252,6 +263,7 @@ func TestBlockingNoStealing(t *testing.T) {
 // Commands pipelined before and after a blocking command get their replies
 // in order once it completes.
 func TestBlockingInPipeline(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	b := bt.s.raw()
 	b.send(append(append(encode("SET", "a", "1"), encode("BLPOP", "q", "0")...), encode("GET", "a")...))
@@ -265,6 +277,7 @@ func TestBlockingInPipeline(t *testing.T) {
 // CLIENT UNBLOCK ends a blocked command as a timeout or an error; the
 // unblocked client gets no element afterwards.
 func TestClientUnblock(t *testing.T) {
+	t.Parallel()
 	blmove := "BLMOVE q dst LEFT RIGHT 0"
 	newBlockingTest(t).clientUnblock([]unblockCase{
 		{blmove, nil, nullArray},
@@ -276,6 +289,7 @@ func TestClientUnblock(t *testing.T) {
 // Limits (blocking.*): over each, "ERR too many blocked clients"; under
 // them again, blocking works.
 func TestBlockingLimits(t *testing.T) {
+	t.Parallel()
 	bt := newLimitsTest(t, 3, "BLPOP a b c 0", "BLMPOP 0 3 a b c LEFT")
 	// Repeated keys count once.
 	ab := bt.block(1, "BLPOP a b a b 0")
@@ -307,6 +321,7 @@ func TestBlockingLimits(t *testing.T) {
 
 // INFO and CLIENT LIST show blocked clients.
 func TestBlockingIntrospection(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	b := bt.block(1, "BRPOP q 100")
 	bt.expectClients("clients_in_timeout_table", 1, "for a waiter with a timeout")
@@ -325,6 +340,7 @@ func TestBlockingIntrospection(t *testing.T) {
 // With durability "always", a woken waiter's reply waits for the fsync
 // that covers its pop, like any write's.
 func TestBlockingDurabilityAlways(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, durabilityAlways)
 	needCellar(t, bt.s)
 	got := bt.fsyncCovers(repeat("BLPOP q 0", 5), "RPUSH q 0 1 2 3 4", integer(5))

@@ -61,6 +61,7 @@ func runMigrate(t *testing.T, args ...string) (int, string) {
 }
 
 func TestMigrateWithoutPSYNC(t *testing.T) {
+	t.Parallel()
 	for _, variant := range []string{"dump", "no-dump"} {
 		t.Run(variant, func(t *testing.T) {
 			ctx := context.Background()
@@ -124,6 +125,7 @@ func TestMigrateWithoutPSYNC(t *testing.T) {
 // TestMigrateResumes kills a migration during its back-fill: the next run
 // starts from the checkpointed cursor, not from the beginning.
 func TestMigrateResumes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	red := redistest.StartTCPConfig(t, noSyncConf)
 	seed(t, ctx, red.Addr, 30000)
@@ -164,6 +166,7 @@ func TestMigrateResumes(t *testing.T) {
 // TestMigrateWaitlistLimit: more changed keys than --max-dirty stop the
 // run with a clear error, the checkpoint kept.
 func TestMigrateWaitlistLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	red := redistest.StartTCPConfig(t, noSyncConf)
 	seed(t, ctx, red.Addr, 20000)
@@ -179,6 +182,7 @@ func TestMigrateWaitlistLimit(t *testing.T) {
 // TestMigrateNeedsNotifications: a source that refuses CONFIG SET gets a
 // clear message and exit status 2.
 func TestMigrateNeedsNotifications(t *testing.T) {
+	t.Parallel()
 	red := redistest.StartTCPConfig(t, noSyncConf+"rename-command CONFIG \"\"\n")
 	cel := startServer(t)
 	code, out := runMigrate(t, "--from", "redis://"+red.Addr, "--to", cel.addr)
@@ -192,6 +196,7 @@ func TestMigrateNeedsNotifications(t *testing.T) {
 // status 0. Both servers want a password: the source's in the URL, the
 // target's in --to-password.
 func TestMigrateFollow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	red := redistest.StartTCPConfig(t, noSyncConf+"user mig on >s3cret ~* &* +@all\n")
 	rc := redis.NewClient(&redis.Options{Addr: red.Addr, DB: 2, Protocol: 2, Username: "mig", Password: "s3cret"})
@@ -237,6 +242,7 @@ func TestMigrateFollow(t *testing.T) {
 // TestMigrateTLS: the source is reached over TLS (--tls, with the CA that
 // signed its certificate in --tls-ca).
 func TestMigrateTLS(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	certKey, ca := selfSignedCert(t, t.TempDir())
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -99,6 +99,7 @@ func notifyEvents(t *testing.T, addr string) [][]string {
 }
 
 func TestKeyspaceNotificationsLikeRedis(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	got := notifyEvents(t, s.addr)
@@ -134,6 +135,7 @@ func expiredEvent(t *testing.T, sub *rawConn, key string) {
 
 // A key found expired when a command looks it up publishes "expired".
 func TestKeyspaceNotificationLazyExpiry(t *testing.T) {
+	t.Parallel()
 	// No active expiry during the test: only the lookup can find it.
 	s := startServer(t, func(c *cellar.Config) { c.Expiry.Interval = time.Hour })
 	needCellar(t, s)
@@ -147,6 +149,7 @@ func TestKeyspaceNotificationLazyExpiry(t *testing.T) {
 
 // A key the expiry sweep deletes publishes "expired" with nobody looking.
 func TestKeyspaceNotificationActiveExpiry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	c, sub := s.raw(), s.raw()
@@ -162,6 +165,7 @@ func TestKeyspaceNotificationActiveExpiry(t *testing.T) {
 // A blocked pop woken by a push publishes the push's and the pop's events,
 // in that order; with notifications off, nothing is published.
 func TestKeyspaceNotificationWokenPopAndOff(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, sub, blocked := s.raw(), s.raw(), s.raw()
 	c.expect(status("OK"), "CONFIG", "SET", "notify-keyspace-events", "El")

@@ -23,6 +23,7 @@ import (
 // names in any case and order, unknown names ignored; the sections come
 // out in Redis's order (Cellar's own Offload section aside).
 func TestInfoSectionRules(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cel, red := dialRaw(t, s.addr), dialRaw(t, startRedis(t))
 	// Make errorstats and latencystats have something to print on both.
@@ -65,6 +66,7 @@ func slowScript(ms int) string {
 // each), the client's address and name, the length bound, RESET, and
 // the error and help texts byte for byte against a real redis-server.
 func TestSlowlog(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	red := dialRaw(t, startRedis(t))
@@ -168,6 +170,7 @@ func TestSlowlog(t *testing.T) {
 // LATEST, HISTORY, DOCTOR and RESET; LATENCY HISTOGRAM and the texts
 // that do not depend on timing are compared with a real redis-server.
 func TestLatencyMonitor(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	red := dialRaw(t, startRedis(t))
@@ -246,6 +249,7 @@ func TestLatencyMonitor(t *testing.T) {
 // TestMemoryCommands compares MEMORY's texts and errors with a real
 // redis-server, and checks that USAGE and STATS report real sizes.
 func TestMemoryCommands(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	red := dialRaw(t, startRedis(t))
@@ -318,6 +322,7 @@ func monitorLines(t *testing.T, m *rawConn, n int) []string {
 // for a script's calls, the commands of an EXEC, administrative commands
 // left out; a second MONITOR is ignored and RESET ends it.
 func TestMonitor(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	red := startRedis(t)
 	run := func(addr string) []string {
@@ -353,6 +358,7 @@ func TestMonitor(t *testing.T) {
 // writes hard is disconnected at the output hard limit, and the writer
 // goes on unhindered.
 func TestMonitorBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.OutputBuffer.HardLimit = 1 << 20
 		c.OutputBuffer.SoftLimit = 0
@@ -401,6 +407,7 @@ func TestMonitorBounded(t *testing.T) {
 // them unsent (obl, omem) and queued (oll); an idle one shows none, and
 // room in its query buffer.
 func TestClientListBufferFields(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.OutputBuffer.SoftLimit = 0 })
 	needCellar(t, s)
 	admin := s.client(func(o *redis.Options) { o.PoolSize = 1 })
@@ -438,6 +445,7 @@ func TestClientListBufferFields(t *testing.T) {
 // it does not touch, adding keys the file lacked; the file then loads
 // with those values. Without a file it refuses with Redis's text.
 func TestConfigRewrite(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	s.raw().expect("-ERR The server is running without a config file\r\n", "CONFIG", "REWRITE")
 

@@ -28,6 +28,7 @@ func infoField(t *testing.T, r *rawConn, section, field string) string {
 // SAVE replies once a consistent snapshot is on disk; the snapshot is a
 // complete Cellar database that a server can be started on.
 func TestSaveWritesUsableSnapshot(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -74,6 +75,7 @@ func TestSaveWritesUsableSnapshot(t *testing.T) {
 }
 
 func TestBgSave(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -95,6 +97,7 @@ func TestBgSave(t *testing.T) {
 // SHUTDOWN stops the server without a reply, after writing what it has;
 // SHUTDOWN SAVE takes a snapshot first.
 func TestShutdownCommand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -121,6 +124,7 @@ func TestShutdownCommand(t *testing.T) {
 // Under continuous writes the WAL is checkpointed (phase 1 on the offload
 // pool, phase 2 on the actor) and starts over, so it stays bounded.
 func TestWALStaysBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.SQLite.CheckpointPages = 64 })
 	needCellar(t, s)
 	var stop atomic.Bool

@@ -264,6 +264,7 @@ func crashKills(t testing.TB) int {
 // checkpoint under way (checkpoint_in_progress:1; the WAL's threshold is
 // small, so that checkpoints come often).
 func TestCrashLosesNothingAcknowledged(t *testing.T) {
+	t.Parallel()
 	aims := []string{"a random moment", "a flush", "a checkpoint"}
 	aimField := []string{"", "flush_in_progress", "checkpoint_in_progress"}
 	for _, mode := range []string{"everysec", "always", "off"} {
@@ -362,6 +363,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 // A file that is not a SQLite database stops Cellar with a clear message;
 // it is never replaced by a fresh empty database.
 func TestCorruptDatabaseRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cellar.db")
 	garbage := bytes.Repeat([]byte("this is not a database "), 1000)
@@ -390,6 +392,7 @@ func TestCorruptDatabaseRefused(t *testing.T) {
 }
 
 func TestPortInUse(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -403,6 +406,7 @@ func TestPortInUse(t *testing.T) {
 }
 
 func TestInvalidConfigExits2(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		env  string
@@ -429,6 +433,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 
 // SIGTERM shuts down gracefully (exit 0) and keeps what was written.
 func TestSigterm(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := runCellar(t, true, "--dir", dir)
 	c := redis.NewClient(&redis.Options{Addr: p.addr})
@@ -460,6 +465,7 @@ func needTool(t *testing.T, name string) string {
 
 // redis-cli --pipe (mass insertion) works, with every reply counted.
 func TestRedisCliPipe(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cli := needTool(t, "redis-cli")
 	host, port, _ := net.SplitHostPort(s.addr)
@@ -480,6 +486,7 @@ func TestRedisCliPipe(t *testing.T) {
 // its hints at start; that must not break it. The test gives redis-cli a
 // pseudo-terminal and answers its cursor-position queries like a terminal.
 func TestRedisCliInteractive(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cli := needTool(t, "redis-cli")
 	host, port, _ := net.SplitHostPort(s.addr)
@@ -617,6 +624,7 @@ func runOnTerminal(t *testing.T, argv []string, prompt string, script ...string)
 // redis-benchmark runs its standard tests against Cellar without warnings
 // or errors (it asks CONFIG GET save/appendonly first).
 func TestRedisBenchmarkRuns(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	bench := needTool(t, "redis-benchmark")
 	host, port, _ := net.SplitHostPort(s.addr)

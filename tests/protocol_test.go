@@ -12,6 +12,7 @@ import (
 
 // A pipeline of 10 000 commands in one write gets 10 000 replies, in order.
 func TestPipeline10000(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	var req bytes.Buffer
@@ -34,6 +35,7 @@ func TestPipeline10000(t *testing.T) {
 // Commands split at every byte (each byte its own write) parse as if whole,
 // multibulk and inline alike.
 func TestSplitAtEveryByte(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	stream := string(encode("SET", "key", "va\r\nl")) + "PING\r\n" + `ECHO "x y"` + "\n" +
 		string(encode("GET", "key")) + "*0\r\n" + string(encode("ECHO", ""))
@@ -67,6 +69,7 @@ func TestSplitAtEveryByte(t *testing.T) {
 // Malformed requests get Redis's protocol error and the connection is
 // closed after it; replies owed to earlier commands come first.
 func TestMalformedInput(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ping := string(encode("PING"))
 	for in, want := range map[string]string{
@@ -97,6 +100,7 @@ func TestMalformedInput(t *testing.T) {
 // A bulk over proto-max-bulk-len is refused like a malformed length; a query
 // buffer over its limit closes the connection (Redis sends no reply then).
 func TestRequestLimits(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.ProtoMaxBulkLen = 1 << 20
 		c.ClientQueryBufferLimit = 2 << 20
@@ -137,6 +141,7 @@ func TestRequestLimits(t *testing.T) {
 
 // A command half sent when the client disconnects leaves no trace.
 func TestHalfSentCommandLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.send([]byte("*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$10\r\n12345"))
@@ -151,6 +156,7 @@ func TestHalfSentCommandLeavesNoTrace(t *testing.T) {
 
 // Inline commands work (telnet, redis-cli pipes), including quoting.
 func TestInlineCommands(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.send([]byte("SET greeting \"hello world\"\r\nGET greeting\r\nset bin \"a\\x00b\"\r\nstrlen bin\r\n\r\n"))
@@ -163,6 +169,7 @@ func TestInlineCommands(t *testing.T) {
 
 // Exact error texts for the common error classes.
 func TestErrorReplies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect("-ERR unknown command 'nosuch', with args beginning with: 'a' 'b' \r\n", "nosuch", "a", "b")
@@ -183,6 +190,7 @@ func TestErrorReplies(t *testing.T) {
 
 // RESP3 after HELLO 3: maps, nulls and doubles in their RESP3 forms.
 func TestResp3(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	hello := r.do("HELLO", "3")
@@ -203,6 +211,7 @@ func TestResp3(t *testing.T) {
 // Replies to commands pipelined before a blocking command leave at once;
 // commands after it wait for its reply, as with Redis.
 func TestPipelineAroundBlockingCommand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.send(append(append(encode("SET", "a", "1"), encode("BLPOP", "q", "0")...), encode("GET", "a")...))

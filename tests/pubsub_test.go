@@ -123,6 +123,7 @@ func pubsubWire(t *testing.T, addr string, resp int) {
 }
 
 func TestPubSubWire(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	for _, resp := range []int{2, 3} {
@@ -135,6 +136,7 @@ func TestPubSubWire(t *testing.T) {
 // its replies come in request order, the messages in publishing order,
 // and no frame is cut by another.
 func TestPubSubPushesOrderedWithReplies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	sub := s.raw()
 	sub.do("HELLO", "3")
@@ -178,6 +180,7 @@ func TestPubSubPushesOrderedWithReplies(t *testing.T) {
 // go-redis subscribers on every loop receive every message, in order, in
 // RESP3 and RESP2.
 func TestPubSubGoRedis(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	for _, protocol := range []int{3, 2} {
 		t.Run(fmt.Sprintf("resp%d", protocol), func(t *testing.T) {
@@ -223,6 +226,7 @@ func TestPubSubGoRedis(t *testing.T) {
 // redis-py's pubsub() listening: Debian's python3-redis, run by
 // /usr/bin/python3 (scripts/deps.sh installs it).
 func TestPubSubRedisPy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	py := "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import redis").CombinedOutput(); err != nil {
@@ -273,6 +277,7 @@ p.close()
 // subscriptions end (UNSUBSCRIBE, RESET, disconnect); CLIENT LIST and INFO
 // count them on the way.
 func TestPubSubTablesEmptyAfter(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	admin := s.raw()
@@ -344,6 +349,7 @@ func TestPubSubTablesEmptyAfter(t *testing.T) {
 // messages it is owed pass the pubsub hard limit (Redis's default 32mb);
 // PUBLISH never waits for it, and the memory it held is released.
 func TestPubSubSlowSubscriberHardLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	if s.cfg.OutputBuffer.PubsubHardLimit != 32<<20 {
@@ -396,6 +402,7 @@ func TestPubSubSlowSubscriberHardLimit(t *testing.T) {
 // Above the pubsub soft limit for longer than its time, a subscriber is
 // disconnected too.
 func TestPubSubSlowSubscriberSoftLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.OutputBuffer.PubsubSoftLimit = 1 << 20
 		c.OutputBuffer.PubsubSoftSeconds = time.Millisecond
@@ -418,6 +425,7 @@ func TestPubSubSlowSubscriberSoftLimit(t *testing.T) {
 
 // CLIENT LIST and CLIENT INFO describe a subscriber.
 func TestPubSubClientList(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -450,6 +458,7 @@ func TestPubSubClientList(t *testing.T) {
 // after channel is evicted by maxmemory_clients, like one that holds too
 // much input or output, and its subscriptions leave the tables.
 func TestPubSubSubscriptionsCountAsClientMemory(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 4 << 20 })
 	needCellar(t, s)
 	admin := s.raw()

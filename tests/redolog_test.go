@@ -24,6 +24,7 @@ import (
 // writes whose effect was chosen at random (SPOP), relative (EXPIRE) or
 // computed (INCRBYFLOAT), and a blocked client's pop.
 func TestReplayRebuildsFromTheLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir}
 	p := runCellar(t, true, args...)
@@ -174,6 +175,7 @@ func dumpKeyspace(t *testing.T, c *redis.Client) string {
 // boundary as a torn tail, and hold exactly the writes whose records end
 // before the cut.
 func TestTornLogTailOnRestart(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	dir := t.TempDir()
 	// No flush while writing: every write is in the log alone.
@@ -252,6 +254,7 @@ func TestTornLogTailOnRestart(t *testing.T) {
 // long the oldest has waited, and the hot collections' key rows held in
 // memory; a flush (SAVE runs one first) brings them all to zero.
 func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
+	t.Parallel()
 	p := runCellarEnv(t, []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer c.Close()
@@ -303,6 +306,7 @@ func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
 // past it they go into SQLite's open transaction — and every one of them
 // reads back, before and after a kill -9.
 func TestOverlayStaysWithinItsBound(t *testing.T) {
+	t.Parallel()
 	const bound = 4096
 	dir := t.TempDir()
 	env := []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m", fmt.Sprintf("CELLAR_STORAGE__OVERLAY_MAX_BYTES=%d", bound)}

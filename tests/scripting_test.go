@@ -30,6 +30,7 @@ const releaseScript = `if redis.call("get", KEYS[1]) == ARGV[1] then return redi
 // once, every release of a held lock succeeds, and a stale token never
 // deletes another holder's lock.
 func TestScriptLockUnderContention(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	release := redis.NewScript(releaseScript)
@@ -95,6 +96,7 @@ func TestScriptLockUnderContention(t *testing.T) {
 // TestScriptAtomicity: a script's read-modify-write runs as one step; many
 // clients incrementing through GET + SET in Lua lose no update.
 func TestScriptAtomicity(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	ctx := context.Background()
 	incr := redis.NewScript(`local v = tonumber(redis.call('get', KEYS[1]) or '0'); redis.call('set', KEYS[1], v + 1); return v + 1`)
@@ -124,6 +126,7 @@ func TestScriptAtomicity(t *testing.T) {
 // or were flushed; the library is stored in the database); cached scripts
 // do not (SCRIPT LOAD is a cache, as in Redis).
 func TestScriptWritesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	ctx := context.Background()
@@ -188,6 +191,7 @@ func TestScriptWritesSurviveRestart(t *testing.T) {
 // replies were taken from redis-server 7.0 by hand: its timing cannot be
 // replayed by the compat runner.)
 func TestScriptBusy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Lua.BusyReplyThreshold = 50 * time.Millisecond })
 	needCellar(t, s)
 	const busyEval = "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
@@ -244,6 +248,7 @@ func TestScriptBusy(t *testing.T) {
 // TestScriptCacheBound: the compiled script cache keeps at most
 // lua.max_scripts scripts; the oldest goes first.
 func TestScriptCacheBound(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Lua.MaxScripts = 3 })
 	needCellar(t, s)
 	ctx := context.Background()
@@ -278,6 +283,7 @@ func TestScriptCacheBound(t *testing.T) {
 // are there in part: a script is one record of the redo log, replayed
 // whole (its commands, not its Lua) or not at all.
 func TestScriptCrashAllOrNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir}
 	const writers, perScript = 8, 5
@@ -374,6 +380,7 @@ return 1`)
 // busy stops the script, throws its writes away and stops the server;
 // what was acknowledged before stays.
 func TestScriptShutdownNoSave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir}
 	p := runCellarEnv(t, []string{"CELLAR_LUA__BUSY_REPLY_THRESHOLD=50ms"}, true, args...)
@@ -410,6 +417,7 @@ func TestScriptShutdownNoSave(t *testing.T) {
 // TestScriptInfo: INFO memory counts cached scripts, functions and
 // libraries.
 func TestScriptInfo(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	c := s.client()
@@ -433,6 +441,7 @@ func TestScriptInfo(t *testing.T) {
 // payload, Cellar does not), and the error and the libraries after are
 // compared.
 func TestFunctionRestoreWhole(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	run := func(addr string) (string, string) {
@@ -461,6 +470,7 @@ func TestFunctionRestoreWhole(t *testing.T) {
 // before a kill -9 are there after the restart (replayed from the redo
 // log: the library's row is written by the replayed command).
 func TestFunctionLoadCrash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir}
 	p := runCellar(t, true, args...)
@@ -479,6 +489,7 @@ func TestFunctionLoadCrash(t *testing.T) {
 // TestScriptStackOverflow: a script that recurses past Lua's limit fails
 // alone; the server and the next script go on.
 func TestScriptStackOverflow(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	got := r.do("EVAL", "local function f(n) if n == 0 then return 0 end return 1 + f(n-1) end return f(100000)", "0")
@@ -493,6 +504,7 @@ func TestScriptStackOverflow(t *testing.T) {
 // backlog above max_backlog while it runs; other clients are still
 // answered -BUSY (the loops answer for the actor), not left waiting.
 func TestScriptBusyUnderBacklog(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
 		c.Lua.BusyReplyThreshold = 50 * time.Millisecond
 		c.MaxBacklog = 1 << 20

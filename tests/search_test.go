@@ -115,6 +115,7 @@ func ftCorpus() []*ftDoc {
 }
 
 func TestSearchQueryLanguage(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	docs := ftCorpus()
@@ -335,6 +336,7 @@ func ftInfoField(t *testing.T, c *redis.Client, idx, field string) any {
 }
 
 func TestSearchReplies(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "idx", "ON", "HASH", "PREFIX", "2", "p:", "q:", "SCHEMA",
@@ -436,6 +438,7 @@ func TestSearchReplies(t *testing.T) {
 
 // A back-fill over existing data, in bounded batches.
 func TestSearchBackfill(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	const n = 3500
@@ -465,6 +468,7 @@ func TestSearchBackfill(t *testing.T) {
 // After random writes of every kind, the index agrees with a scan of the
 // hashes.
 func TestSearchIndexConsistency(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	if err := c.Do(ctx, "FT.CREATE", "idx", "PREFIX", "1", "doc:", "SCHEMA", "title", "TEXT", "NOSTEM", "tags", "TAG", "n", "NUMERIC").Err(); err != nil {
@@ -626,6 +630,7 @@ func checkIndex(t *testing.T, c *redis.Client, words []string) {
 
 // Indexes survive a restart, and go on following writes.
 func TestSearchRestart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	c.HSet(ctx, "b:1", "t", "persistent words")
@@ -649,6 +654,7 @@ func TestSearchRestart(t *testing.T) {
 // log, and the index agrees with the hashes, whether or not FT.CREATE
 // itself had reached SQLite.
 func TestSearchKillReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"--dir", dir}
 	r := rand.New(rand.NewPCG(3, 3))
@@ -704,6 +710,7 @@ func TestSearchKillReplay(t *testing.T) {
 
 // redis-py's search client (redis.commands.search, Debian's python3-redis).
 func TestRedisPySearch(t *testing.T) {
+	t.Parallel()
 	needPythonModule(t, "redis.commands.search", "python3-redis")
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), debianPython, filepath.Join("clients", "python", "search.py"))
@@ -711,6 +718,7 @@ func TestRedisPySearch(t *testing.T) {
 
 // The bounds on what clients can make: indexes, aliases, query nesting.
 func TestSearchLimits(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	for i := range 256 {
@@ -738,6 +746,7 @@ func TestSearchLimits(t *testing.T) {
 
 // go-redis's FT API (RESP2, as go-redis speaks to search by default).
 func TestGoRedisSearch(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	if err := c.FTCreate(ctx, "people", &redis.FTCreateOptions{OnHash: true, Prefix: []any{"person:"}},
@@ -809,6 +818,7 @@ func TestGoRedisSearch(t *testing.T) {
 }
 
 func TestSearchAggregate(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "sales", "PREFIX", "1", "s:", "SCHEMA", "item", "TEXT", "shop", "TAG", "price", "NUMERIC", "qty", "NUMERIC")
@@ -847,6 +857,7 @@ func TestSearchAggregate(t *testing.T) {
 }
 
 func TestSearchSuggestionsDictsSynonymsConfig(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(integer(1), "FT.SUGADD", "ac", "Hello World", "2")
@@ -896,6 +907,7 @@ func TestSearchSuggestionsDictsSynonymsConfig(t *testing.T) {
 }
 
 func TestSearchRediSearch1AndSpellcheck(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "title", "TEXT", "NOSTEM", "n", "NUMERIC")
@@ -924,6 +936,7 @@ func TestSearchRediSearch1AndSpellcheck(t *testing.T) {
 
 // FT.CREATE FILTER: the expression decides, hash by hash, what is indexed.
 func TestSearchCreateFilter(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(integer(2), "HSET", "u:1", "name", "ann", "age", "10")
@@ -943,6 +956,7 @@ func TestSearchCreateFilter(t *testing.T) {
 }
 
 func TestSearchHighlightSummarize(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "title", "TEXT", "body", "TEXT", "NOSTEM", "n", "NUMERIC")
@@ -957,6 +971,7 @@ func TestSearchHighlightSummarize(t *testing.T) {
 
 // TAG options and stemmed prefixes.
 func TestSearchTagOptionsAndStemmedPrefix(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "idx", "SCHEMA", "cs", "TAG", "CASESENSITIVE", "SEPARATOR", "|", "ci", "TAG", "body", "TEXT")
@@ -974,6 +989,7 @@ func TestSearchTagOptionsAndStemmedPrefix(t *testing.T) {
 }
 
 func TestSearchAggregateCursor(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(status("OK"), "FT.CREATE", "idx", "PREFIX", "1", "k:", "SCHEMA", "n", "NUMERIC")
@@ -1007,6 +1023,7 @@ func TestSearchAggregateCursor(t *testing.T) {
 // restarts, as after any failed commit. Either way nothing acknowledged is
 // lost, and after the restart the index agrees with the hashes.
 func TestSearchDiskFull(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
@@ -1061,6 +1078,7 @@ func TestSearchDiskFull(t *testing.T) {
 // old lists went with the old index). actor's TestSearchTopLists checks
 // the same with small lists over many random writes.
 func TestSearchTermListsRestart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := resp2(s)
 	create := func(weight string) {

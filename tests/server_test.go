@@ -16,6 +16,7 @@ import (
 // go-redis v9 with its defaults sends HELLO 3 and CLIENT SETINFO; both must
 // work, and commands then speak RESP3.
 func TestGoRedisDefaults(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -44,6 +45,7 @@ func TestGoRedisDefaults(t *testing.T) {
 
 // SELECT gives real, separate logical databases.
 func TestLogicalDatabases(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect("+OK\r\n", "SET", "k", "zero")
@@ -65,6 +67,7 @@ func TestLogicalDatabases(t *testing.T) {
 }
 
 func TestQuitAndReset(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.send(append(encode("QUIT"), encode("PING")...))
@@ -85,6 +88,7 @@ func TestQuitAndReset(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.RequirePass = "s3cret" })
 	r := s.raw()
 	r.expect("-NOAUTH Authentication required.\r\n", "GET", "k")
@@ -108,6 +112,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxClients = 2 })
 	a, b := s.raw(), s.raw()
 	a.expect("+PONG\r\n", "PING")
@@ -129,6 +134,7 @@ func TestMaxClients(t *testing.T) {
 }
 
 func TestClientKillAndList(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	victim, killer := s.raw(), s.raw()
 	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")
@@ -152,6 +158,7 @@ func TestClientKillAndList(t *testing.T) {
 // Data written before a graceful shutdown is there after a restart,
 // binary-safe, with its TTL.
 func TestRestartKeepsData(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	c := s.client()
@@ -178,6 +185,7 @@ func TestRestartKeepsData(t *testing.T) {
 
 // Keys expire on access (lazily) and on their own (the active sweeper).
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	c.Set(ctx, "lazy", "v", 30*time.Millisecond)
@@ -221,6 +229,7 @@ func TestExpiry(t *testing.T) {
 // SCAN returns every key that exists for the whole iteration, while other
 // clients insert, overwrite and delete keys concurrently.
 func TestScanUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	const stable = 2000
@@ -277,6 +286,7 @@ func TestScanUnderConcurrentWrites(t *testing.T) {
 
 // INFO has Redis's sections and field names.
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	c.Set(ctx, "k", "v", time.Hour)
@@ -295,6 +305,7 @@ func TestInfo(t *testing.T) {
 
 // CONFIG SET changes what it can at run time, atomically.
 func TestConfigSet(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect("*2\r\n$10\r\ndurability\r\n$8\r\neverysec\r\n", "CONFIG", "GET", "durability")
@@ -330,6 +341,7 @@ func TestConfigSet(t *testing.T) {
 // A client killed by another is no longer listed by CLIENT LIST, at once,
 // as in Redis (go-redis's "ClientKillByFilter with kill myself" spec).
 func TestClientKillGoneFromList(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin, victim := s.raw(), s.raw()
 	victim.expect("+OK\r\n", "CLIENT", "SETNAME", "victim")

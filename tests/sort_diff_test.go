@@ -16,6 +16,7 @@ import (
 // LRANGE); and LCS with IDX, MINMATCHLEN and WITHMATCHLEN over strings of a
 // small alphabet, where the walk back through the table meets many ties.
 func TestSortAndLCSMatchRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	for seed := uint64(1); seed <= 3; seed++ {

@@ -28,6 +28,7 @@ func streamRead(key string, entries ...string) string {
 // A blocked XREAD returns after an XADD with the new entries; a blocked
 // XREADGROUP too, and the entry is then pending for its consumer.
 func TestXReadBlockHappyPath(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.servedAfterPush(
 		wakeCase{block: "XREAD BLOCK 0 STREAMS s $", cmd: "XADD s 1-0 f v", reply: bulk("1-0"), woken: streamRead("s", entry("1-0", "f", "v"))},
@@ -47,6 +48,7 @@ func TestXReadBlockHappyPath(t *testing.T) {
 
 // Timeouts in milliseconds, both protocols; BLOCK 0 waits until an XADD.
 func TestXReadBlockTimeouts(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
 	bt.timeouts(timeouts{
@@ -60,6 +62,7 @@ func TestXReadBlockTimeouts(t *testing.T) {
 
 // Keys are scanned in the order given.
 func TestXReadBlockMultiKeyOrder(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.wake(wakeCase{block: "XREAD BLOCK 0 STREAMS k1 k2 $ $", cmd: "XADD k2 1-0 f v", reply: bulk("1-0"), woken: streamRead("k2", entry("1-0", "f", "v"))})
 	bt.expect(check{"XADD k1 1-0 f w", bulk("1-0")},
@@ -70,6 +73,7 @@ func TestXReadBlockMultiKeyOrder(t *testing.T) {
 // them. XREADGROUP waiters of one group consume: each entry goes to the
 // oldest waiter, exactly one, and the others keep waiting.
 func TestXReadBlockFIFO(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.fifo(repeat("XREAD BLOCK 0 STREAMS r $", 3),
 		serve{"XADD r 1-0 f v", bulk("1-0"), repeat(streamRead("r", entry("1-0", "f", "v")), 3)})
@@ -92,6 +96,7 @@ func TestXReadBlockFIFO(t *testing.T) {
 // A client that disconnects while blocked gets nothing and loses nothing:
 // the next waiter gets the entry, and the PEL names it.
 func TestXReadGroupBlockDisconnect(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
 	bt.disconnect(disconnect{
@@ -109,6 +114,7 @@ func TestXReadGroupBlockDisconnect(t *testing.T) {
 // CLIENT UNBLOCK ends a stream waiter as a timeout or with the UNBLOCKED
 // error; nothing is delivered to it.
 func TestXReadBlockClientUnblock(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
 	bt.clientUnblock([]unblockCase{
@@ -122,6 +128,7 @@ func TestXReadBlockClientUnblock(t *testing.T) {
 // answers its XREADGROUP waiters with Redis's errors; XREAD waiters keep
 // waiting and are served by the stream made anew.
 func TestXReadGroupBlockStreamGone(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	gone := errr("UNBLOCKED the stream key no longer exists")
 	for _, c := range []struct{ kill, want string }{
@@ -150,6 +157,7 @@ func TestXReadGroupBlockStreamGone(t *testing.T) {
 // The write, the wake and the delivery are one step: an XREADGROUP
 // pipelined right after the XADD that serves a waiter finds nothing.
 func TestXReadGroupBlockNoStealing(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
 	bt.noStealing(wakeCase{block: "XREADGROUP GROUP g c BLOCK 0 STREAMS q >", cmd: "XADD q 1-0 f v", reply: bulk("1-0"), woken: streamRead("q", entry("1-0", "f", "v"))},
@@ -158,6 +166,7 @@ func TestXReadGroupBlockNoStealing(t *testing.T) {
 
 // The blocking limits apply to stream waiters.
 func TestXReadBlockLimits(t *testing.T) {
+	t.Parallel()
 	bt := newLimitsTest(t, 0, "XREAD BLOCK 0 STREAMS a b c 0 0 0")
 	bt.block(1, "XREAD BLOCK 0 STREAMS k $")
 	bt.block(2, "XREAD BLOCK 0 STREAMS k $")
@@ -170,6 +179,7 @@ func TestXReadBlockLimits(t *testing.T) {
 // from one group and XACK what they get: every entry is delivered exactly
 // once and nothing stays pending.
 func TestXReadGroupBlockConcurrency(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	for _, k := range []string{"k1", "k2"} {
 		bt.expect(check{"XGROUP CREATE " + k + " g $ MKSTREAM", status("OK")})
@@ -211,6 +221,7 @@ func TestXReadGroupBlockConcurrency(t *testing.T) {
 // With durability "always", woken readers get their entries after an
 // fsync that covers the XADD and the group's deliveries.
 func TestXReadGroupBlockDurabilityAlways(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, durabilityAlways)
 	needCellar(t, bt.s)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})
@@ -226,6 +237,7 @@ func TestXReadGroupBlockDurabilityAlways(t *testing.T) {
 // (the XREAD times out), and a new stream of that name serves a new
 // waiter from its first entry.
 func TestXReadBlockTTL(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, lazyExpiry)
 	bt.expect(check{"XADD k 1-0 f phantom", bulk("1-0")})
 	at := time.Now().Add(50 * time.Millisecond).UnixMilli()
@@ -239,6 +251,7 @@ func TestXReadBlockTTL(t *testing.T) {
 // Blocking state is not persisted: after a restart the client re-issues
 // its XREADGROUP, and the group, which is persisted, goes on where it was.
 func TestXReadGroupBlockRestart(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	needCellar(t, bt.s)
 	bt.expect(check{"XGROUP CREATE q g $ MKSTREAM", status("OK")})

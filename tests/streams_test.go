@@ -23,6 +23,7 @@ import (
 // and errors included) against Cellar and a real redis-server and requires
 // identical reply bytes after every command.
 func TestStreamsMatchRedis(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -296,6 +297,7 @@ var streamErrors = []struct{ cmd, want string }{
 // real redis-server, in RESP2 and then in RESP3, and requires Redis's text
 // byte for byte from both.
 func TestStreamErrorsExactBytes(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	for _, proto := range []string{"2", "3"} {
@@ -323,6 +325,7 @@ func TestStreamErrorsExactBytes(t *testing.T) {
 // protocol (XREAD's and XREADGROUP's maps, XINFO's maps, nulls) with Redis's
 // after HELLO 3.
 func TestStreamRepliesRESP3(t *testing.T) {
+	t.Parallel()
 	redisAddr := startRedis(t)
 	s := startServer(t)
 	cel, red := dialRaw(t, s.addr), dialRaw(t, redisAddr)
@@ -354,6 +357,7 @@ func TestStreamRepliesRESP3(t *testing.T) {
 // producers append all along. Every entry is seen exactly once, in order,
 // with nothing missed at the switch.
 func TestStreamCatchUpThenFollow(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin := s.client()
 	const producers, perProducer, history, page = 4, 300, 500, 50
@@ -461,6 +465,7 @@ func idLess(a, b string) bool {
 // pending entries survive a restart (Redis persists them too), and the
 // group goes on from where it was.
 func TestStreamRestartKeepsGroups(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()

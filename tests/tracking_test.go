@@ -340,6 +340,7 @@ func trackingWire(t *testing.T, addr string) {
 }
 
 func TestTrackingWire(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	t.Run("cellar", func(t *testing.T) { trackingWire(t, s.addr) })
@@ -407,6 +408,7 @@ func trackingLimit(t *testing.T, addr string) {
 }
 
 func TestTrackingTableLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	t.Run("cellar", func(t *testing.T) { trackingLimit(t, s.addr) })
@@ -415,6 +417,7 @@ func TestTrackingTableLimit(t *testing.T) {
 
 // The configuration key sets the limit from the start.
 func TestTrackingTableLimitConfig(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.TrackingTableMaxKeys = 2 })
 	needCellar(t, s)
 	w := s.raw()
@@ -439,6 +442,7 @@ func TestTrackingTableLimitConfig(t *testing.T) {
 // disconnect take the client out of the counters and the prefix table;
 // the ids of a gone client leave the table once they are half its items.
 func TestTrackingCleanup(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	w := s.raw()
@@ -495,6 +499,7 @@ func pauseHoldsPublish(t *testing.T, addr string) {
 }
 
 func TestPublishHeldByPauseWrite(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	t.Run("cellar", func(t *testing.T) { pauseHoldsPublish(t, s.addr) })
@@ -505,6 +510,7 @@ func TestPublishHeldByPauseWrite(t *testing.T) {
 // the first, an invalidation drops it when another client writes, and the
 // next DoCache reads the new value from the server.
 func TestTrackingRueidisDoCache(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	for _, name := range []string{"cellar", "redis"} {
 		addr := s.addr
@@ -580,6 +586,7 @@ func (h *invalidations) seen() []string {
 }
 
 func TestTrackingGoRedisPushes(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client(func(o *redis.Options) { o.Protocol = 3; o.PoolSize = 1 })
 	h := &invalidations{}
@@ -670,6 +677,7 @@ func trackedReads(t *testing.T, addr string) map[string]bool {
 // every key they look up, hit or miss, and the keys of one that failed on
 // its arguments.
 func TestTrackingReadCommands(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	want := trackedReads(t, startRedis(t))
 	got := trackedReads(t, s.addr)
@@ -692,6 +700,7 @@ func TestTrackingReadCommands(t *testing.T) {
 // the normal output limits (it is not a subscriber): past the hard limit
 // it is closed with a log line, and the writer never waits for it.
 func TestTrackingSlowClientHardLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, outputLimits(1<<20, 0, 0))
 	needCellar(t, s)
 	slow := s.raw()
@@ -733,6 +742,7 @@ func TestTrackingSlowClientHardLimit(t *testing.T) {
 // hood): a second read is a cache hit, another client's write invalidates
 // it, and the next read has the new value.
 func TestTrackingGoRedisClientSideCache(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client(func(o *redis.Options) {
 		o.Protocol = 3
@@ -811,6 +821,7 @@ func trackingLazyExpiry(t *testing.T, addr string, redis bool) {
 }
 
 func TestTrackingLazyExpiry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, noActiveExpiry)
 	redisAddr := startRedis(t, "--enable-debug-command", "yes")
 	t.Run("cellar", func(t *testing.T) { trackingLazyExpiry(t, s.addr, false) })
@@ -848,6 +859,7 @@ func trackingWokenWaiter(t *testing.T, addr string, noloop bool) {
 }
 
 func TestTrackingWokenWaiter(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	for _, noloop := range []bool{false, true} {
@@ -919,6 +931,7 @@ func trackedWrites(t *testing.T, addr string) map[string]bool {
 // The writes that invalidate a tracked key are Redis's: those that signal
 // it modified (stream group changes and XSETID do not, in Redis 7.0).
 func TestTrackingWrites(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	want := trackedWrites(t, startRedis(t))
 	got := trackedWrites(t, s.addr)
@@ -962,6 +975,7 @@ func trackingBlockedXRead(t *testing.T, addr string) {
 }
 
 func TestTrackingBlockedXRead(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	redisAddr := startRedis(t)
 	t.Run("cellar", func(t *testing.T) { trackingBlockedXRead(t, s.addr) })

@@ -57,24 +57,28 @@ func serverPort(t *testing.T, s *testServer) string {
 }
 
 func TestRedisPyTransactions(t *testing.T) {
+	t.Parallel()
 	needPythonModule(t, "redis", "python3-redis")
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), debianPython, filepath.Join("clients", "python", "transactions.py"))
 }
 
 func TestRQBurstWorker(t *testing.T) {
+	t.Parallel()
 	needPythonModule(t, "rq", "python3-rq")
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), debianPython, filepath.Join("clients", "python", "rq_jobs.py"))
 }
 
 func TestIORedisTransactions(t *testing.T) {
+	t.Parallel()
 	node := needIORedis(t)
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "transactions.js"))
 }
 
 func TestIORedisPubSub(t *testing.T) {
+	t.Parallel()
 	node := needIORedis(t)
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "pubsub.js"))
@@ -83,6 +87,7 @@ func TestIORedisPubSub(t *testing.T) {
 // TestIORedisOrder: ioredis's HGETALL object and SMEMBERS array come out
 // in Redis's order for small hashes and integer sets.
 func TestIORedisOrder(t *testing.T) {
+	t.Parallel()
 	node := needIORedis(t)
 	s := startServer(t)
 	runClientScript(t, serverPort(t, s), node, filepath.Join("clients", "node", "order.js"))

@@ -20,6 +20,7 @@ import (
 // exactly the EXECs present. (A torn log write inside an EXEC's record is
 // TestExecAllOrNothingInTheLog, in actor/.)
 func TestCrashExecAllOrNothing(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"everysec", "always"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()

@@ -44,6 +44,7 @@ func staleKey(t *testing.T, r *rawConn, key string) {
 }
 
 func TestWatchOtherClients(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a, b := s.raw(), s.raw()
 
@@ -88,6 +89,7 @@ func TestWatchOtherClients(t *testing.T) {
 // A pop by a woken blocked client changes the keys it pops from and moves
 // to, as any write does.
 func TestWatchWokenPop(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a, blocked, pusher := s.raw(), s.raw(), s.raw()
 	a.expect(status("OK"), "WATCH", "dst")
@@ -108,6 +110,7 @@ func TestWatchWokenPop(t *testing.T) {
 // changed (lazily noticed or deleted by the sweep); a key already expired
 // when watched did not, when it is deleted, flushed or swapped away.
 func TestWatchExpiry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, noActiveExpiry)
 	r := s.raw()
 
@@ -194,6 +197,7 @@ func TestWatchExpiry(t *testing.T) {
 
 // The sweep deleting a watched key that expired after WATCH is a change.
 func TestWatchActiveExpiry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Expiry.Interval = 10 * time.Millisecond })
 	r := s.raw()
 	r.expect(status("OK"), "SET", "x", "foo")
@@ -208,6 +212,7 @@ func TestWatchActiveExpiry(t *testing.T) {
 // Watches are bounded per client; watching a key twice counts once; every
 // way out of a transaction releases them, disconnecting included.
 func TestWatchLimitAndRelease(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Transactions.MaxWatchedKeys = 3 })
 	r, other := s.raw(), s.raw()
 	info := func() (int, int) {
@@ -269,6 +274,7 @@ func TestWatchLimitAndRelease(t *testing.T) {
 // What MULTI queues is bounded, counted in CLIENT LIST (multi, multi-mem,
 // tot-mem), and given back when the transaction ends.
 func TestMultiQueueLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 1000
 	s := startServer(t, func(c *cellar.Config) { c.Transactions.MaxQueuedBytes = limit })
 	r, other := s.raw(), s.raw()
@@ -316,6 +322,7 @@ func TestMultiQueueLimit(t *testing.T) {
 // run-time error inside EXEC's array and a blocking command answering
 // at once.
 func TestMultiPipelined(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	for _, proto := range []string{"2", "3"} {
 		r := s.raw()
@@ -345,6 +352,7 @@ func TestMultiPipelined(t *testing.T) {
 
 // CLIENT REPLY OFF, ON and SKIP, alone and around a transaction.
 func TestClientReply(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	var in []byte
@@ -369,6 +377,7 @@ func TestClientReply(t *testing.T) {
 
 // RESET ends MULTI and WATCH.
 func TestResetEndsTransaction(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r, other := s.raw(), s.raw()
 	r.expect(status("OK"), "MULTI")
@@ -387,6 +396,7 @@ func TestResetEndsTransaction(t *testing.T) {
 // EXEC refused before it runs ends the transaction with EXECABORT naming
 // why (Redis's execCommandAbort), before AUTH too.
 func TestExecRefused(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.RequirePass = "pw" })
 	r := s.raw()
 	r.expect(errr("EXECABORT Transaction discarded because of: NOAUTH Authentication required."), "EXEC")
@@ -404,6 +414,7 @@ func TestExecRefused(t *testing.T) {
 // N clients add one to a counter with WATCH/GET/MULTI/SET/EXEC; the final
 // value is the number of EXECs that succeeded, and every client got there.
 func TestGoRedisTransactions(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c := s.client()
 	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -473,6 +484,7 @@ func TestGoRedisTransactions(t *testing.T) {
 // client's later commands wait behind its first; paused clients count in
 // blocked_clients.
 func TestClientPauseWrite(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin, writer, reader, txc := s.raw(), s.raw(), s.raw(), s.raw()
 	blocked := func(n int) {
@@ -516,6 +528,7 @@ func TestClientPauseWrite(t *testing.T) {
 // CLIENT PAUSE ALL holds every command, the pausing client's and CLIENT
 // UNPAUSE included, until its timeout.
 func TestClientPauseAll(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin, other := s.raw(), s.raw()
 	const pause = 300 * time.Millisecond
@@ -542,6 +555,7 @@ func TestClientPauseAll(t *testing.T) {
 // before transactions.max_queued_bytes is reached, and nothing it queued
 // runs.
 func TestMultiQueueEvictedByClientMemory(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.MaxMemoryClients = 1 << 20 })
 	needCellar(t, s)
 	r, other := s.raw(), s.raw()
@@ -567,6 +581,7 @@ func TestMultiQueueEvictedByClientMemory(t *testing.T) {
 // Watched keys count in the client's memory (tot-mem) until the watches
 // end.
 func TestWatchedKeysCharged(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r, other := s.raw(), s.raw()
 	id := r.clientID()
@@ -598,6 +613,7 @@ func TestWatchedKeysCharged(t *testing.T) {
 // needing expiry are in TestWatchExpiry; transactions.txt compares the
 // same and more against redis-server.)
 func TestWatchMultiTcl(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	cases := []struct {
 		name    string

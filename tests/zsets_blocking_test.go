@@ -19,6 +19,7 @@ func double(s string) string { return "," + s + "\r\n" }
 // A blocked BZPOPMIN/BZPOPMAX returns after a ZADD, with the lowest or
 // highest member; a sorted set its waiter emptied is deleted.
 func TestBZPopHappyPath(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.servedAfterPush(
 		wakeCase{block: "BZPOPMIN z 0", cmd: "ZADD z 3 c 1 a 2 b", reply: integer(3), woken: zpopReply("z", "a", "1"),
@@ -38,6 +39,7 @@ func TestBZPopHappyPath(t *testing.T) {
 // Timeouts, decimal and integer, in both protocols; timeout 0 waits until
 // a ZADD.
 func TestBZPopTimeouts(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.timeouts(timeouts{
 		nulls: []check{{"BZPOPMIN none 0.1", nullArray}, {"BZPOPMAX none none2 0.05", nullArray}, {"BZPOPMIN none 1", nullArray},
@@ -58,6 +60,7 @@ func TestBZPopTimeouts(t *testing.T) {
 
 // Keys are scanned in the order given, at the call and on wake.
 func TestBZPopMultiKeyOrder(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).multiKeyOrder(multiKeyOrder{
 		first: wakeCase{block: "BZPOPMIN k1 k2 0", cmd: "ZADD k2 2 from-k2", reply: integer(1), woken: zpopReply("k2", "from-k2", "2"),
 			then: []check{{"ZADD k1 1 from-k1", integer(1)}, {"ZCARD k1", integer(1)}}},
@@ -79,6 +82,7 @@ func TestBZPopMultiKeyOrder(t *testing.T) {
 // Waiters on a key are served oldest first, one member each; a ZADD wakes
 // no more waiters than members it brought.
 func TestBZPopFIFO(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.fifo(repeat("BZPOPMIN q 0", 2),
 		serve{"ZADD q 1 e1", integer(1), []string{zpopReply("q", "e1", "1")}},
@@ -103,6 +107,7 @@ func TestBZPopFIFO(t *testing.T) {
 // A client that disconnects while blocked is cancelled; the next waiter
 // gets the member, and nothing is popped for the one that left.
 func TestBZPopDisconnect(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.disconnect(disconnect{
 		block: "BZPOPMIN q 0",
@@ -117,6 +122,7 @@ func TestBZPopDisconnect(t *testing.T) {
 // its waiters: ZADD INCR, ZINCRBY, the STORE commands, RENAME, COPY, MOVE.
 // Writes that leave the key missing wake nobody.
 func TestBZPopWokenByWrites(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	for _, c := range []struct{ cmd, want, member, score string }{
 		{"ZINCRBY w 2.5 inc", bulk("2.5"), "inc", "2.5"},
@@ -155,6 +161,7 @@ func TestBZPopWokenByWrites(t *testing.T) {
 // BZMPOP takes up to its count, from the low or the high end; a count
 // beyond the set's size takes everything and deletes the key.
 func TestBZMPopCount(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.wake(wakeCase{block: "BZMPOP 0 2 m1 m2 MAX COUNT 2", cmd: "ZADD m2 1 a 2 b 3 c", reply: integer(3),
 		woken: array(bulk("m2"), array(array(bulk("c"), bulk("3")), array(bulk("b"), bulk("2")))),
@@ -171,6 +178,7 @@ func TestBZMPopCount(t *testing.T) {
 // In RESP3 scores are doubles, in the immediate and in the woken reply;
 // go-redis reads both.
 func TestBZPopRESP3(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	b := bt.s.raw()
 	b.do("HELLO", "3")
@@ -216,6 +224,7 @@ func TestBZPopRESP3(t *testing.T) {
 // the sorted-set waiters, oldest first, and the list waiters keep waiting
 // (and the other way round), as in Redis.
 func TestBZPopTypes(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"SET str v", status("OK")}, check{"RPUSH lst e", integer(1)}, check{"ZADD zs 1 m", integer(1)})
 	for _, cmd := range []string{"BZPOPMIN str 0", "BZPOPMAX nokey lst zs 0", "BZMPOP 0 2 nokey str MIN", "BLPOP zs 0"} {
@@ -266,6 +275,7 @@ func TestBZPopTypes(t *testing.T) {
 // CLIENT UNBLOCK ends a BZPOPMIN/BZMPOP as a timeout or an error; the
 // unblocked client takes nothing afterwards.
 func TestBZPopClientUnblock(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).clientUnblock([]unblockCase{
 		{"BZPOPMIN q 0", nil, nullArray},
 		{"BZMPOP 0 1 q MAX", []string{"TIMEOUT"}, nullArray},
@@ -276,6 +286,7 @@ func TestBZPopClientUnblock(t *testing.T) {
 // An expired sorted set is absent: nothing is popped from it, and a ZADD
 // that recreates the key serves the waiter.
 func TestBZPopTTL(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, lazyExpiry)
 	bt.expiredKey("ZADD k 1 phantom", "BZPOPMIN k 0.05",
 		wakeCase{block: "BZPOPMIN k 0", cmd: "ZADD k 2 fresh", reply: integer(1), woken: zpopReply("k", "fresh", "2"),
@@ -285,12 +296,14 @@ func TestBZPopTTL(t *testing.T) {
 // The ZADD, the wake and the pop are one step: a pipelined ZPOPMIN right
 // after the ZADD finds nothing.
 func TestBZPopNoStealing(t *testing.T) {
+	t.Parallel()
 	newBlockingTest(t).noStealing(wakeCase{block: "BZPOPMIN q 0", cmd: "ZADD q 1 x", reply: integer(1), woken: zpopReply("q", "x", "1")},
 		"ZPOPMIN q", array())
 }
 
 // The blocking limits count every waiter on a key, list or sorted set.
 func TestBZPopLimits(t *testing.T) {
+	t.Parallel()
 	bt := newLimitsTest(t, 0, "BZPOPMIN a b c 0", "BZMPOP 0 3 a b c MIN")
 	l := bt.block(1, "BLPOP a 0")
 	z := bt.block(2, "BZPOPMIN a b a 0")
@@ -307,6 +320,7 @@ func TestBZPopLimits(t *testing.T) {
 // With durability "always", a woken waiter's reply waits for the fsync
 // that covers its pop.
 func TestBZPopDurabilityAlways(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t, durabilityAlways)
 	needCellar(t, bt.s)
 	got := bt.fsyncCovers(repeat("BZPOPMIN q 0", 3), "ZADD q 0 a 1 b 2 c", integer(3))
@@ -321,6 +335,7 @@ func TestBZPopDurabilityAlways(t *testing.T) {
 // a non-blocking ZPOPMIN): every member is delivered exactly once and the
 // sorted sets end empty.
 func TestBZPopConcurrency(t *testing.T) {
+	t.Parallel()
 	members := func(zs []redis.Z, err error) ([]string, error) {
 		var got []string
 		for _, z := range zs {
@@ -365,6 +380,7 @@ func TestBZPopConcurrency(t *testing.T) {
 // COMMAND DOCS names the group as Redis does ("sorted-set"), with Cellar's
 // own summary.
 func TestBZPopCommandDocs(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()
