@@ -350,11 +350,28 @@ func (c *Ctx) checkTrim(a *trimArgs, xadd, limitGiven bool) error {
 	case limitGiven && !a.trim.Approx:
 		return ErrLimitWithoutApprox
 	case !limitGiven && a.trim.Approx:
-		a.trim.Limit = 100 * storage.NodeEntries
+		// 100 nodes' worth, kept within Redis's bounds for a node size
+		// of 0 or a huge one.
+		a.trim.Limit = 100 * c.a.streamNodeEntries()
+		if a.trim.Limit <= 0 {
+			a.trim.Limit = 10000
+		}
+		a.trim.Limit = min(a.trim.Limit, 1000000)
 	case !limitGiven:
 		a.trim.Limit = 0
 	}
+	a.trim.NodeSize = c.a.streamNodeEntries()
 	return nil
+}
+
+// streamNodeEntries is stream-node-max-entries: the node size of
+// storage's model of Redis's stream nodes (storage.NodeEntries says where
+// the model holds). 0, which leaves Redis's nodes to
+// stream-node-max-bytes alone, is not modelled: nodes of
+// storage.NodeEntries stand in.
+func (a *Actor) streamNodeEntries() int64 {
+	n, _ := strconv.ParseInt(a.storedParamValue("stream-node-max-entries"), 10, 64)
+	return n
 }
 
 // XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
@@ -1673,10 +1690,15 @@ func cmdXInfoStream(c *Ctx) error {
 	} else {
 		c.kvHeader(10)
 	}
-	// Redis stores entries in nodes of up to 100 (stream-node-max-entries)
-	// in a radix tree; Cellar reports what that layout would have for a
-	// stream filled by appends.
-	nodes := (st.Len + storage.NodeEntries - 1) / storage.NodeEntries
+	// Redis stores entries in nodes of up to stream-node-max-entries in a
+	// radix tree; Cellar reports the nodes of its model of that layout
+	// (storage.NodeEntries), and one more radix tree node, which is
+	// Redis's count only for a few keys.
+	size := c.a.streamNodeEntries()
+	if size <= 0 {
+		size = storage.NodeEntries
+	}
+	nodes := (st.Len + size - 1) / size
 	c.pair("length")
 	c.w.Int(st.Len)
 	c.pair("radix-tree-keys")
