@@ -485,8 +485,9 @@ type StreamTrim struct {
 // nodes of NodeSize entries from its first entry, which is where Redis's
 // nodes fall for a stream made by appends and trimmed by whole nodes
 // ("~"), with stream-node-max-entries unchanged since the entries were
-// added and no node filled by stream-node-max-bytes first (4096 bytes:
-// about 40 bytes an entry at 100 entries). After XDEL, an exact trim
+// added and no node filled by stream-node-max-bytes first (4096 bytes of
+// listpack: at 100 entries a node, entries of one field whose value passes
+// about 30 bytes fill it first). After XDEL, an exact trim
 // that cut a node, a change of the setting, a node cut by its bytes, or a
 // RESTORE of Redis's own nodes, Redis's nodes are elsewhere and "~" may
 // remove other entries than Redis would (always whole model nodes from
