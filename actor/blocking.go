@@ -545,6 +545,11 @@ func (a *Actor) retryWaiter(w *waiter) bool {
 		r, _ := replyFor(err)
 		out.Buf = out.Buf[:0] // drop anything half written
 		out.Error(r)
+		// Counted as Redis counts a blocked client answered with an
+		// error (a stream or group gone): INFO errorstats, and a
+		// failed call of its command.
+		a.countError(r)
+		a.cmdStats[w.cmd.idx].failed++
 	} else if !done {
 		return false
 	}
@@ -677,7 +682,11 @@ func cmdClientUnblock(c *Ctx) error {
 		out := proto.Writer{Proto: w.resp}
 		out.Error(string(ErrUnblocked))
 		reply = out.Buf
+		c.a.countError(string(ErrUnblocked))
 	}
+	// Redis counts the unblocked command as failed either way (its
+	// updateStatsOnUnblock is told there were errors).
+	c.a.cmdStats[w.cmd.idx].failed++
 	c.a.complete(w, reply, false)
 	c.w.Int(1)
 	return nil

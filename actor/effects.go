@@ -64,6 +64,10 @@ import (
 //     command that parked) records nothing but those DELs.
 //   - SPOP is recorded as SREM key member... with the members its reply
 //     holds (spopAsSRem says why the reply).
+//   - XADD with "*" or "ms-*" is recorded with the ID it made; XADD and
+//     XTRIM that trimmed with "~" as the exact trim they made, MAXLEN = or
+//     MINID = without LIMIT (trimRecord, streams.go): what "~" removes
+//     depends on stream-node-max-entries, which the log does not carry.
 //   - a woken waiter's retry is recorded as the waiter's own command, as
 //     its client sent it (BLPOP k1 k2 0, BLMOVE ..., BZMPOP ...), with the
 //     woken flag. Replay runs it in its non-blocking form with the woken

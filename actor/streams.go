@@ -347,14 +347,36 @@ func (c *Ctx) checkTrim(a *trimArgs, xadd, limitGiven bool) error {
 		return ErrXTrimStrategy
 	}
 	switch {
+	case c.s.master:
+		// What a master sends is obeyed whole: Redis propagates a "~"
+		// trim as "=" with its LIMIT still there, and limits nothing
+		// (mustObeyClient).
+		a.trim.Limit = 0
 	case limitGiven && !a.trim.Approx:
 		return ErrLimitWithoutApprox
 	case !limitGiven && a.trim.Approx:
-		a.trim.Limit = 100 * storage.NodeEntries
+		// 100 nodes' worth, kept within Redis's bounds for a node size
+		// of 0 or a huge one.
+		a.trim.Limit = 100 * c.a.streamNodeEntries()
+		if a.trim.Limit <= 0 {
+			a.trim.Limit = 10000
+		}
+		a.trim.Limit = min(a.trim.Limit, 1000000)
 	case !limitGiven:
 		a.trim.Limit = 0
 	}
+	a.trim.NodeSize = c.a.streamNodeEntries()
 	return nil
+}
+
+// streamNodeEntries is stream-node-max-entries: the node size of
+// storage's model of Redis's stream nodes (storage.NodeEntries says where
+// the model holds). 0, which leaves Redis's nodes to
+// stream-node-max-bytes alone, is not modelled: nodes of
+// storage.NodeEntries stand in.
+func (a *Actor) streamNodeEntries() int64 {
+	n, _ := strconv.ParseInt(a.storedParamValue("stream-node-max-entries"), 10, 64)
+	return n
 }
 
 // XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
@@ -414,12 +436,43 @@ func cmdXAdd(c *Ctx) error {
 		return err
 	}
 	c.writeID(id)
-	if !a.idGiven || !a.seqGiven {
+	if a.trim.Approx {
+		// The redo log gets the trim as what it did (trimRecord), and
+		// the ID made here, not "*".
+		rec, err := c.trimRecord(&a, st)
+		if err != nil {
+			return err
+		}
+		if a.noMkStream {
+			rec = append(rec, []byte("NOMKSTREAM"))
+		}
+		rec = append(rec, idString(nil, id))
+		c.rec = append(rec, c.args[at+1:]...)
+	} else if !a.idGiven || !a.seqGiven {
 		// The redo log gets the ID made here, not "*" (effects.go).
 		c.rec = append(c.rec[:0:0], c.args...)
 		c.rec[a.idArg] = idString(nil, id)
 	}
 	return nil
+}
+
+// trimRecord starts what the redo log records for an XADD or XTRIM that
+// trimmed with "~": the command, its key and an exact trim that removes
+// what this one removed (MAXLEN = the length left, or MINID = the first
+// entry left; MAXLEN = 0 for a stream left empty), without LIMIT. Which
+// entries "~" removes depends on stream-node-max-entries, which a replay
+// may not run with (CONFIG SET is not logged); Redis rewrites the command
+// it propagates the same way (streamRewriteTrimArgument).
+func (c *Ctx) trimRecord(a *trimArgs, st *storage.Stream) ([][]byte, error) {
+	rec := [][]byte{c.args[0], c.args[1]}
+	first, ok, err := c.st.StreamEnd(st, false)
+	if err != nil {
+		return nil, err
+	}
+	if a.trim.Strategy == storage.TrimMinID && ok {
+		return append(rec, []byte("MINID"), []byte("="), idString(nil, first)), nil
+	}
+	return append(rec, []byte("MAXLEN"), []byte("="), strconv.AppendInt(nil, st.Len, 10)), nil
 }
 
 // XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
@@ -436,6 +489,11 @@ func cmdXTrim(c *Ctx) error {
 	n, err := c.st.StreamTrimmed(st, a.trim)
 	if err != nil {
 		return err
+	}
+	if a.trim.Approx {
+		if c.rec, err = c.trimRecord(&a, st); err != nil {
+			return err
+		}
 	}
 	c.w.Int(n)
 	return nil
@@ -1673,10 +1731,15 @@ func cmdXInfoStream(c *Ctx) error {
 	} else {
 		c.kvHeader(10)
 	}
-	// Redis stores entries in nodes of up to 100 (stream-node-max-entries)
-	// in a radix tree; Cellar reports what that layout would have for a
-	// stream filled by appends.
-	nodes := (st.Len + storage.NodeEntries - 1) / storage.NodeEntries
+	// Redis stores entries in nodes of up to stream-node-max-entries in a
+	// radix tree; Cellar reports the nodes of its model of that layout
+	// (storage.NodeEntries), and one more radix tree node, which is
+	// Redis's count only for a few keys.
+	size := c.a.streamNodeEntries()
+	if size <= 0 {
+		size = storage.NodeEntries
+	}
+	nodes := (st.Len + size - 1) / size
 	c.pair("length")
 	c.w.Int(st.Len)
 	c.pair("radix-tree-keys")

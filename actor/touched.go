@@ -72,8 +72,8 @@ func (a *Actor) keysTouched() {
 // wakeFor marks ready the keys a change may have given something to take:
 // a key written, given elements, renamed, moved or copied onto, and every
 // watched key of two swapped databases; and a key deleted, renamed or
-// moved away, or a stream that lost a consumer group, for the stream
-// readers that must then fail. A key whose elements went or whose expiry
+// moved away, every watched key of a flushed database, or a stream that
+// lost a consumer group, for the stream readers that must then fail. A key whose elements went or whose expiry
 // changed has nothing new for anyone. Marking a key ready is cheap
 // and safe when it turns out to hold nothing wanted (a string, a hash):
 // serving looks at what the key holds before it wakes anyone, and a write
@@ -90,5 +90,12 @@ func (a *Actor) wakeFor(t *storage.Touch) {
 	case storage.Swapped:
 		a.signalDB(t.DB)
 		a.signalDB(t.Other)
+	case storage.Flushed:
+		// Redis signals the watched keys that held a stream before the
+		// flush (signalFlushedDb). A key with a group reader waiting
+		// still held its stream when the flush ran (anything that took
+		// it away woke the reader already), and the others' waiters
+		// find nothing new: every watched key will do.
+		a.signalDB(t.DB)
 	}
 }

@@ -468,16 +468,39 @@ type StreamTrim struct {
 	Strategy int
 	MaxLen   int64
 	MinID    StreamID
-	// Approx ("~") trims only whole nodes of NodeEntries entries, as
-	// Redis removes only whole listpack nodes; Limit (> 0) caps the
-	// entries removed.
+	// Approx ("~") trims only whole nodes of NodeSize entries, as Redis
+	// removes only whole listpack nodes; Limit (> 0) caps the entries
+	// removed.
 	Approx bool
 	Limit  int64
+	// NodeSize is the entries per node (stream-node-max-entries); 0 or
+	// less: NodeEntries.
+	NodeSize int64
 }
 
-// NodeEntries is the node size approximate trimming works in: Redis's
-// stream-node-max-entries default.
+// NodeEntries is Redis's stream-node-max-entries default, the node size
+// approximate trimming works in when none is given.
+//
+// The nodes are modelled, not stored: a stream is taken to be cut into
+// nodes of NodeSize entries from its first entry, which is where Redis's
+// nodes fall for a stream made by appends and trimmed by whole nodes
+// ("~"), with stream-node-max-entries unchanged since the entries were
+// added and no node filled by stream-node-max-bytes first (4096 bytes of
+// listpack: at 100 entries a node, entries of one field whose value passes
+// about 30 bytes fill it first). After XDEL, an exact trim
+// that cut a node, a change of the setting, a node cut by its bytes, or a
+// RESTORE of Redis's own nodes, Redis's nodes are elsewhere and "~" may
+// remove other entries than Redis would (always whole model nodes from
+// the start, never more than asked).
 const NodeEntries = 100
+
+// nodeSize is t's node size.
+func (t *StreamTrim) nodeSize() int64 {
+	if t.NodeSize > 0 {
+		return t.NodeSize
+	}
+	return NodeEntries
+}
 
 // StreamTrimmed removes entries from the start of st as t says, with one
 // range delete, and reports how many went.
@@ -508,13 +531,15 @@ func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
 		return 0, nil
 	}
 	if t.Approx {
-		// Whole nodes only: NodeEntries each from the first entry, the
-		// last one partial, which goes only with everything before it.
+		// Whole nodes only: nodeSize each from the first entry, the last
+		// one partial, which goes only with everything before it; LIMIT
+		// stops before the first node that would pass it.
+		size := t.nodeSize()
 		if n < st.Len {
-			n -= n % NodeEntries
+			n -= n % size
 		}
 		if t.Limit > 0 && n > t.Limit {
-			n = t.Limit - t.Limit%NodeEntries
+			n = t.Limit - t.Limit%size
 		}
 	} else if t.Limit > 0 {
 		n = min(n, t.Limit)
