@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/cellar-db/cellar.Version=$(VERSION)
 
-.PHONY: all build run test deps vet fmt-check lint fuzz bench bench-quick commands crash-long restart-2g client-suites clean
+.PHONY: all build run test test-long deps vet fmt-check lint fuzz bench bench-quick commands crash-long restart-2g client-suites clean
 
 all: build
 
@@ -33,6 +33,12 @@ test: deps lint
 
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
+
+# The black-box suite at its full sizes: the differential tests send twice
+# as many random commands per seed as make test's (tests/harness_test.go,
+# steps).
+test-long: deps
+	TEST_LONG=1 $(GO) test -race -count=1 -timeout 90m ./tests
 
 # The long crash test: 20 kill -9 cycles per durability mode under load,
 # checking every acknowledged write after each restart (make test runs 3).

@@ -20,7 +20,7 @@ func TestBitsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
 		g := &bitGen{r: rand.New(rand.NewPCG(seed, 17))}
-		for i := 0; i < 5000; i++ {
+		for i := 0; i < steps(5000); i++ {
 			sameReply(t, cel, red, i, g.next())
 		}
 	})
@@ -205,7 +205,7 @@ func TestHLLMatchRedis(t *testing.T) {
 			both("CONFIG", "SET", "hll-sparse-max-bytes", []string{"3000", "100", "20000"}[seed-1])
 			r := rand.New(rand.NewPCG(seed, 99))
 			key := func() string { return []string{"h1", "h2", "h3", "nokey"}[r.IntN(4)] }
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < steps(3000); i++ {
 				var args []string
 				switch r.IntN(10) {
 				case 0, 1, 2, 3:
@@ -383,7 +383,7 @@ func TestLargeBitmapMatchesRedis(t *testing.T) {
 	for i, k := range keys {
 		sameReply(t, cel, red, i, []string{"SETBIT", k, strconv.Itoa(sizes[i]*8 - 1), "1"})
 	}
-	for i := 0; i < 6000; i++ {
+	for i := 0; i < steps(6000); i++ {
 		k := r.IntN(2)
 		off := strconv.Itoa(r.IntN(sizes[k] * 8))
 		var args []string

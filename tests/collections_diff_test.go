@@ -28,7 +28,7 @@ import (
 func TestCollectionsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
-		sameReplies(t, cel, red, &cmdGen{r: rand.New(rand.NewPCG(seed, 42))}, 4000)
+		sameReplies(t, cel, red, &cmdGen{r: rand.New(rand.NewPCG(seed, 42))}, steps(4000))
 	})
 }
 

@@ -53,7 +53,7 @@ func TestGeoMatchesRedis(t *testing.T) {
 					same(args...)
 				}
 			}
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < steps(3000); i++ {
 				same(g.command()...)
 			}
 			// What the stores wrote, scores at full precision.

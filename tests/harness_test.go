@@ -121,6 +121,18 @@ func needCellar(t testing.TB, s *testServer) {
 	}
 }
 
+// steps is how many random commands a differential test sends for each
+// seed: n with TEST_LONG=1 (make test-long), half of it in make test —
+// long enough that breaking a command's reply fails it (the commits that
+// halved them broke one behaviour of each family on purpose to check), short
+// enough to leave make test's time to the rest of the suite.
+func steps(n int) int {
+	if os.Getenv("TEST_LONG") != "" {
+		return n
+	}
+	return n / 2
+}
+
 // replyTimeout is how long a test's client waits for one reply before the
 // test fails: generous, since a busy machine running the race detector
 // can take seconds where a quiet one takes microseconds (go-redis's own

@@ -19,7 +19,7 @@ func TestListsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
 		g := &listGen{r: rand.New(rand.NewPCG(seed, 99))}
-		for i := 0; i < 4000; i++ {
+		for i := 0; i < steps(4000); i++ {
 			sameReply(t, cel, red, i, g.next())
 		}
 	})

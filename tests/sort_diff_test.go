@@ -32,7 +32,7 @@ func TestSortAndLCSMatchRedis(t *testing.T) {
 			for i, args := range g.load() {
 				sameReply(t, cel, red, -1-i, args)
 			}
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < steps(3000); i++ {
 				args := g.next()
 				sameReply(t, cel, red, i, args)
 				if args[0] == "SORT" && args[len(args)-2] == "STORE" {

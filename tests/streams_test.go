@@ -35,7 +35,7 @@ func TestStreamsMatchRedis(t *testing.T) {
 				}
 			}
 			g := &streamGen{r: rand.New(rand.NewPCG(seed, 15))}
-			for i := 0; i < 3000; i++ {
+			for i := 0; i < steps(3000); i++ {
 				args := g.next()
 				got, err1 := cel.tryDo(args...)
 				want, err2 := red.tryDo(args...)
