@@ -439,6 +439,8 @@ func errShebangFlag(flag string) error {
 const (
 	ErrFnNoMetadata         ReplyError = "ERR Missing library metadata"
 	ErrFnNoName             ReplyError = "ERR Library name was not given"
+	ErrFnBadMetadata        ReplyError = "ERR Invalid library metadata"
+	ErrFnNameTwice          ReplyError = "ERR Invalid metadata value, name argument was given multiple times"
 	ErrFnLibName            ReplyError = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
 	ErrFnNoFunctions        ReplyError = "ERR No functions registered"
 	ErrFnNotFound           ReplyError = "ERR Function not found"
