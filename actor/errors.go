@@ -533,7 +533,15 @@ const (
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
 
-	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugNotAllowed ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	// ErrModuleNotAllowed refuses MODULE LOAD, LOADEX and UNLOAD while
+	// enable-module-command does not allow them.
+	ErrModuleNotAllowed   ReplyError = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrModuleLoad         ReplyError = "ERR Error loading the extension. Please check the server logs."
+	ErrModuleUnloadNoSuch ReplyError = "ERR Error unloading module: no such module with that name"
+	// ErrClusterDisabled answers every CLUSTER subcommand, ASKING, READONLY
+	// and READWRITE: Cellar runs as a Redis with cluster-enabled no.
+	ErrClusterDisabled   ReplyError = "ERR This instance has cluster support disabled"
 	ErrDebugReloadOption ReplyError = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 )
 

@@ -181,9 +181,15 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 	for _, t := range cmd.meta.Tips {
 		w.BulkString(strings.ToLower(t))
 	}
-	w.Array(len(cmd.meta.KeySpecs))
+	// Redis 7.0 sends the key specs as a set, and the subcommands as an
+	// array, or an empty set when there are none (RESP3 shows the types).
+	w.Set(len(cmd.meta.KeySpecs))
 	for _, k := range cmd.meta.KeySpecs {
 		writeKeySpec(c, k)
+	}
+	if len(cmd.Subs) == 0 {
+		w.Set(0)
+		return
 	}
 	w.Array(len(cmd.Subs))
 	for _, s := range cmd.Subs {
