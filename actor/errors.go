@@ -311,14 +311,6 @@ func errHelloOption(opt []byte) error {
 	return ReplyError("ERR Syntax error in HELLO option '" + cString(opt, 1<<30) + "'")
 }
 
-func errUnrecognizedOption(opt []byte) error {
-	return ReplyError("ERR Unrecognized option '" + cString(opt, 1<<30) + "'")
-}
-
-func errBadClientInfo(attr []byte) error {
-	return ReplyError("ERR " + cString(attr, 1<<30) + " cannot contain spaces, newlines or special characters.")
-}
-
 func errClientType(typ []byte) error {
 	return ReplyError("ERR Unknown client type '" + cString(typ, 1<<30) + "'")
 }

@@ -122,7 +122,7 @@ func needCellar(t testing.TB, s *testServer) {
 }
 
 // client returns a go-redis client with its defaults (HELLO 3, CLIENT
-// SETINFO), closed at the end of the test.
+// SETINFO, whose error it ignores), closed at the end of the test.
 func (s *testServer) client(opts ...func(*redis.Options)) *redis.Client {
 	o := &redis.Options{Addr: s.addr}
 	for _, f := range opts {
