@@ -200,9 +200,8 @@ var (
 // a value that is no size, and Cellar's own for a percentage (of
 // maxmemory, which Cellar does not have) and for a budget under 1 MB.
 var (
-	errMemoryValue   = errors.New("argument must be a memory or percent value")
-	errMemoryPercent = errors.New("a percent value needs maxmemory, which Cellar does not have; give a size")
-	errMemoryTooLow  = errors.New("argument must be 0 (no limit) or at least 1mb")
+	errMemoryValue  = errors.New("argument must be a memory or percent value")
+	errMemoryTooLow = errors.New("argument must be 0 (no limit) or at least 1mb")
 )
 
 // errSubcommandArgs is CLIENT's error for a subcommand given too many
@@ -265,6 +264,10 @@ var errDuplicateParam = errors.New("duplicate parameter")
 // errFixedAtStart is the end of CONFIG SET's error for a setting Redis
 // changes at run time and Cellar does not.
 var errFixedAtStart = errors.New("can't set immutable config")
+
+// ErrParamListen is CONFIG SET port's reason when the server cannot listen
+// on the new port (Redis's text): Cellar's listener stays where it started.
+var ErrParamListen = errors.New("Unable to listen on this port. Check server logs.")
 
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {
