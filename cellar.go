@@ -42,14 +42,15 @@ var Version = "0.1.0-dev"
 
 // Server is a running Cellar.
 type Server struct {
-	cfg   Config
-	log   zerolog.Logger
-	store *storage.Store
-	redo  *redo.Log
-	pool  *offload.Pool
-	act   *actor.Actor
-	repl  *replica.Manager
-	net   *loop.Server
+	cfg     Config
+	log     zerolog.Logger
+	logGate *logGate // CONFIG SET loglevel
+	store   *storage.Store
+	redo    *redo.Log
+	pool    *offload.Pool
+	act     *actor.Actor
+	repl    *replica.Manager
+	net     *loop.Server
 
 	debug     *http.Server
 	ops       *ops.Server // the HTTP port (nil when off)
@@ -95,7 +96,9 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxWorkers:  cfg.Offload.MaxWorkers,
 		IdleTimeout: cfg.Offload.IdleTimeout,
 	})
-	s := &Server{cfg: cfg, log: log, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
+	gate := newLogGate(cfg.LogLevel, log.GetLevel())
+	log = gate.wrap(log)
+	s := &Server{cfg: cfg, log: log, logGate: gate, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
 	clients := actor.NewMemBudget(cfg.MaxMemoryClients, sampledWarnings(log.With().Str("pkg", "clients").Logger()))
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
@@ -344,23 +347,42 @@ func (s *Server) shutdownSoon() {
 }
 
 // params is the CONFIG GET/SET view of the settings outside the actor.
-// Changing them at run time is not supported yet: they are reported, and
-// CONFIG SET refuses them as immutable.
+// Changing them at run time is not supported yet, but for loglevel: they
+// are reported, and CONFIG SET refuses them as immutable.
 func (s *Server) params() []actor.Param {
 	c := s.cfg
 	str := func(v string) func() string { return func() string { return v } }
 	num := func(v int64) func() string { return str(strconv.FormatInt(v, 10)) }
 	return []actor.Param{
 		{Name: "bind", Get: str(c.Bind)},
-		{Name: "port", Get: num(int64(c.Port))},
+		s.portParam(),
 		{Name: "dir", Get: str(c.Dir)},
 		{Name: "maxclients", Get: num(int64(c.MaxClients))},
 		{Name: "client-query-buffer-limit", Get: num(int64(c.ClientQueryBufferLimit))},
 		{Name: "client-output-buffer-limit", Get: str(fmt.Sprintf("normal %d %d %d slave 268435456 67108864 60 pubsub %d %d %d",
 			c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit, int64(c.OutputBuffer.SoftSeconds/time.Second),
 			c.OutputBuffer.PubsubHardLimit, c.OutputBuffer.PubsubSoftLimit, int64(c.OutputBuffer.PubsubSoftSeconds/time.Second)))},
-		{Name: "loglevel", Get: str(c.LogLevel)},
+		s.logGate.param(),
 	}
+}
+
+// portParam is port for CONFIG GET and SET. The listener cannot move at
+// run time: a valid new port fails as Redis fails when it cannot listen on
+// it (so a CONFIG SET naming it changes nothing), the current one is
+// accepted.
+func (s *Server) portParam() actor.Param {
+	cur := strconv.Itoa(s.cfg.Port)
+	return actor.Param{Name: "port", Get: func() string { return cur }, Set: func(v string) error {
+		n, err := actor.NormalizeParam("port", v)
+		switch {
+		case err != nil:
+			return err
+		case n == cur:
+			return nil
+		}
+		s.log.Warn().Str("port", n).Msg("CONFIG SET port: Cellar cannot move its listener at run time; restart it with the new port")
+		return actor.ErrParamListen
+	}}
 }
 
 // debugMux serves the pprof profiles.

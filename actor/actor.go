@@ -71,7 +71,10 @@ type Actor struct {
 	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
 	// without applying (configparams.go).
 	storedParams storedParams
-	snap         snapshots
+	// clientsPct is maxmemory-clients when it names a percentage of
+	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
+	clientsPct string
+	snap       snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write

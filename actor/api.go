@@ -253,6 +253,9 @@ type Batch struct {
 	// Bytes is the memory the batch holds, counted in the actor's backlog
 	// until it has run (or is held by CLIENT PAUSE).
 	Bytes int64
+	// Input is how many request bytes its commands were parsed from:
+	// Redis's qbuf still counts them while they run (CLIENT LIST).
+	Input int64
 	// held: the batch waited for a CLIENT PAUSE to end and has already
 	// left the backlog (pause.go).
 	held bool

@@ -62,7 +62,7 @@ var flagNames = []struct {
 	{FlagAsking, "ASKING", "asking"},
 	{FlagFast, "FAST", "fast"},
 	{FlagNoAuth, "NO_AUTH", "no_auth"},
-	{FlagMayReplicate, "MAY_REPLICATE", "may_replicate"},
+	{FlagMayReplicate, "MAY_REPLICATE", ""},
 	{FlagSentinel, "SENTINEL", ""},
 	{FlagOnlySentinel, "ONLY_SENTINEL", ""},
 	{FlagNoMandatoryKeys, "NO_MANDATORY_KEYS", "no_mandatory_keys"},
@@ -167,6 +167,8 @@ var families = [][]*Command{
 	aclCommands,
 	opsCommands,
 	searchCommands,
+	clusterCommands,
+	moduleCommands,
 }
 
 // CommandNames lists the full names of every implemented command and

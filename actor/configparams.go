@@ -332,13 +332,14 @@ func (p *redisParam) normalize(v string) (string, error) {
 		}
 		return strconv.FormatInt(n, 10), nil
 	case pMemory:
-		if p.name == "maxmemory-clients" && strings.HasSuffix(v, "%") {
+		if p.name == "maxmemory-clients" && len(v) > 1 && strings.HasSuffix(v, "%") {
+			// Redis keeps a percentage as its negative; min bounds it.
 			n, ok := parseIntOK([]byte(v[:len(v)-1]))
-			if !ok {
+			if !ok || n < 0 {
 				return "", errors.New("argument must be a memory or percent value")
 			}
-			if err := p.inRange(-n); err != nil {
-				return "", err
+			if -n < p.min {
+				return "", errors.New("percentage argument must be less or equal to " + strconv.FormatInt(-p.min, 10))
 			}
 			return strconv.FormatInt(n, 10) + "%", nil
 		}
@@ -520,6 +521,18 @@ func (a *Actor) paramsFromTable(have []Param) []Param {
 		}
 	}
 	return out
+}
+
+// NormalizeParam checks value as Redis 7.0 checks its parameter name (which
+// must be one of Redis's) and returns it as CONFIG GET would then report
+// it, or Redis's reason for refusing it: for the settings the actor's owner
+// applies (Config.Params), so that they answer in Redis's words.
+func NormalizeParam(name, value string) (string, error) {
+	rp := redisParamByName[name]
+	if rp == nil {
+		return "", errors.New("actor: " + name + " is not a Redis parameter")
+	}
+	return rp.normalize(value)
 }
 
 // storedParam is the Param of a parameter Cellar stores without applying.

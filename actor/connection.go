@@ -29,9 +29,9 @@ type session struct {
 	// until AUTH or HELLO names another.
 	user    *aclUser
 	name    string
-	libName string
-	libVer  string
 	lastCmd string
+	// input is the running batch's Batch.Input (0 between batches).
+	input   int64
 	noTouch bool
 	// master: the replication link's connection to the master, whose
 	// commands a read-only replica obeys (replication.go).
@@ -156,7 +156,6 @@ var connectionCommands = []*Command{
 		{Name: "client|id", Summary: "Returns the connection's client id.", Handler: cmdClientID},
 		{Name: "client|setname", Summary: "Names the connection.", Handler: cmdClientSetName},
 		{Name: "client|getname", Summary: "Returns the connection's name.", Handler: cmdClientGetName},
-		{Name: "client|setinfo", Summary: "Records the client library's name or version.", Handler: cmdClientSetInfo},
 		{Name: "client|info", Summary: "Describes the connection.", Handler: cmdClientInfo},
 		{Name: "client|list", Summary: "Describes every connection.", Handler: cmdClientList},
 		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
@@ -381,26 +380,6 @@ func cmdClientGetName(c *Ctx) error {
 	return nil
 }
 
-// CLIENT SETINFO <LIB-NAME libname | LIB-VER libver>
-func cmdClientSetInfo(c *Ctx) error {
-	attr := c.args[2]
-	var dst *string
-	switch {
-	case eqFold(attr, "lib-name"):
-		dst = &c.s.libName
-	case eqFold(attr, "lib-ver"):
-		dst = &c.s.libVer
-	default:
-		return errUnrecognizedOption(attr)
-	}
-	if validName(c.args[3]) != nil {
-		return errBadClientInfo(attr)
-	}
-	*dst = string(c.args[3])
-	c.w.OK()
-	return nil
-}
-
 // replyMode is CLIENT REPLY's state of a session.
 type replyMode uint8
 
@@ -503,8 +482,10 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	}
 	app("multi", num(multi))
 	// Redis's buffer fields from the client's memory accounting: qbuf is
-	// input not yet parsed, qbuf-free the room left in the buffer it is
-	// read into, argv-mem parsed commands waiting to run, obl the replies
+	// input not yet parsed, plus, while the client's own commands run, the
+	// bytes they were parsed from (Redis trims its query buffer only after
+	// running all it read); qbuf-free as Redis's query buffer has it
+	// (queryFree); argv-mem parsed commands waiting to run, obl the replies
 	// in the socket's buffer not yet sent, oll the replies the loop holds
 	// for their turn plus one for unsent output, omem all replies not yet
 	// sent (built, in flight or in the socket's buffer). The loops set
@@ -514,8 +495,9 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 		parts[p] = s.mem.Part(p)
 	}
 	omem := parts[MemReplies] + parts[MemOutput]
-	app("qbuf", num(parts[MemQuery]))
-	app("qbuf-free", num(s.mem.queryFree.Load()))
+	qbuf := parts[MemQuery] + s.input
+	app("qbuf", num(qbuf))
+	app("qbuf-free", num(queryFree(s, qbuf, now)))
 	app("argv-mem", num(parts[MemBatches]))
 	app("multi-mem", num(multiMem))
 	app("rbs", "0")
@@ -532,11 +514,33 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	app("cmd", orNULL(s.lastCmd))
 	app("user", s.user.name)
 	app("redir", redirField(s))
-	app("resp", num(int64(s.resp)))
-	app("lib-name", s.libName)
-	b = append(b, "lib-ver="...)
-	b = append(b, s.libVer...)
+	b = append(b, "resp="...)
+	b = strconv.AppendInt(b, int64(s.resp), 10)
 	return append(b, '\n')
+}
+
+// redisQueryAlloc is the size of Redis 7.0's query buffer once it has read
+// a request: a 16 KB read (PROTO_IOBUF_LEN) lands in jemalloc's 20 KB size
+// class, less the 6 bytes of the sds header and terminator.
+const redisQueryAlloc = 20474
+
+// queryFree is CLIENT LIST's qbuf-free for a client whose qbuf is qbuf, as
+// Redis 7.0 would show it: its query buffer is an empty sds (4 bytes free)
+// until the client sends a command, then holds redisQueryAlloc bytes
+// until the client has been idle more than 2 seconds, when clientsCron
+// frees the unused room (0 free). A large request arriving has a buffer of
+// its own, whose room the loop reports.
+func queryFree(s *session, qbuf int64, now time.Time) int64 {
+	switch {
+	case qbuf > redisQueryAlloc:
+		return s.mem.queryFree.Load()
+	case s.input > 0:
+	case s.lastCmd == "":
+		return 4
+	case now.Sub(s.lastActive) > 2*time.Second:
+		return 0
+	}
+	return redisQueryAlloc - qbuf
 }
 
 func orNULL(s string) string {
@@ -721,7 +725,6 @@ func cmdClientHelp(c *Ctx) error {
 		"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    End the client's blocking command as if it timed out (default) or with an error.",
 		"SETNAME <name>", "    Name this connection.",
 		"GETNAME", "    This connection's name.",
-		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Record the client library's name or version.",
 		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 		"NO-TOUCH (ON|OFF)", "    Accepted; reads do not change what OBJECT reports.",
 		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",

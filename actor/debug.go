@@ -118,8 +118,12 @@ var debugHelp = []string{
 
 // debugAllowed applies enable-debug-command: yes, or local for a client on
 // a unix socket or a loopback address.
-func (c *Ctx) debugAllowed() bool {
-	switch c.a.cfg.EnableDebugCommand {
+func (c *Ctx) debugAllowed() bool { return c.protectedAllowed(c.a.cfg.EnableDebugCommand) }
+
+// protectedAllowed applies an enable-*-command setting (no, yes, local) to
+// this client, as Redis does for the commands it flags protected.
+func (c *Ctx) protectedAllowed(setting string) bool {
+	switch setting {
 	case "yes":
 		return true
 	case "local":

@@ -200,9 +200,8 @@ var (
 // a value that is no size, and Cellar's own for a percentage (of
 // maxmemory, which Cellar does not have) and for a budget under 1 MB.
 var (
-	errMemoryValue   = errors.New("argument must be a memory or percent value")
-	errMemoryPercent = errors.New("a percent value needs maxmemory, which Cellar does not have; give a size")
-	errMemoryTooLow  = errors.New("argument must be 0 (no limit) or at least 1mb")
+	errMemoryValue  = errors.New("argument must be a memory or percent value")
+	errMemoryTooLow = errors.New("argument must be 0 (no limit) or at least 1mb")
 )
 
 // errSubcommandArgs is CLIENT's error for a subcommand given too many
@@ -266,6 +265,10 @@ var errDuplicateParam = errors.New("duplicate parameter")
 // changes at run time and Cellar does not.
 var errFixedAtStart = errors.New("can't set immutable config")
 
+// ErrParamListen is CONFIG SET port's reason when the server cannot listen
+// on the new port (Redis's text): Cellar's listener stays where it started.
+var ErrParamListen = errors.New("Unable to listen on this port. Check server logs.")
+
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {
 	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
@@ -309,14 +312,6 @@ func errCountMismatch(key []byte, stored, found int) error {
 // ("get", "client|setname").
 func errHelloOption(opt []byte) error {
 	return ReplyError("ERR Syntax error in HELLO option '" + cString(opt, 1<<30) + "'")
-}
-
-func errUnrecognizedOption(opt []byte) error {
-	return ReplyError("ERR Unrecognized option '" + cString(opt, 1<<30) + "'")
-}
-
-func errBadClientInfo(attr []byte) error {
-	return ReplyError("ERR " + cString(attr, 1<<30) + " cannot contain spaces, newlines or special characters.")
 }
 
 func errClientType(typ []byte) error {
@@ -439,6 +434,8 @@ func errShebangFlag(flag string) error {
 const (
 	ErrFnNoMetadata         ReplyError = "ERR Missing library metadata"
 	ErrFnNoName             ReplyError = "ERR Library name was not given"
+	ErrFnBadMetadata        ReplyError = "ERR Invalid library metadata"
+	ErrFnNameTwice          ReplyError = "ERR Invalid metadata value, name argument was given multiple times"
 	ErrFnLibName            ReplyError = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
 	ErrFnNoFunctions        ReplyError = "ERR No functions registered"
 	ErrFnNotFound           ReplyError = "ERR Function not found"
@@ -531,7 +528,15 @@ const (
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
 
-	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugNotAllowed ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	// ErrModuleNotAllowed refuses MODULE LOAD, LOADEX and UNLOAD while
+	// enable-module-command does not allow them.
+	ErrModuleNotAllowed   ReplyError = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrModuleLoad         ReplyError = "ERR Error loading the extension. Please check the server logs."
+	ErrModuleUnloadNoSuch ReplyError = "ERR Error unloading module: no such module with that name"
+	// ErrClusterDisabled answers every CLUSTER subcommand, ASKING, READONLY
+	// and READWRITE: Cellar runs as a Redis with cluster-enabled no.
+	ErrClusterDisabled   ReplyError = "ERR This instance has cluster support disabled"
 	ErrDebugReloadOption ReplyError = "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
 )
 

@@ -1,10 +1,12 @@
 package actor
 
 import (
+	"bytes"
 	"errors"
 	"sort"
 	"strings"
 
+	"github.com/cellar-db/cellar/proto"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -36,7 +38,10 @@ var functionCommands = []*Command{
 type functions struct {
 	env  *luaEnv
 	libs map[string]*library
-	fns  map[string]*function
+	// fns holds every library's functions by fnKey: FCALL and the
+	// collision check match a function's name in any case, as Redis's
+	// function dictionary does (a library's own list keeps exact names).
+	fns map[string]*function
 	// loading is the library whose code runs now (FUNCTION LOAD), the one
 	// redis.register_function adds to; nil otherwise.
 	loading *library
@@ -108,40 +113,48 @@ func (a *Actor) reloadFunctions() {
 	a.reloadSearch() // the search catalog is reloaded on the same occasions
 }
 
-// parseLibraryHeader reads "#!lua name=<name>" from code's first line.
+// parseLibraryHeader reads "#!<engine> name=<name>" from code's first line,
+// in Redis's order: the line splits like a redis-cli line (quotes, any
+// blanks), then the options, the name's syntax and last the engine. The
+// engine and the "name=" keyword match in any case ("#!LUA NAME=lib"), as
+// Redis's engine dictionary and option parsing do; the name keeps its case.
 func parseLibraryHeader(code []byte) (name string, rest []byte, err error) {
 	if len(code) < 2 || code[0] != '#' || code[1] != '!' {
 		return "", nil, ErrFnNoMetadata
 	}
-	end := len(code)
-	for i, c := range code {
-		if c == '\n' {
-			end = i
-			break
-		}
+	end := bytes.IndexByte(code, '\n')
+	if end < 0 {
+		return "", nil, ErrFnBadMetadata
 	}
-	parts := strings.Split(string(code[:end]), " ")
-	if parts[0] != "#!lua" {
-		return "", nil, errFnEngine(strings.TrimPrefix(parts[0], "#!"))
+	parts, ok := proto.SplitArgs(code[:end])
+	if !ok || len(parts) == 0 {
+		return "", nil, ErrFnBadMetadata
 	}
+	engine := string(parts[0][min(2, len(parts[0])):])
+	named := false
 	for _, p := range parts[1:] {
-		if p == "" {
-			continue
+		if len(p) < 5 || !strings.EqualFold(string(p[:5]), "name=") {
+			return "", nil, errFnMetadata(string(p))
 		}
-		v, ok := strings.CutPrefix(p, "name=")
-		if !ok {
-			return "", nil, errFnMetadata(p)
+		if named {
+			return "", nil, ErrFnNameTwice
 		}
-		name = v
+		name, named = string(p[5:]), true
 	}
-	if name == "" && !strings.Contains(string(code[:end]), "name=") {
+	if !named {
 		return "", nil, ErrFnNoName
 	}
 	if !validFnName(name) {
 		return "", nil, ErrFnLibName
 	}
+	if !strings.EqualFold(engine, "lua") {
+		return "", nil, errFnEngine(engine)
+	}
 	return name, code[end:], nil
 }
+
+// fnKey is a function's key in functions.fns.
+func fnKey(name string) string { return strings.ToLower(name) }
 
 func validFnName(s string) bool {
 	if s == "" {
@@ -193,7 +206,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 		return "", ErrFnNoFunctions
 	}
 	for _, fn := range lib.fns {
-		if other := f.fns[fn.name]; other != nil && other.lib != old {
+		if other := f.fns[fnKey(fn.name)]; other != nil && other.lib != old {
 			return "", errFnExists(fn.name)
 		}
 	}
@@ -207,7 +220,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	}
 	f.libs[name] = lib
 	for _, fn := range lib.fns {
-		f.fns[fn.name] = fn
+		f.fns[fnKey(fn.name)] = fn
 	}
 	return name, nil
 }
@@ -215,8 +228,8 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 func (a *Actor) dropLibrary(l *library) {
 	f := &a.scripts.fn
 	for _, fn := range l.fns {
-		if f.fns[fn.name] == fn {
-			delete(f.fns, fn.name)
+		if f.fns[fnKey(fn.name)] == fn {
+			delete(f.fns, fnKey(fn.name))
 		}
 	}
 	delete(f.libs, l.name)
@@ -347,7 +360,7 @@ func cmdFcall(c *Ctx) error {
 		return err
 	}
 	c.a.fnEnv()
-	fn := c.a.scripts.fn.fns[string(c.args[1])]
+	fn := c.a.scripts.fn.fns[fnKey(string(c.args[1]))]
 	if fn == nil {
 		return ErrFnNotFound
 	}

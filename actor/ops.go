@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,20 @@ func (a *Actor) applyOpsParams() {
 	a.slow.trim()
 	th, _ := strconv.ParseInt(a.storedParamValue("latency-monitor-threshold"), 10, 64)
 	a.lat.thresholdMs.Store(th)
+	a.applyClientsPct()
+}
+
+// applyClientsPct makes the client memory budget the percentage of
+// maxmemory (stored: Cellar has no maxmemory of its own) that
+// maxmemory-clients names, as Redis computes it; nothing when it names a
+// size.
+func (a *Actor) applyClientsPct() {
+	if a.clientsPct == "" {
+		return
+	}
+	pct, _ := strconv.ParseUint(strings.TrimSuffix(a.clientsPct, "%"), 10, 64)
+	maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
+	a.cfg.Clients.SetLimit(int64(min(maxmem/100*pct+maxmem%100*pct/100, math.MaxInt64)))
 }
 
 // maxErrorCodes bounds INFO errorstats' table (a client sending scripts

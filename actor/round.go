@@ -229,6 +229,8 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	}
 	s.lastActive = now
 	s.seq = b.Seq
+	s.input = b.Input
+	defer func() { s.input = 0 }()
 	oi := int32(len(a.out))
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
 	w := proto.Writer{Buf: make([]byte, 0, replyCap(s.replyHint)), Proto: s.resp}

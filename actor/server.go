@@ -181,9 +181,15 @@ func writeCommandInfo(c *Ctx, cmd *Command) {
 	for _, t := range cmd.meta.Tips {
 		w.BulkString(strings.ToLower(t))
 	}
-	w.Array(len(cmd.meta.KeySpecs))
+	// Redis 7.0 sends the key specs as a set, and the subcommands as an
+	// array, or an empty set when there are none (RESP3 shows the types).
+	w.Set(len(cmd.meta.KeySpecs))
 	for _, k := range cmd.meta.KeySpecs {
 		writeKeySpec(c, k)
+	}
+	if len(cmd.Subs) == 0 {
+		w.Set(0)
+		return
 	}
 	w.Array(len(cmd.Subs))
 	for _, s := range cmd.Subs {
@@ -519,7 +525,17 @@ func (a *Actor) params() []Param {
 		}},
 		{Name: "appendonly", Get: func() string { return "no" }},
 		a.busyParam("busy-reply-threshold"),
-		{Name: "save", Get: func() string { return "" }},
+		// save: Cellar takes no snapshot on a schedule (the redo log makes
+		// every write durable), so its save points are "" until CONFIG SET
+		// gives some, which are kept and reported, as Redis reports them,
+		// without effect (like the other stored parameters).
+		{Name: "save", Get: func() string { return a.storedParams["save"] }, Set: func(v string) error {
+			n, err := redisParamByName["save"].normalize(v)
+			if err == nil {
+				a.storedParams["save"] = n
+			}
+			return err
+		}},
 		{Name: "requirepass", Get: func() string { return a.cfg.RequirePass }, Set: func(v string) error {
 			a.setRequirePass(v)
 			return nil
@@ -551,17 +567,31 @@ func (a *Actor) params() []Param {
 			_, err = a.st.SetMaxPageCount(n)
 			return err
 		}},
-		{Name: "maxmemory-clients", Get: func() string { return strconv.FormatInt(a.cfg.Clients.Limit(), 10) }, Set: func(v string) error {
+		{Name: "maxmemory-clients", Get: func() string {
+			if a.clientsPct != "" {
+				return a.clientsPct
+			}
+			return strconv.FormatInt(a.cfg.Clients.Limit(), 10)
+		}, Set: func(v string) error {
+			if strings.HasSuffix(v, "%") {
+				// A percentage of maxmemory, as Redis has it (0 while
+				// maxmemory is 0: no limit); applyClientsPct.
+				n, err := redisParamByName["maxmemory-clients"].normalize(v)
+				if err == nil {
+					a.clientsPct = n
+					a.applyClientsPct()
+				}
+				return err
+			}
 			n, ok := parseMemory(v)
 			switch {
-			case !ok && strings.HasSuffix(v, "%"):
-				return errMemoryPercent
 			case !ok:
 				return errMemoryValue
 			case n != 0 && n < 1<<20:
 				return errMemoryTooLow
 			}
 			a.cfg.Clients.SetLimit(n)
+			a.clientsPct = ""
 			return nil
 		}},
 		{Name: "notify-keyspace-events", Get: func() string { return notifyFlagsString(a.notifyFlags) }, Set: func(v string) error {

@@ -156,6 +156,7 @@ func (c *conn) parse() (wait bool) {
 			break
 		}
 		consumed += n
+		b.input += n
 		if len(c.args) == 0 {
 			continue
 		}
@@ -681,6 +682,7 @@ type batchBuilder struct {
 	arena []byte
 	offs  []int32 // start,end of every argument in arena
 	ends  []int32 // per command: index of its last argument + 1
+	input int     // request bytes parsed into it (Batch.Input)
 }
 
 func (lp *eventLoop) newBatch() *batchBuilder {
@@ -693,7 +695,7 @@ func (lp *eventLoop) newBatch() *batchBuilder {
 }
 
 func (lp *eventLoop) freeBatch(b *batchBuilder) {
-	b.arena, b.offs, b.ends = b.arena[:0], b.offs[:0], b.ends[:0]
+	b.arena, b.offs, b.ends, b.input = b.arena[:0], b.offs[:0], b.ends[:0], 0
 	if cap(b.arena) > 1<<20 {
 		b.arena = nil
 	}
@@ -728,5 +730,5 @@ func (b *batchBuilder) finish(id, seq uint64) *actor.Batch {
 	ends := make([]int32, len(b.ends))
 	copy(ends, b.ends)
 	bytes := int64(cap(arena) + 24*len(args) + 4*len(ends) + 128)
-	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes}
+	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes, Input: int64(b.input)}
 }

@@ -253,6 +253,15 @@ func (p *Parser) parseInline(buf []byte, args [][]byte) (_ [][]byte, n, need int
 	return args, nl + 1, 0, nil
 }
 
+// SplitArgs splits line as Redis's sdssplitargs does (see splitArgs), for
+// the places that read a redis-cli style line outside a request, such as a
+// function library's "#!" line. ok is false on unbalanced quotes. The
+// arguments are fresh copies.
+func SplitArgs(line []byte) (args [][]byte, ok bool) {
+	var p Parser
+	return p.splitArgs(line, nil)
+}
+
 // splitArgs splits an inline request the way Redis's sdssplitargs does:
 // blanks separate arguments; "double quotes" understand \n \r \t \b \a \xHH
 // and \<c>; 'single quotes' understand \'; a closing quote must be followed

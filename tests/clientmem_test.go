@@ -511,7 +511,7 @@ func TestConfigSetMaxMemoryClients(t *testing.T) {
 	admin.expect(array(bulk("maxmemory-clients"), bulk("3000000")), "CONFIG", "GET", "maxmemory-clients")
 	for v, why := range map[string]string{
 		"lots": "argument must be a memory or percent value",
-		"5%":   "a percent value needs maxmemory, which Cellar does not have; give a size",
+		"101%": "percentage argument must be less or equal to 100",
 		"1000": "argument must be 0 (no limit) or at least 1mb",
 	} {
 		admin.expect(errr("ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - "+why),

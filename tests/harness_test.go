@@ -140,7 +140,8 @@ func steps(n int) int {
 const replyTimeout = 2 * time.Minute
 
 // client returns a go-redis client with its defaults (HELLO 3, CLIENT
-// SETINFO) but replyTimeout, closed at the end of the test.
+// SETINFO, whose error it ignores) but replyTimeout, closed at the end of
+// the test.
 func (s *testServer) client(opts ...func(*redis.Options)) *redis.Client {
 	o := &redis.Options{Addr: s.addr, ReadTimeout: replyTimeout, WriteTimeout: replyTimeout}
 	for _, f := range opts {
