@@ -34,11 +34,11 @@ test: deps lint
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
 
-# The black-box suite at its full sizes: the differential tests send twice
-# as many random commands per seed as make test's (tests/harness_test.go,
-# steps).
+# The suites at their full sizes: the black-box differential tests send
+# twice as many random commands per seed as make test's (tests/harness_test.go,
+# steps), the search top-list model runs 60 steps instead of 15.
 test-long: deps
-	TEST_LONG=1 $(GO) test -race -count=1 -timeout 90m ./tests
+	TEST_LONG=1 $(GO) test -race -count=1 -timeout 90m ./actor ./tests
 
 # The long crash test: 20 kill -9 cycles per durability mode under load,
 # checking every acknowledged write after each restart (make test runs 3).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -145,7 +146,14 @@ func TestSearchTopLists(t *testing.T) {
 			}
 		}
 	}
-	for step := 0; step < 60; step++ {
+	// 60 steps with TEST_LONG=1 (make test-long); 15 in make test, which
+	// still fails at once when a list's page leaves out the documents
+	// indexed since the list was made.
+	steps := 15
+	if os.Getenv("TEST_LONG") != "" {
+		steps = 60
+	}
+	for step := 0; step < steps; step++ {
 		// Writes between the queries, some in the query's own round.
 		var ws [][]string
 		for range r.IntN(12) {
