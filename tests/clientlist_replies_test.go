@@ -51,6 +51,7 @@ var qbufFields = regexp.MustCompile(`qbuf=\d+ qbuf-free=\d+`)
 // left in a 20474-byte buffer as qbuf-free); a client that has sent
 // nothing has an empty buffer.
 func TestClientListQueryBuffer(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	self := "addr=" + r.c.LocalAddr().String()
@@ -100,6 +101,7 @@ func TestClientListQueryBuffer(t *testing.T) {
 // 7.0: go-redis, which sends it on every new connection, takes the error
 // and goes on.
 func TestClientSetInfoIsRedis70s(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r := s.raw()
 	r.expect(errr("ERR unknown subcommand 'SETINFO'. Try CLIENT HELP."), "CLIENT", "SETINFO", "LIB-NAME", "x")

@@ -13,6 +13,7 @@ import (
 // server logs; CONFIG GET answers in Redis's words (Cellar's warn is
 // Redis's warning).
 func TestConfigSetLogLevel(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.LogLevel = "warn" })
 	needCellar(t, s)
 	r := s.raw()
@@ -41,6 +42,7 @@ func TestConfigSetLogLevel(t *testing.T) {
 // before the failing one are put back. Cellar's listener cannot move, so a
 // new port fails as Redis fails when it cannot listen on it.
 func TestConfigSetRollsBack(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	r := s.raw()

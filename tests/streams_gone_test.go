@@ -32,6 +32,7 @@ type goneCase struct {
 }
 
 func TestXReadGroupBlockStreamGoneEveryEvent(t *testing.T) {
+	t.Parallel()
 	gone := func(int) string { return errr("UNBLOCKED the stream key no longer exists") }
 	noGroup := func(int) string {
 		return errr("NOGROUP the consumer group this client was blocked on no longer exists")
@@ -113,6 +114,7 @@ func TestXReadGroupBlockStreamGoneEveryEvent(t *testing.T) {
 // A reader blocked on several streams through their group is answered as
 // soon as one of them goes, whichever it is.
 func TestXReadGroupBlockOneOfSeveralStreamsGone(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	for _, kill := range []string{"DEL b", "FLUSHDB", "XGROUP DESTROY b g"} {
 		bt.r.do("FLUSHALL")
@@ -133,6 +135,7 @@ func TestXReadGroupBlockOneOfSeveralStreamsGone(t *testing.T) {
 // command; CLIENT UNBLOCK counts a failed call whichever way it ends the
 // wait, and its ERROR form an UNBLOCKED error.
 func TestBlockedErrorReplyStats(t *testing.T) {
+	t.Parallel()
 	bt := newBlockingTest(t)
 	bt.expect(check{"CONFIG RESETSTAT", status("OK")})
 	bt.expect(check{"XGROUP CREATE s g $ MKSTREAM", status("OK")})

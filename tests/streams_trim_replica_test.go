@@ -15,6 +15,7 @@ import (
 // replica obeys it (a client's LIMIT without "~" is refused), so it holds
 // the entries the master kept, whatever its own stream-node-max-entries.
 func TestReplicaFollowsApproxTrim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := redistest.StartTCP(t)
 	rm := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
