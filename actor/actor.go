@@ -59,6 +59,7 @@ type Actor struct {
 	watches watching  // WATCH's index (multi.go)
 	track   tracking  // client-side caching's tables (tracking.go)
 	repl    replState // the replica role and its link (replication.go)
+	master  master    // serving replicas: the stream, the backlog, WAIT (master.go)
 	pause   pausing   // CLIENT PAUSE (pause.go)
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
 	// (debug.go).
