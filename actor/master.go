@@ -95,8 +95,11 @@ type master struct {
 	// syncs numbers the full syncs (their copy's file name); stats.
 	syncs                            uint64
 	fullSyncs, partialOK, partialErr uint64
-	args                             [][]byte // redisForm's scratch
-	members                          [][]byte
+	// minToWrite and minMaxLag are min-replicas-to-write and
+	// min-replicas-max-lag (applyReplParams).
+	minToWrite, minMaxLag int64
+	args                  [][]byte // redisForm's scratch
+	members               [][]byte
 }
 
 // Replica states, as INFO names them.
@@ -795,6 +798,9 @@ func (a *Actor) infoMaster(kv func(k string, v any)) {
 	m := &a.master
 	kv("role", "master")
 	kv("connected_slaves", len(m.replicas))
+	if m.minToWrite > 0 && m.minMaxLag > 0 {
+		kv("min_slaves_good_slaves", a.goodReplicas())
+	}
 	now := time.Now()
 	for i, s := range m.replicas {
 		r := s.replica
@@ -847,4 +853,37 @@ func (a *Actor) roleMaster(w *proto.Writer) {
 		w.BulkString(strconv.FormatInt(r.listenPort, 10))
 		w.BulkString(strconv.FormatInt(r.ackOff, 10))
 	}
+}
+
+// applyReplParams takes in min-replicas-to-write and min-replicas-max-lag
+// after a CONFIG SET (they are stored parameters, read on every write
+// only through these two fields).
+func (a *Actor) applyReplParams() {
+	m := &a.master
+	m.minToWrite, _ = strconv.ParseInt(a.storedParamValue("min-replicas-to-write"), 10, 64)
+	m.minMaxLag, _ = strconv.ParseInt(a.storedParamValue("min-replicas-max-lag"), 10, 64)
+}
+
+// enoughReplicas is Redis's checkGoodReplicasStatus: with
+// min-replicas-to-write and min-replicas-max-lag both set, a write needs
+// that many online replicas whose last acknowledgement is at most the lag
+// old (in whole seconds, as Redis counts it). Redis recounts once a
+// second; Cellar counts at the write.
+func (a *Actor) enoughReplicas() bool {
+	m := &a.master
+	return m.minToWrite <= 0 || m.minMaxLag <= 0 || a.goodReplicas() >= m.minToWrite
+}
+
+// goodReplicas counts the online replicas acknowledged within
+// min-replicas-max-lag seconds.
+func (a *Actor) goodReplicas() int64 {
+	m := &a.master
+	now := a.roundStart.Unix()
+	good := int64(0)
+	for _, s := range m.replicas {
+		if r := s.replica; r.state == replOnline && now-r.ackTime.Unix() <= m.minMaxLag {
+			good++
+		}
+	}
+	return good
 }

@@ -45,6 +45,7 @@ func (a *Actor) applyOpsParams() {
 	a.slow.trim()
 	th, _ := strconv.ParseInt(a.storedParamValue("latency-monitor-threshold"), 10, 64)
 	a.lat.thresholdMs.Store(th)
+	a.applyReplParams()
 }
 
 // maxErrorCodes bounds INFO errorstats' table (a client sending scripts

@@ -222,3 +222,40 @@ func TestReplconfReplies(t *testing.T) {
 	r.expect(integer(0), "WAIT", "0", "0")
 	r.expect(integer(0), "WAIT", "1", "10")
 }
+
+// TestMinReplicasToWrite: with min-replicas-to-write 1, Cellar refuses
+// writes with -NOREPLICAS until a replica is online, and again once it is
+// gone; a new replica makes them succeed again.
+func TestMinReplicasToWrite(t *testing.T) {
+	srv := startServer(t)
+	needCellar(t, srv)
+	ctx := context.Background()
+	r := srv.raw()
+	r.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "1")
+	r.expect(status("OK"), "CONFIG", "SET", "min-replicas-max-lag", "10")
+	noReplicas := errr("NOREPLICAS Not enough good replicas to write.")
+	r.expect(noReplicas, "SET", "k", "v")
+	r.expect("$-1\r\n", "GET", "k")
+	writes := func(want string) func() bool {
+		return func() bool {
+			got, err := r.tryDo("SET", "k", "v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got == want
+		}
+	}
+	host, port, _ := net.SplitHostPort(srv.addr)
+	first := redistest.StartTCP(t, "--replicaof", host, port)
+	wait.For(t, 120*time.Second, "SET to succeed once the first replica is online", writes(status("OK")))
+	c := srv.client()
+	if got := masterInfo(t, c, "replication", "min_slaves_good_slaves"); got != "1" {
+		t.Errorf("min_slaves_good_slaves: %q, want 1", got)
+	}
+	fc := redis.NewClient(&redis.Options{Addr: first.Addr})
+	defer fc.Close()
+	fc.Do(ctx, "SHUTDOWN", "NOSAVE") // its connection closes with it
+	wait.For(t, 120*time.Second, "SET to be refused with -NOREPLICAS once the replica is gone", writes(noReplicas))
+	redistest.StartTCP(t, "--replicaof", host, port)
+	wait.For(t, 120*time.Second, "SET to succeed again with a new replica", writes(status("OK")))
+}
