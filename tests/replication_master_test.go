@@ -259,3 +259,58 @@ func TestMinReplicasToWrite(t *testing.T) {
 	redistest.StartTCP(t, "--replicaof", host, port)
 	wait.For(t, 120*time.Second, "SET to succeed again with a new replica", writes(status("OK")))
 }
+
+// TestCellarReplicaOfCellar: a Cellar replica (package replica) follows a
+// Cellar master over the same protocol: the full resync's RDB (every type,
+// two databases, TTLs, a function library), the stream, and +CONTINUE
+// after CLIENT KILL TYPE replica.
+func TestCellarReplicaOfCellar(t *testing.T) {
+	master := startServer(t)
+	needCellar(t, master)
+	ctx := context.Background()
+	m0 := master.client()
+	m5 := master.client(func(o *redis.Options) { o.DB = 5 })
+	redistest.Fill(t, ctx, m0, "pre:")
+	redistest.Fill(t, ctx, m5, "pre5:")
+	m0.Set(ctx, "pre:ttl", "v", time.Hour)
+	if err := m0.Do(ctx, "FUNCTION", "LOAD", "#!lua name=masterlib\nredis.register_function('answer', function() return 42 end)").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	replica := startServer(t)
+	rc := replica.client()
+	host, port, _ := net.SplitHostPort(master.addr)
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	offsets := func(what string) {
+		t.Helper()
+		wait.For(t, 120*time.Second, what, func() bool {
+			m := masterInfo(t, m0, "replication", "master_repl_offset")
+			return masterInfo(t, rc, "replication", "master_link_status") == "up" &&
+				m != "0" && m == masterInfo(t, rc, "replication", "slave_repl_offset")
+		})
+	}
+	offsets("the Cellar replica's slave_repl_offset to reach the master's")
+	redistest.Fill(t, ctx, m0, "live:")
+	m5.Expire(ctx, "pre5:str:raw", time.Hour)
+	offsets("the Cellar replica to apply the stream")
+	sameKeys(t, 0, master.addr, replica.addr)
+	sameKeys(t, 5, master.addr, replica.addr)
+	if got, err := rc.Do(ctx, "FCALL", "answer", 0).Int(); err != nil || got != 42 {
+		t.Errorf("FCALL answer on the replica: %v %v", got, err)
+	}
+
+	master.raw().expect(integer(1), "CLIENT", "KILL", "TYPE", "replica")
+	m0.Set(ctx, "after:kill", "v", 0)
+	wait.For(t, 120*time.Second, "the master to count a partial resync (sync_partial_ok:1)", func() bool {
+		return masterInfo(t, m0, "stats", "sync_partial_ok") == "1"
+	})
+	offsets("the Cellar replica to catch up after the partial resync")
+	if got := masterInfo(t, m0, "stats", "sync_full"); got != "1" {
+		t.Errorf("sync_full: %q, want 1", got)
+	}
+	if got := rc.Get(ctx, "after:kill").Val(); got != "v" {
+		t.Errorf("after:kill on the replica: %q", got)
+	}
+}
