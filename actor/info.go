@@ -90,7 +90,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("cellar_storage", "sqlite "+a.st.Path())
 	case "clients":
 		b.WriteString("# Clients\r\n")
-		kv("connected_clients", len(a.sessions))
+		kv("connected_clients", len(a.sessions)-len(a.master.replicas)) // as Redis: replicas are not counted
 		kv("cluster_connections", 0)
 		for _, p := range a.cfg.Params {
 			if p.Name == "maxclients" {

@@ -284,6 +284,9 @@ func (a *Actor) addReplica(s *session, psync bool) *replica {
 	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr}
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
+	// Client eviction (maxmemory_clients) spares replicas, as Redis's
+	// does; the replica output class bounds them instead.
+	s.mem.SetNoEvict(true)
 	return r
 }
 
