@@ -211,6 +211,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	if a.repl.replID == "" {
 		a.repl.replID = newReplID()
 	}
+	if cfg.Log != nil {
+		a.loadReplication() // a clean stop's replication ID and offset (master.go)
+	}
 	a.errorStats = map[string]uint64{}
 	a.storedParams = storedParams{}
 	for name, v := range cfg.StoredParams {
@@ -263,6 +266,7 @@ func (a *Actor) Run() {
 				if len(msgs) == 0 {
 					a.spare = msgs
 					a.flush()
+					a.saveReplication()
 					return
 				}
 				a.round(msgs)

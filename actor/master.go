@@ -890,3 +890,91 @@ func (a *Actor) goodReplicas() int64 {
 	}
 	return good
 }
+
+// Across a restart. A clean stop (every round flushed to SQLite, nothing
+// failed) leaves the replication ID and offset in <database>-replication;
+// the next start takes them (and removes the file, so that a crash after
+// it cannot reuse them), keeps counting the stream from that offset, and
+// so a replica that had everything (its offset the saved one) continues
+// with +CONTINUE and an empty backlog, as after a Redis master's restart.
+// After a crash there is no file: the offset of what the replicas got is
+// unknown, so the server starts a new history (a new ID; full resyncs).
+
+// replStatePath is where a clean stop leaves the replication state.
+func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
+
+// saveReplication writes the state at a clean stop (Run's end).
+func (a *Actor) saveReplication() {
+	m := &a.master
+	l := a.cfg.Log
+	if !m.active || a.repl.on || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
+		return
+	}
+	path := a.replStatePath()
+	tmp := path + ".tmp"
+	data := fmt.Sprintf("%s %d\n", a.repl.replID, m.offset)
+	err := writeSynced(tmp, []byte(data))
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
+		return
+	}
+	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Msg("replication: replication ID and offset saved for the restart")
+}
+
+// loadReplication takes the state a clean stop left (New, with a redo log).
+func (a *Actor) loadReplication() {
+	path := a.replStatePath()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		return // kept, it could be read again after a crash: not used
+	}
+	if syncDir(filepath.Dir(path)) != nil {
+		return
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 || len(f[0]) != 40 {
+		return
+	}
+	off, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || off < 0 {
+		return
+	}
+	m := &a.master
+	a.repl.replID = f[0]
+	m.active, m.offset, m.selDB = true, off, -1
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

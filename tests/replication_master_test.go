@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/redistest"
 	"github.com/cellar-db/cellar/internal/wait"
 )
@@ -313,4 +314,41 @@ func TestCellarReplicaOfCellar(t *testing.T) {
 	if got := rc.Get(ctx, "after:kill").Val(); got != "v" {
 		t.Errorf("after:kill on the replica: %q", got)
 	}
+}
+
+// TestRedisReplicaContinuesAfterCellarRestart: a clean restart of Cellar
+// keeps its replication ID and offset, so its Redis replica, which had the
+// whole stream, continues with +CONTINUE rather than a new full resync.
+func TestRedisReplicaContinuesAfterCellarRestart(t *testing.T) {
+	port := freePort(t)
+	srv := startServer(t, func(c *cellar.Config) { c.Port = port })
+	needCellar(t, srv)
+	ctx := context.Background()
+	c := srv.client()
+	redistest.Fill(t, ctx, c, "pre:")
+	host, p, _ := net.SplitHostPort(srv.addr)
+	red := redistest.StartTCP(t, "--replicaof", host, p)
+	rc := redis.NewClient(&redis.Options{Addr: red.Addr})
+	defer rc.Close()
+	c.Set(ctx, "before:restart", "v", 0)
+	caughtUp(t, c, rc)
+	replID := masterInfo(t, c, "replication", "master_replid")
+
+	srv.restart()
+	c = srv.client()
+	if got := masterInfo(t, c, "replication", "master_replid"); got != replID {
+		t.Fatalf("master_replid after the restart: %s, before: %s", got, replID)
+	}
+	c.Set(ctx, "after:restart", "v", 0)
+	wait.For(t, 120*time.Second, "the replica to come back with a partial resync (Cellar's sync_partial_ok:1)", func() bool {
+		return masterInfo(t, c, "stats", "sync_partial_ok") == "1"
+	})
+	caughtUp(t, c, rc)
+	if got := masterInfo(t, c, "stats", "sync_full"); got != "0" {
+		t.Errorf("sync_full after the restart: %q, want 0", got)
+	}
+	if got := rc.Get(ctx, "after:restart").Val(); got != "v" {
+		t.Errorf("after:restart on the replica: %q", got)
+	}
+	sameKeys(t, 0, srv.addr, red.Addr)
 }
