@@ -74,7 +74,7 @@ func (a *Actor) endRound() error {
 	a.master.round = a.master.round[:0]
 	for _, e := range a.takeEffects() {
 		if feed {
-			a.feedReplicas(e) // before Append: e aliases a buffer Append may not keep
+			a.feedReplicas(e) // the replicas' stream (master.go), sent once the log write succeeded
 		}
 		if err := l.Append(e); err != nil {
 			// The round's writes stand in the open transaction but cannot
