@@ -194,6 +194,13 @@ type OutputBufferConfig struct {
 	PubsubHardLimit   int64         `koanf:"pubsub_hard_limit"`
 	PubsubSoftLimit   int64         `koanf:"pubsub_soft_limit"`
 	PubsubSoftSeconds time.Duration `koanf:"pubsub_soft_seconds"`
+	// ReplicaHardLimit, ReplicaSoftLimit and ReplicaSoftSeconds bound a
+	// replica's stream (Redis's replica class, by default 256mb 64mb 60):
+	// what it has not read yet, and what waits for it during its full
+	// resync. 0 disables a limit.
+	ReplicaHardLimit   int64         `koanf:"replica_hard_limit"`
+	ReplicaSoftLimit   int64         `koanf:"replica_soft_limit"`
+	ReplicaSoftSeconds time.Duration `koanf:"replica_soft_seconds"`
 }
 
 // StorageConfig sets how often SQLite is brought up to date with the redo
@@ -279,7 +286,8 @@ func DefaultConfig() Config {
 		EnableDebugCommand:     "no",
 		ClientQueryBufferLimit: 1 << 30,
 		OutputBuffer: OutputBufferConfig{HardLimit: 256 << 20, SoftLimit: 32 << 20, SoftSeconds: 60 * time.Second,
-			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second},
+			PubsubHardLimit: 32 << 20, PubsubSoftLimit: 8 << 20, PubsubSoftSeconds: 60 * time.Second,
+			ReplicaHardLimit: 256 << 20, ReplicaSoftLimit: 64 << 20, ReplicaSoftSeconds: 60 * time.Second},
 		MaxBacklog:           8 << 20,
 		MaxMemoryClients:     256 << 20,
 		TrackingTableMaxKeys: 1000000,

@@ -59,6 +59,7 @@ type Actor struct {
 	watches watching  // WATCH's index (multi.go)
 	track   tracking  // client-side caching's tables (tracking.go)
 	repl    replState // the replica role and its link (replication.go)
+	master  master    // serving replicas: the stream, the backlog, WAIT (master.go)
 	pause   pausing   // CLIENT PAUSE (pause.go)
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
 	// (debug.go).
@@ -213,6 +214,9 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	if a.repl.replID == "" {
 		a.repl.replID = newReplID()
 	}
+	if cfg.Log != nil {
+		a.loadReplication() // a clean stop's replication ID and offset (master.go)
+	}
 	a.errorStats = map[string]uint64{}
 	a.storedParams = storedParams{}
 	for name, v := range cfg.StoredParams {
@@ -265,6 +269,7 @@ func (a *Actor) Run() {
 				if len(msgs) == 0 {
 					a.spare = msgs
 					a.flush()
+					a.saveReplication()
 					return
 				}
 				a.round(msgs)

@@ -92,6 +92,14 @@ type Config struct {
 	PubsubHardLimit int64
 	PubsubSoftLimit int64
 	PubsubSoftTime  time.Duration
+	// ReplicaHardLimit, ReplicaSoftLimit and ReplicaSoftTime are the
+	// replica output class (Redis's "replica 256mb 64mb 60"): a replica's
+	// unsent stream, and its stream held during its full resync, past the
+	// hard limit or above the soft one for longer than the soft time
+	// disconnect it (master.go; 0: no limit).
+	ReplicaHardLimit int64
+	ReplicaSoftLimit int64
+	ReplicaSoftTime  time.Duration
 	// NotifyKeyspaceEvents is Redis's notify-keyspace-events flag string
 	// (notify.go).
 	NotifyKeyspaceEvents string

@@ -130,6 +130,9 @@ type waiter struct {
 	hidx     int       // index in the deadline heap; -1 when not in it
 	done     bool
 
+	// onTimeout, when set, is the reply at the deadline (WAIT's count).
+	onTimeout func() []byte
+
 	// The suspended batch: its sequence number, and the replies of the
 	// commands before the blocking one. While the round that suspended it
 	// is open, the batch's completion is still a.out[oi] and its blocking
@@ -561,6 +564,9 @@ func (a *Actor) retryWaiter(w *waiter) bool {
 // UNBLOCK TIMEOUT): Redis's null array, whatever the command (BLMOVE's
 // too, although its other null replies are null bulks).
 func timeoutReply(w *waiter) []byte {
+	if w.onTimeout != nil {
+		return w.onTimeout()
+	}
 	out := proto.Writer{Proto: w.resp}
 	out.NullArray()
 	return out.Buf

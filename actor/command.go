@@ -159,6 +159,7 @@ var families = [][]*Command{
 	functionCommands,
 	dumpCommands,
 	replicationCommands,
+	masterCommands,
 	bitmapCommands,
 	hllCommands,
 	lcsCommands,

@@ -36,6 +36,10 @@ type session struct {
 	// master: the replication link's connection to the master, whose
 	// commands a read-only replica obeys (replication.go).
 	master bool
+	// replica: the session is a replica of this server (PSYNC/SYNC ran);
+	// replConf is what REPLCONF said before (master.go).
+	replica  *replica
+	replConf replConf
 	// mem is the connection's share of the client memory budget (its
 	// NO-EVICT flag lives there too).
 	mem *ClientMem
@@ -124,6 +128,7 @@ func (a *Actor) endSession(id uint64) bool {
 	}
 	a.resetState(s)
 	a.dropHeld(s)
+	a.dropReplica(s)
 	delete(a.sessions, id)
 	a.forgetSession(s)
 	if e := a.log.Debug(); e.Enabled() {
@@ -582,6 +587,12 @@ func validClientType(b []byte) (string, error) {
 // clientType is the client's type for CLIENT LIST/KILL TYPE (and its
 // output limit class, pubsub.go).
 func (s *session) clientType() string {
+	switch {
+	case s.replica != nil:
+		return "replica"
+	case s.master:
+		return "master"
+	}
 	if s.subscribed {
 		return "pubsub"
 	}

@@ -11,27 +11,8 @@ import (
 )
 
 var debugCommands = []*Command{
-	{Name: "wait", Summary: "Waits for replicas to acknowledge the client's writes; Cellar has none, so it answers 0 at once.", Handler: cmdWait},
 	{Name: "lolwut", Summary: "Prints the server's version.", Handler: cmdLolwut},
 	{Name: "debug", Summary: "Debugging subcommands: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD, HELP.", Handler: cmdDebug},
-}
-
-// WAIT numreplicas timeout: with no replicas, the count of acknowledging
-// replicas is 0, answered at once (Redis answers at once when numreplicas
-// is 0 or less, and otherwise after the timeout).
-func cmdWait(c *Ctx) error {
-	if _, err := c.intArg(1); err != nil {
-		return err
-	}
-	ms, err := parseInt(c.args[2])
-	switch {
-	case err != nil:
-		return ErrTimeoutNotInteger
-	case ms < 0:
-		return ErrTimeoutNegative
-	}
-	c.w.Int(0)
-	return nil
 }
 
 // LOLWUT [VERSION version]: Redis 7.0 prints its version for any version

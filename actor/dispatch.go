@@ -134,6 +134,11 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	} else if a.repl.readOnly && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) {
 		a.reject(s, cmd, string(ErrReadOnlyReplica), w)
 		return false
+	} else if a.master.minToWrite > 0 && !a.repl.on && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) && !a.enoughReplicas() {
+		// min-replicas-to-write (master.go): Redis's -NOREPLICAS, in the
+		// same place.
+		a.reject(s, cmd, string(ErrNoReplicas), w)
+		return false
 	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)

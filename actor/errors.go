@@ -817,3 +817,20 @@ func errFtTooMany(what string, limit int) error {
 func errFtQuery(msg string) error {
 	return ReplyError(fmt.Sprintf("Syntax error: %s", msg))
 }
+
+// Serving replicas (master.go).
+const (
+	ErrSyncAsReplica ReplyError = "ERR Cellar serves replicas only as a master (a replica of Cellar's replica is not built yet)"
+	ErrSyncNoLog     ReplyError = "ERR replicas are served from the redo log, which this server runs without"
+	ErrWaitReplica   ReplyError = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	ErrRdbOnlyRange  ReplyError = "ERR value is out of range, value must between 0 and 1"
+	ErrNoReplicas    ReplyError = "NOREPLICAS Not enough good replicas to write."
+)
+
+func errReplconfOption(opt []byte) error {
+	return ReplyError("ERR Unrecognized REPLCONF option: " + string(opt))
+}
+
+func errReplconfIPTooLong(n int) error {
+	return ReplyError(fmt.Sprintf("ERR REPLCONF ip-address provided by replica instance is too long: %d bytes", n))
+}

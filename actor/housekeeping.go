@@ -54,7 +54,8 @@ func (a *Actor) housekeeping(now time.Time) {
 		a.lastSync = now
 		a.durable.syncSoon(a.syncSeq())
 	}
-	a.sampleInstant(now) // INFO instantaneous_* (ops.go)
+	a.replHousekeeping(now) // PINGs and keep-alives to replicas (master.go)
+	a.sampleInstant(now)    // INFO instantaneous_* (ops.go)
 }
 
 // closeIdle closes the clients idle for longer than timeout, as Redis's

@@ -90,7 +90,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("cellar_storage", "sqlite "+a.st.Path())
 	case "clients":
 		b.WriteString("# Clients\r\n")
-		kv("connected_clients", len(a.sessions))
+		kv("connected_clients", len(a.sessions)-len(a.master.replicas)) // as Redis: replicas are not counted
 		kv("cluster_connections", 0)
 		for _, p := range a.cfg.Params {
 			if p.Name == "maxclients" {
@@ -238,6 +238,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("instantaneous_input_kbps", strconv.FormatFloat(mean(a.inst.in[:]), 'f', 2, 64))
 		kv("instantaneous_output_kbps", strconv.FormatFloat(mean(a.inst.out[:]), 'f', 2, 64))
 		kv("rejected_connections", rejected)
+		kv("sync_full", a.master.fullSyncs)
+		kv("sync_partial_ok", a.master.partialOK)
+		kv("sync_partial_err", a.master.partialErr)
 		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
 		kv("expired_keys", a.stats.expiredKeys)

@@ -47,6 +47,7 @@ func (a *Actor) applyOpsParams() {
 	th, _ := strconv.ParseInt(a.storedParamValue("latency-monitor-threshold"), 10, 64)
 	a.lat.thresholdMs.Store(th)
 	a.applyClientsPct()
+	a.applyReplParams()
 }
 
 // applyClientsPct makes the client memory budget the percentage of

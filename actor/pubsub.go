@@ -387,6 +387,10 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 // Config.MaxReply it is closed as runBatch closes it (overflow); its soft
 // limit is the loop's.
 func (a *Actor) pushLimits(s *session, out int64) {
+	if s.replica != nil {
+		a.pushReplicaLimits(s, out)
+		return
+	}
 	if !s.subscribed {
 		if a.cfg.MaxReply > 0 && out > a.cfg.MaxReply {
 			a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).

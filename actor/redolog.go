@@ -70,7 +70,12 @@ func (a *Actor) endRound() error {
 		return err
 	}
 	l := a.cfg.Log
+	feed := a.master.active
+	a.master.round = a.master.round[:0]
 	for _, e := range a.takeEffects() {
+		if feed {
+			a.feedReplicas(e) // the replicas' stream (master.go), sent once the log write succeeded
+		}
 		if err := l.Append(e); err != nil {
 			// The round's writes stand in the open transaction but cannot
 			// be logged: nothing more may be acknowledged.
@@ -89,6 +94,9 @@ func (a *Actor) endRound() error {
 			return nil
 		}
 		a.stats.logWrites++
+	}
+	if feed {
+		a.endStream()
 	}
 	if len(a.afterFlush) > 0 {
 		a.flush()

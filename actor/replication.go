@@ -158,10 +158,7 @@ func (a *Actor) stopReplica() {
 func cmdRole(c *Ctx) error {
 	a := c.a
 	if !a.repl.on {
-		c.w.Array(3)
-		c.w.BulkString("master")
-		c.w.Int(0)
-		c.w.Array(0)
+		a.roleMaster(c.w)
 		return nil
 	}
 	st := a.repl.r.Status()
@@ -181,17 +178,7 @@ func cmdRole(c *Ctx) error {
 // infoReplication writes INFO's replication section as Redis 7.0 does.
 func (a *Actor) infoReplication(kv func(k string, v any)) {
 	if !a.repl.on {
-		kv("role", "master")
-		kv("connected_slaves", 0)
-		kv("master_failover_state", "no-failover")
-		kv("master_replid", a.repl.replID)
-		kv("master_replid2", "0000000000000000000000000000000000000000")
-		kv("master_repl_offset", 0)
-		kv("second_repl_offset", -1)
-		kv("repl_backlog_active", 0)
-		kv("repl_backlog_size", 1048576)
-		kv("repl_backlog_first_byte_offset", 0)
-		kv("repl_backlog_histlen", 0)
+		a.infoMaster(kv)
 		return
 	}
 	st := a.repl.r.Status()

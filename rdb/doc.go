@@ -1,7 +1,9 @@
 // Package rdb reads and writes Redis's RDB serialization: whole RDB files
 // as a master streams them to a replica (Reader, which reads from an
 // io.Reader key by key and never holds more than the value being decoded),
-// and the payloads of DUMP and RESTORE (DecodeDump, AppendDump).
+// and the payloads of DUMP and RESTORE (DecodeDump, AppendDump); and whole
+// files of version 10 as Cellar, a master, sends one to a replica
+// (FileWriter, built in memory).
 //
 // It reads every type Redis 7.0 writes and those older versions wrote:
 // strings (plain, integer and LZF-compressed encodings); lists as linked

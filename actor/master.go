@@ -1,0 +1,980 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cellar-db/cellar/offload"
+	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/rdb"
+	"github.com/cellar-db/cellar/storage"
+)
+
+// The master side of Redis's replication (Redis 7.0's replication.c is the
+// reference): a Redis replica, or anything that speaks PSYNC, can follow
+// Cellar. docs/architecture.md, "Serving replicas", says what works and
+// what does not yet.
+//
+// The stream. What a replica receives after its full sync is the redo
+// log's effects (effects.go) as the RESP commands Redis would propagate:
+// endRound, as it hands a round's records to the redo log, also converts
+// each to Redis's form (redisForm: relative expiries made absolute, as
+// Redis rewrites EXPIRE into PEXPIREAT and SET EX into SET PXAT; a group
+// record, an EXEC's or a script's, as MULTI ... EXEC), with a SELECT
+// whenever the database changes. After the round's log write succeeded
+// the bytes go to the backlog and to every online replica, through the
+// push path (Actor.push), so they leave after the round's replies like a
+// Pub/Sub message; the replication offset is the byte count of that
+// stream. A PING every repl-ping-replica-period seconds and a REPLCONF
+// GETACK * at the end of a round in which a WAIT blocked are part of it,
+// as in Redis. Nothing is converted until the first replica asks
+// (master.active): a server nobody follows pays nothing.
+//
+// The full sync. PSYNC that cannot continue (and SYNC) suspends the
+// replica's batch like SAVE (suspendOnJob) and starts a sync job on the
+// offload pool after the next flush (afterFlush): the job copies the
+// database (storage.Snapshot: VACUUM INTO through a connection of its
+// own), opens the copy as a Store of its own, reads the redo log position
+// the copy covers (the last flush's, stored in the same transaction as
+// its rows), and writes every key of every database and every function
+// library into an RDB of version 10 (rdb.FileWriter). Meanwhile the actor
+// serves everybody, and keeps for the waiting replica the stream from the
+// moment it asked (replica.pend) with a mark (log position, offset,
+// selected database) at the end of every round. When the job is back the
+// actor finds the mark of the copy's log position: that is the offset the
+// RDB stands at. It finishes the RDB with the auxiliary fields that need
+// it (repl-stream-db, the database the stream had selected there, which a
+// Redis replica selects for its master client; repl-id; repl-offset) and
+// answers the suspended PSYNC with "+FULLRESYNC <replid> <offset>", the
+// RDB as "$<len>\r\n<bytes>", and the stream since that offset; from then
+// on the replica is online. While it waits it gets a newline every second
+// (Redis's keep-alive before the reply), which no offset counts.
+//
+// The partial resync. The backlog is the last repl-backlog-size bytes of
+// the stream (in memory; INFO's repl_backlog_*). PSYNC <replid> <offset>
+// with this server's replication ID and an offset still in it is answered
+// "+CONTINUE <replid>" and the backlog from there.
+//
+// Bounds: a waiting replica's stream and an online replica's unsent
+// output are bounded by the replica output class (Config.ReplicaHardLimit
+// and ReplicaSoftLimit/ReplicaSoftTime, Redis's "replica 256mb 64mb 60"):
+// past them it is disconnected, and starts over. The RDB is built in the
+// job's memory whole (a limit of this first version: a dataset the size
+// of the memory cannot be sent).
+//
+// Only the actor touches the master state; the job owns its copy and its
+// writer until it posts them back (msgCall).
+
+// master is the actor's state as a master. Only the actor touches it.
+type master struct {
+	// active: a replica asked once; from then on the stream is kept.
+	active bool
+	// offset is master_repl_offset: the bytes of the stream so far.
+	offset int64
+	// backlog is the end of the stream, at most backlogSize bytes of it
+	// (kept up to twice that, then cut); its first byte is at offset
+	// offset-len(backlog)+1.
+	backlog []byte
+	// selDB is the database the stream has selected (-1: none yet).
+	selDB int
+	// round is the stream the round being ended adds.
+	round []byte
+	// replicas in the order they attached.
+	replicas []*session
+	// getack: a WAIT blocked in this round; ping: a PING is due.
+	getack, ping bool
+	lastPing     time.Time
+	// waits are the WAITs blocked for acknowledgements.
+	waits []*replWait
+	// syncs numbers the full syncs (their copy's file name); stats.
+	syncs                            uint64
+	fullSyncs, partialOK, partialErr uint64
+	// minToWrite and minMaxLag are min-replicas-to-write and
+	// min-replicas-max-lag (applyReplParams).
+	minToWrite, minMaxLag int64
+	args                  [][]byte // redisForm's scratch
+	members               [][]byte
+}
+
+// Replica states, as INFO names them.
+const (
+	replWaitBgsave = iota // its full sync's job runs
+	replOnline
+)
+
+// replica is a session's state once it is a replica (session.replica).
+type replica struct {
+	state      int
+	listenPort int64
+	ipAddr     string // REPLCONF ip-address
+	ackOff     int64
+	ackTime    time.Time
+	// While waiting for its RDB: the stream since it asked, from offset
+	// pendFrom+1, and the marks of every round's end since.
+	pend     []byte
+	pendFrom int64
+	marks    []replMark
+	finish   func([]byte)
+	psync    bool // PSYNC (+FULLRESYNC first), not SYNC
+}
+
+// replMark is where the stream stood at a round's end.
+type replMark struct {
+	logPos uint64
+	offset int64
+	selDB  int
+}
+
+// replConf is what REPLCONF told a session before it became a replica.
+type replConf struct {
+	listenPort int64
+	ipAddr     string
+}
+
+// replWait is a blocked WAIT.
+type replWait struct {
+	s      *session
+	n      int64
+	target int64 // -1 until the round that blocked it ends
+	finish func([]byte)
+	w      *waiter
+}
+
+var masterCommands = []*Command{
+	{Name: "psync", Summary: "Starts replication as a replica: a partial resync from the backlog, or a full one.", Handler: cmdPsync, Defers: true},
+	{Name: "sync", Summary: "Starts replication as a replica with a full resync (the protocol before PSYNC).", Handler: cmdPsync, Defers: true},
+	{Name: "wait", Summary: "Waits until replicas acknowledged the client's writes, or the timeout.", Handler: cmdWait, Defers: true},
+	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf},
+}
+
+// backlogSize is repl-backlog-size.
+func (a *Actor) backlogSize() int64 {
+	n, err := strconv.ParseInt(a.storedParamValue("repl-backlog-size"), 10, 64)
+	if err != nil || n < 1 {
+		return 1 << 20
+	}
+	return n
+}
+
+// REPLCONF option value [option value ...], as Redis 7.0's replconfCommand.
+func cmdReplconf(c *Ctx) error {
+	if len(c.args)%2 == 0 {
+		return ErrSyntax
+	}
+	s := c.s
+	for j := 1; j < len(c.args); j += 2 {
+		switch {
+		case c.argEq(j, "listening-port"):
+			port, err := c.intArg(j + 1)
+			if err != nil {
+				return err
+			}
+			s.replConf.listenPort = port
+			if s.replica != nil {
+				s.replica.listenPort = port
+			}
+		case c.argEq(j, "ip-address"):
+			if len(c.args[j+1]) >= 46 {
+				return errReplconfIPTooLong(len(c.args[j+1]))
+			}
+			s.replConf.ipAddr = string(c.args[j+1])
+			if s.replica != nil {
+				s.replica.ipAddr = s.replConf.ipAddr
+			}
+		case c.argEq(j, "capa"):
+			// eof and psync2 are understood; Cellar sends the RDB with
+			// its length either way, which every replica accepts.
+		case c.argEq(j, "ack"):
+			r := s.replica
+			if r == nil {
+				return nil
+			}
+			off, err := parseInt(c.args[j+1])
+			if err != nil {
+				return nil
+			}
+			if off > r.ackOff {
+				r.ackOff = off
+			}
+			r.ackTime = c.a.roundStart
+			c.a.checkWaits()
+			return nil // REPLCONF ACK has no reply
+		case c.argEq(j, "getack"):
+			return nil // only a master asks; its link answers (package replica)
+		case c.argEq(j, "rdb-only"):
+			v, err := c.intArg(j + 1)
+			if err != nil {
+				return err
+			}
+			if v < 0 || v > 1 {
+				return ErrRdbOnlyRange
+			}
+		default:
+			return errReplconfOption(c.args[j])
+		}
+	}
+	c.w.OK()
+	return nil
+}
+
+// PSYNC replicationid offset, and SYNC: as Redis 7.0's syncCommand.
+func cmdPsync(c *Ctx) error {
+	a, s := c.a, c.s
+	if s.replica != nil {
+		return nil // already a replica: ignored, as Redis does
+	}
+	if a.repl.on {
+		return ErrSyncAsReplica
+	}
+	if !a.logging() {
+		return ErrSyncNoLog
+	}
+	psync := c.argEq(0, "psync")
+	m := &a.master
+	if !m.active {
+		m.active, m.selDB = true, -1
+		m.lastPing = a.roundStart
+	}
+	if psync && string(c.args[1]) == a.repl.replID {
+		if from, err := parseInt(c.args[2]); err == nil && a.canContinue(from) {
+			r := a.addReplica(s, true)
+			r.state = replOnline
+			r.ackTime = a.roundStart
+			w := c.w
+			w.Raw([]byte("+CONTINUE " + a.repl.replID + "\r\n"))
+			first := m.offset - int64(len(m.backlog)) + 1
+			w.Raw(m.backlog[from-first:])
+			m.partialOK++
+			a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int64("offset", from).
+				Msg("replica: partial resync accepted")
+			return nil
+		}
+	}
+	if psync && string(c.args[1]) != "?" {
+		m.partialErr++
+	}
+	finish, err := c.suspendOnJob()
+	if err != nil {
+		return err
+	}
+	r := a.addReplica(s, psync)
+	r.finish = finish
+	r.pendFrom = m.offset
+	r.marks = append(r.marks, replMark{logPos: uint64(a.cfg.Log.Written()), offset: m.offset, selDB: m.selDB})
+	a.startFullSync(s, r)
+	return nil
+}
+
+// canContinue reports whether the stream from offset from on is still in
+// the backlog (Redis's masterTryPartialResynchronization's test).
+func (a *Actor) canContinue(from int64) bool {
+	m := &a.master
+	first := m.offset - int64(len(m.backlog)) + 1
+	return from >= first && from <= m.offset+1
+}
+
+// addReplica makes s a replica.
+func (a *Actor) addReplica(s *session, psync bool) *replica {
+	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr}
+	s.replica = r
+	a.master.replicas = append(a.master.replicas, s)
+	// Client eviction (maxmemory_clients) spares replicas, as Redis's
+	// does; the replica output class bounds them instead.
+	s.mem.SetNoEvict(true)
+	return r
+}
+
+// dropReplica forgets s as a replica (its connection ended).
+func (a *Actor) dropReplica(s *session) {
+	if s.replica == nil {
+		return
+	}
+	s.replica = nil
+	m := &a.master
+	for i, r := range m.replicas {
+		if r == s {
+			m.replicas = append(m.replicas[:i], m.replicas[i+1:]...)
+			break
+		}
+	}
+	a.checkWaits()
+}
+
+// startFullSync runs the sync job for replica s after the next flush.
+func (a *Actor) startFullSync(s *session, r *replica) {
+	m := &a.master
+	m.syncs++
+	m.fullSyncs++
+	id := s.id
+	src := a.st.Path()
+	tmp := filepath.Join(filepath.Dir(src), fmt.Sprintf("replsync-%d-%d.db", os.Getpid(), m.syncs))
+	a.log.Info().Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync: writing an RDB from a snapshot")
+	start := func() {
+		job := &offload.Job{Run: func() {
+			w, pos, err := buildSyncRDB(src, tmp)
+			a.in.put(message{kind: msgCall, fn: func() { a.fullSyncDone(id, w, pos, err) }})
+		}}
+		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
+			a.fullSyncDone(id, nil, 0, err)
+		}
+	}
+	a.afterFlush = append(a.afterFlush, start)
+}
+
+// buildSyncRDB copies the database at src to tmp and writes every key of
+// the copy into an RDB; pos is the redo log position the copy covers. On
+// an offload worker: the copy and its Store are the job's alone.
+func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
+	defer func() {
+		for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+			os.Remove(f)
+		}
+	}()
+	if err := storage.Snapshot(src, tmp); err != nil {
+		return nil, 0, err
+	}
+	st, err := storage.Open(storage.Options{Path: tmp})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer st.Close()
+	st.Now = 0 // everything the copy holds goes, expired or not; the stream's DELs follow
+	if pos, err = st.RedoPosition(); err != nil {
+		return nil, 0, err
+	}
+	w = rdb.NewFileWriter()
+	w.Aux("redis-ver", RedisVersion)
+	w.Aux("redis-bits", "64")
+	w.Aux("ctime", strconv.FormatInt(time.Now().Unix(), 10))
+	w.Aux("used-mem", "0")
+	libs, err := st.FunctionLibraries()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, l := range libs {
+		w.Function(l.Code)
+	}
+	var keys [][]byte
+	for db := range storage.NumDBs {
+		keys = keys[:0]
+		err := st.Keys(db, nil, func(k []byte) bool {
+			keys = append(keys, append([]byte(nil), k...))
+			return true
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		w.SelectDB(db, uint64(len(keys)), 0)
+		for _, k := range keys {
+			meta, ok, err := st.Lookup(db, k)
+			if err != nil {
+				return nil, 0, err
+			}
+			if !ok {
+				continue
+			}
+			o, err := readObject(st, db, k, meta.Type)
+			if err != nil {
+				return nil, 0, err
+			}
+			w.Key(k, o, meta.ExpireAt)
+		}
+		w.Checkpoint()
+	}
+	return w, pos, nil
+}
+
+// fullSyncDone answers the suspended PSYNC of client id with the RDB w,
+// which holds the keyspace at redo log position pos, and the stream since.
+func (a *Actor) fullSyncDone(id uint64, w *rdb.FileWriter, pos uint64, err error) {
+	s := a.sessions[id]
+	if s == nil || s.replica == nil || s.replica.finish == nil {
+		return // gone meanwhile
+	}
+	r := s.replica
+	fail := func(why string, err error) {
+		a.log.Error().Err(err).Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync failed: " + why)
+		r.finish = nil
+		a.kill(s) // its suspended PSYNC goes unanswered; the replica retries
+	}
+	if err != nil {
+		fail("writing the RDB", err)
+		return
+	}
+	at := -1
+	for i, mk := range r.marks {
+		if mk.logPos == pos {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		fail("the snapshot's log position is not one of the stream's", fmt.Errorf("position %d", pos))
+		return
+	}
+	mk := r.marks[at]
+	m := &a.master
+	db := max(mk.selDB, 0)
+	w.Aux("repl-stream-db", strconv.Itoa(db))
+	w.Aux("repl-id", a.repl.replID)
+	w.Aux("repl-offset", strconv.FormatInt(mk.offset, 10))
+	file := w.End()
+	var out []byte
+	if r.psync {
+		out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
+	}
+	out = append(out, '$')
+	out = strconv.AppendInt(out, int64(len(file)), 10)
+	out = append(out, '\r', '\n')
+	out = append(out, file...)
+	out = append(out, r.pend[mk.offset-r.pendFrom:]...)
+	finish := r.finish
+	r.finish, r.pend, r.marks = nil, nil, nil
+	r.state, r.ackTime = replOnline, a.roundStart
+	finish(out)
+	a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Int64("offset", mk.offset).
+		Int64("master_repl_offset", m.offset).Msg("replica: full resync sent")
+}
+
+// feedReplicas converts one record the round gives the redo log into the
+// stream (master.round). The caller checked master.active.
+func (a *Actor) feedReplicas(rec []byte) {
+	m := &a.master
+	if members, ok, err := splitGroup(rec, m.members[:0]); ok {
+		m.members = members
+		if err != nil {
+			return
+		}
+		multi := false
+		for _, p := range members {
+			e, err := decodeEffect(p, m.args[:0])
+			if err != nil {
+				continue
+			}
+			m.args = e.args
+			if !multi {
+				// MULTI goes after the SELECT its first command needs,
+				// as Redis propagates it.
+				m.selectDB(e.db)
+				m.round = appendCommand(m.round, [][]byte{[]byte("MULTI")})
+				multi = true
+			}
+			m.appendEffect(e)
+		}
+		if multi {
+			m.round = appendCommand(m.round, [][]byte{[]byte("EXEC")})
+		}
+		return
+	}
+	e, err := decodeEffect(rec, m.args[:0])
+	if err != nil {
+		return
+	}
+	m.args = e.args
+	m.appendEffect(e)
+}
+
+func (m *master) selectDB(db int) {
+	if db != m.selDB {
+		m.round = appendCommand(m.round, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
+		m.selDB = db
+	}
+}
+
+func (m *master) appendEffect(e effect) {
+	m.selectDB(e.db)
+	m.round = appendCommand(m.round, redisForm(e))
+}
+
+// appendCommand appends args as a RESP array of bulk strings.
+func appendCommand(dst []byte, args [][]byte) []byte {
+	dst = append(dst, '*')
+	dst = strconv.AppendInt(dst, int64(len(args)), 10)
+	dst = append(dst, '\r', '\n')
+	for _, a := range args {
+		dst = append(dst, '$')
+		dst = strconv.AppendInt(dst, int64(len(a)), 10)
+		dst = append(dst, '\r', '\n')
+		dst = append(dst, a...)
+		dst = append(dst, '\r', '\n')
+	}
+	return dst
+}
+
+// redisForm is the command Redis would propagate for the effect e: the
+// record itself, but for the commands whose effect depends on the time
+// they ran at, which Redis 7.0 rewrites to absolute forms (expireGeneric
+// Command: PEXPIREAT; setGenericCommand: SET key value PXAT; getexCommand:
+// PEXPIREAT or PERSIST; RESTORE gets ABSTTL).
+func redisForm(e effect) [][]byte {
+	args := e.args
+	if len(args) < 2 {
+		return args
+	}
+	abs := func(n int64, ms bool) []byte {
+		if !ms {
+			n *= 1000
+		}
+		return strconv.AppendInt(nil, e.now+n, 10)
+	}
+	num := func(i int) (int64, bool) {
+		if i >= len(args) {
+			return 0, false
+		}
+		n, err := parseInt(args[i])
+		return n, err == nil
+	}
+	switch name := strings.ToLower(string(args[0])); name {
+	case "expire", "pexpire":
+		if n, ok := num(2); ok {
+			return append([][]byte{[]byte("PEXPIREAT"), args[1], abs(n, name == "pexpire")}, args[3:]...)
+		}
+	case "expireat":
+		if n, ok := num(2); ok {
+			return append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, n*1000, 10)}, args[3:]...)
+		}
+	case "setex", "psetex":
+		if n, ok := num(2); ok && len(args) == 4 {
+			return [][]byte{[]byte("SET"), args[1], args[3], []byte("PXAT"), abs(n, name == "psetex")}
+		}
+	case "set":
+		for i := 3; i+1 < len(args); i++ {
+			opt := strings.ToLower(string(args[i]))
+			n, ok := num(i + 1)
+			if !ok {
+				continue
+			}
+			var at []byte
+			switch opt {
+			case "ex":
+				at = abs(n, false)
+			case "px":
+				at = abs(n, true)
+			case "exat":
+				at = strconv.AppendInt(nil, n*1000, 10)
+			default:
+				continue
+			}
+			return [][]byte{[]byte("SET"), args[1], args[2], []byte("PXAT"), at}
+		}
+	case "getex":
+		if len(args) >= 3 {
+			opt := strings.ToLower(string(args[2]))
+			if opt == "persist" {
+				return [][]byte{[]byte("PERSIST"), args[1]}
+			}
+			if n, ok := num(3); ok {
+				switch opt {
+				case "ex", "px":
+					return [][]byte{[]byte("PEXPIREAT"), args[1], abs(n, opt == "px")}
+				case "exat":
+					return [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, n*1000, 10)}
+				case "pxat":
+					return [][]byte{[]byte("PEXPIREAT"), args[1], args[3]}
+				}
+			}
+		}
+	case "restore":
+		if n, ok := num(2); ok && n != 0 {
+			for _, a := range args[4:] {
+				if strings.EqualFold(string(a), "absttl") {
+					return args
+				}
+			}
+			out := append([][]byte{args[0], args[1], abs(n, true)}, args[3:]...)
+			return append(out, []byte("ABSTTL"))
+		}
+	}
+	return args
+}
+
+var (
+	pingCmd   = appendCommand(nil, [][]byte{[]byte("PING")})
+	getackCmd = appendCommand(nil, [][]byte{[]byte("REPLCONF"), []byte("GETACK"), []byte("*")})
+)
+
+// endStream ends the round for the replicas: the stream it added (the
+// round's records, converted as they were logged; a due PING; a GETACK a
+// WAIT asked for) goes to the backlog, to every online replica, and to the
+// waiting ones' pending streams. Called once the round's log write
+// succeeded.
+func (a *Actor) endStream() {
+	m := &a.master
+	for _, w := range m.waits {
+		if w.target < 0 {
+			w.target = m.offset + int64(len(m.round))
+		}
+	}
+	if m.ping {
+		m.ping = false
+		m.round = append(m.round, pingCmd...)
+	}
+	if m.getack {
+		m.getack = false
+		if len(m.replicas) > 0 {
+			m.round = append(m.round, getackCmd...)
+		}
+	}
+	b := m.round
+	if len(b) > 0 {
+		m.offset += int64(len(b))
+		m.backlog = append(m.backlog, b...)
+		if size := a.backlogSize(); int64(len(m.backlog)) > 2*size || int64(cap(m.backlog)) > 4*size+int64(len(b)) {
+			m.backlog = append(make([]byte, 0, size+size/2), m.backlog[int64(len(m.backlog))-min(size, int64(len(m.backlog))):]...)
+		} else if int64(len(m.backlog)) > size {
+			// Keep the bytes; only the first byte's offset moves.
+			m.backlog = m.backlog[int64(len(m.backlog))-size:]
+		}
+	}
+	pos := uint64(a.cfg.Log.Written())
+	for _, s := range m.replicas {
+		r := s.replica
+		switch r.state {
+		case replOnline:
+			if len(b) > 0 {
+				a.push(s, append([]byte(nil), b...), false)
+			}
+		case replWaitBgsave:
+			if last := r.marks[len(r.marks)-1]; last.logPos == pos && last.offset == m.offset {
+				continue
+			}
+			r.pend = append(r.pend, b...)
+			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
+			if lim := a.cfg.ReplicaHardLimit; lim > 0 && int64(len(r.pend)) > lim {
+				a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", len(r.pend)).
+					Msg("closing replica whose stream reached the replica output hard limit during its full resync")
+				r.finish = nil
+				a.kill(s)
+			}
+		}
+	}
+	m.round = m.round[:0]
+	if cap(m.round) > maxEffectsBuf {
+		m.round = nil
+	}
+	if len(m.waits) > 0 {
+		a.checkWaits()
+	}
+}
+
+// replHousekeeping is the replication cron's part: the PING every
+// repl-ping-replica-period seconds, and a newline a second to a replica
+// waiting for its RDB.
+func (a *Actor) replHousekeeping(now time.Time) {
+	m := &a.master
+	if !m.active || len(m.replicas) == 0 {
+		return
+	}
+	period, _ := strconv.Atoi(a.storedParamValue("repl-ping-replica-period"))
+	if now.Sub(m.lastPing) >= time.Duration(max(period, 1))*time.Second {
+		m.lastPing = now
+		m.ping = true
+		for _, s := range m.replicas {
+			if s.replica.state == replWaitBgsave {
+				a.push(s, []byte("\n"), false)
+			}
+		}
+	}
+}
+
+// pushReplicaLimits applies the replica output class to replica s whose
+// replies now hold out bytes.
+func (a *Actor) pushReplicaLimits(s *session, out int64) {
+	hard, soft := a.cfg.ReplicaHardLimit, a.cfg.ReplicaSoftLimit
+	switch {
+	case hard > 0 && out > hard:
+	case soft > 0 && out > soft:
+		now := a.roundStart
+		if s.softSince.IsZero() {
+			s.softSince = now
+			return
+		}
+		if a.cfg.ReplicaSoftTime <= 0 || now.Sub(s.softSince) <= a.cfg.ReplicaSoftTime {
+			return
+		}
+	default:
+		s.softSince = time.Time{}
+		return
+	}
+	a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int64("bytes", out).
+		Msg("closing replica that reached the replica output buffer limit")
+	a.kill(s)
+	a.cfg.Clients.Release(s.mem)
+}
+
+// acks counts the replicas that acknowledged offset off.
+func (a *Actor) acks(off int64) int64 {
+	n := int64(0)
+	for _, s := range a.master.replicas {
+		if r := s.replica; r.state == replOnline && r.ackOff >= off {
+			n++
+		}
+	}
+	return n
+}
+
+// checkWaits answers the WAITs whose replicas have acknowledged enough.
+func (a *Actor) checkWaits() {
+	m := &a.master
+	kept := m.waits[:0]
+	for _, w := range m.waits {
+		if w.w.done {
+			continue
+		}
+		if w.target >= 0 {
+			if n := a.acks(w.target); n >= w.n {
+				w.finish(intReply(n))
+				continue
+			}
+		}
+		kept = append(kept, w)
+	}
+	clear(m.waits[len(kept):])
+	m.waits = kept
+}
+
+func intReply(n int64) []byte { return append(strconv.AppendInt([]byte(":"), n, 10), '\r', '\n') }
+
+// WAIT numreplicas timeout, as Redis 7.0's waitCommand: answered at once
+// when enough replicas acknowledged the stream so far (or inside MULTI or
+// a script); otherwise the client waits until they do or the timeout, and
+// the round's end asks every replica for an acknowledgement (REPLCONF
+// GETACK). The offset waited for is the stream's end after the WAIT's
+// round: at least the client's last write (Redis's c->woff), perhaps more.
+func cmdWait(c *Ctx) error {
+	a := c.a
+	if a.repl.on {
+		return ErrWaitReplica
+	}
+	n, err := c.intArg(1)
+	if err != nil {
+		return err
+	}
+	ms, err := parseInt(c.args[2])
+	switch {
+	case err != nil:
+		return ErrTimeoutNotInteger
+	case ms < 0:
+		return ErrTimeoutNegative
+	}
+	m := &a.master
+	pending := len(m.round) > 0 || len(a.eff.ends) > 0
+	if got := a.acks(m.offset); (!pending && got >= n) || n <= 0 || c.noBlock || c.s.tx != nil {
+		c.w.Int(got)
+		return nil
+	}
+	w := &waiter{}
+	rw := &replWait{s: c.s, n: n, target: -1, w: w}
+	w.onTimeout = func() []byte { return intReply(a.acks(rw.target)) }
+	if err := c.block(w, ms); err != nil {
+		return err
+	}
+	rw.finish = func(reply []byte) { a.complete(w, reply, false) }
+	m.waits = append(m.waits, rw)
+	m.getack = true
+	return nil
+}
+
+// replicaAddr is the address INFO and ROLE give for replica s.
+func replicaAddr(s *session) string {
+	if s.replica.ipAddr != "" {
+		return s.replica.ipAddr
+	}
+	host, _, err := net.SplitHostPort(s.addr)
+	if err != nil {
+		return s.addr
+	}
+	return host
+}
+
+// infoMaster writes INFO replication's master fields.
+func (a *Actor) infoMaster(kv func(k string, v any)) {
+	m := &a.master
+	kv("role", "master")
+	kv("connected_slaves", len(m.replicas))
+	if m.minToWrite > 0 && m.minMaxLag > 0 {
+		kv("min_slaves_good_slaves", a.goodReplicas())
+	}
+	now := time.Now()
+	for i, s := range m.replicas {
+		r := s.replica
+		state := "wait_bgsave"
+		if r.state == replOnline {
+			state = "online"
+		}
+		lag := int64(0)
+		if !r.ackTime.IsZero() {
+			lag = int64(now.Sub(r.ackTime) / time.Second)
+		}
+		kv("slave"+strconv.Itoa(i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d", replicaAddr(s), r.listenPort, state, r.ackOff, lag))
+	}
+	kv("master_failover_state", "no-failover")
+	kv("master_replid", a.repl.replID)
+	kv("master_replid2", "0000000000000000000000000000000000000000")
+	kv("master_repl_offset", m.offset)
+	kv("second_repl_offset", -1)
+	kv("repl_backlog_active", b2i(m.active))
+	kv("repl_backlog_size", a.backlogSize())
+	first := int64(0)
+	if m.active {
+		first = m.offset - int64(len(m.backlog)) + 1
+	}
+	kv("repl_backlog_first_byte_offset", first)
+	kv("repl_backlog_histlen", len(m.backlog))
+}
+
+// roleMaster writes ROLE's master form: the offset and the online
+// replicas' address, port and acknowledged offset, as bulk strings.
+func (a *Actor) roleMaster(w *proto.Writer) {
+	m := &a.master
+	w.Array(3)
+	w.BulkString("master")
+	w.Int(m.offset)
+	n := 0
+	for _, s := range m.replicas {
+		if s.replica.state == replOnline {
+			n++
+		}
+	}
+	w.Array(n)
+	for _, s := range m.replicas {
+		r := s.replica
+		if r.state != replOnline {
+			continue
+		}
+		w.Array(3)
+		w.BulkString(replicaAddr(s))
+		w.BulkString(strconv.FormatInt(r.listenPort, 10))
+		w.BulkString(strconv.FormatInt(r.ackOff, 10))
+	}
+}
+
+// applyReplParams takes in min-replicas-to-write and min-replicas-max-lag
+// after a CONFIG SET (they are stored parameters, read on every write
+// only through these two fields).
+func (a *Actor) applyReplParams() {
+	m := &a.master
+	m.minToWrite, _ = strconv.ParseInt(a.storedParamValue("min-replicas-to-write"), 10, 64)
+	m.minMaxLag, _ = strconv.ParseInt(a.storedParamValue("min-replicas-max-lag"), 10, 64)
+}
+
+// enoughReplicas is Redis's checkGoodReplicasStatus: with
+// min-replicas-to-write and min-replicas-max-lag both set, a write needs
+// that many online replicas whose last acknowledgement is at most the lag
+// old (in whole seconds, as Redis counts it). Redis recounts once a
+// second; Cellar counts at the write.
+func (a *Actor) enoughReplicas() bool {
+	m := &a.master
+	return m.minToWrite <= 0 || m.minMaxLag <= 0 || a.goodReplicas() >= m.minToWrite
+}
+
+// goodReplicas counts the online replicas acknowledged within
+// min-replicas-max-lag seconds.
+func (a *Actor) goodReplicas() int64 {
+	m := &a.master
+	now := a.roundStart.Unix()
+	good := int64(0)
+	for _, s := range m.replicas {
+		if r := s.replica; r.state == replOnline && now-r.ackTime.Unix() <= m.minMaxLag {
+			good++
+		}
+	}
+	return good
+}
+
+// Across a restart. A clean stop (every round flushed to SQLite, nothing
+// failed) leaves the replication ID and offset in <database>-replication;
+// the next start takes them (and removes the file, so that a crash after
+// it cannot reuse them), keeps counting the stream from that offset, and
+// so a replica that had everything (its offset the saved one) continues
+// with +CONTINUE and an empty backlog, as after a Redis master's restart.
+// After a crash there is no file: the offset of what the replicas got is
+// unknown, so the server starts a new history (a new ID; full resyncs).
+
+// replStatePath is where a clean stop leaves the replication state.
+func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
+
+// saveReplication writes the state at a clean stop (Run's end).
+func (a *Actor) saveReplication() {
+	m := &a.master
+	l := a.cfg.Log
+	if !m.active || a.repl.on || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
+		return
+	}
+	path := a.replStatePath()
+	tmp := path + ".tmp"
+	data := fmt.Sprintf("%s %d\n", a.repl.replID, m.offset)
+	err := writeSynced(tmp, []byte(data))
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
+		return
+	}
+	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Msg("replication: replication ID and offset saved for the restart")
+}
+
+// loadReplication takes the state a clean stop left (New, with a redo log).
+func (a *Actor) loadReplication() {
+	path := a.replStatePath()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		return // kept, it could be read again after a crash: not used
+	}
+	if syncDir(filepath.Dir(path)) != nil {
+		return
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 || len(f[0]) != 40 {
+		return
+	}
+	off, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || off < 0 {
+		return
+	}
+	m := &a.master
+	a.repl.replID = f[0]
+	m.active, m.offset, m.selDB = true, off, -1
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
