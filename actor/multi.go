@@ -86,7 +86,7 @@ func (a *Actor) queueCommand(s *session, cmd *Command, args [][]byte, w *proto.W
 	}
 	tx.queue = append(tx.queue, cloneArgs(args))
 	tx.bytes += size
-	tx.flags |= cmd.Flags
+	tx.flags |= a.runFlags(cmd, args) // a no-writes script's flags, as Redis
 	s.mem.Add(MemMulti, size)
 	w.Simple("QUEUED")
 }

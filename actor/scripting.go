@@ -227,6 +227,70 @@ func parseScriptFlags(names []string, bad func(string) error) (scriptFlags, erro
 	return flags, nil
 }
 
+// runFlags is cmd's flags for this call (args): Redis's getCommandFlags.
+// A script or function that declares its flags (EVAL's "#!lua" shebang,
+// register_function's flags) replaces the command's write, denyoom and
+// may_replicate flags with its own: write unless it is no-writes, denyoom
+// unless it is no-writes or allow-oom. EVAL of a script without a shebang,
+// EVALSHA of one not cached, and FCALL of a function that does not exist
+// keep the command's flags. CLIENT PAUSE WRITE and MULTI read them.
+func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
+	var sf scriptFlags
+	switch cmd.Name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro":
+		if len(args) < 2 {
+			return cmd.Flags
+		}
+		body := args[1]
+		if cmd.Name == "evalsha" || cmd.Name == "evalsha_ro" {
+			if len(body) != 40 {
+				return cmd.Flags
+			}
+			s := a.scripts.cache[strings.ToLower(string(body))]
+			if s == nil || !s.shebang {
+				return cmd.Flags
+			}
+			sf = s.flags
+		} else if s := a.scripts.cache[sha1Hex(body)]; s != nil {
+			if !s.shebang {
+				return cmd.Flags
+			}
+			sf = s.flags
+		} else {
+			if len(body) < 2 || body[0] != '#' || body[1] != '!' {
+				return cmd.Flags
+			}
+			f, _, err := parseShebang(body)
+			if err != nil {
+				return cmd.Flags
+			}
+			sf = f
+		}
+	case "fcall", "fcall_ro":
+		if len(args) < 2 {
+			return cmd.Flags
+		}
+		fn := a.scripts.fn.fns[string(args[1])]
+		if fn == nil {
+			return cmd.Flags
+		}
+		sf = fn.flags
+	default:
+		return cmd.Flags
+	}
+	f := cmd.Flags &^ (FlagStale | FlagDenyOOM | FlagWrite | FlagMayReplicate)
+	if sf&(flagAllowOOM|flagNoWrites) == 0 {
+		f |= FlagDenyOOM
+	}
+	if sf&flagNoWrites == 0 {
+		f |= FlagWrite
+	}
+	if sf&flagAllowStale != 0 {
+		f |= FlagStale
+	}
+	return f
+}
+
 // numKeys parses EVAL's and FCALL's numkeys (argument i) against the
 // arguments that follow it.
 func (c *Ctx) numKeys(i int) (int, error) {
