@@ -256,6 +256,29 @@ type Batch struct {
 	// held: the batch waited for a CLIENT PAUSE to end and has already
 	// left the backlog (pause.go).
 	held bool
+	// state: whether the actor has begun the batch (batchTaken) or its
+	// loop answered it (batchClaimed: a script went busy before the
+	// actor reached it); whichever comes first wins, once.
+	state atomic.Int32
+}
+
+const (
+	batchWaiting int32 = iota
+	batchTaken
+	batchClaimed
+)
+
+// Claim is the loop's side of a batch the actor has not begun: while a
+// script runs past busy-reply-threshold, the loop answers the batch itself
+// (-BUSY, as Redis answers a command that arrives then) and the actor then
+// skips it. It reports whether the loop won; false means the actor has
+// begun it (or finished it) and will answer. Safe from any goroutine.
+func (b *Batch) Claim() bool { return b.state.CompareAndSwap(batchWaiting, batchClaimed) }
+
+// take is the actor's side: it reports whether the batch is the actor's
+// to run (false: its loop answered it).
+func (b *Batch) take() bool {
+	return b.state.CompareAndSwap(batchWaiting, batchTaken) || b.state.Load() == batchTaken
 }
 
 // Len is the number of commands in the batch.

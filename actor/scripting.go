@@ -35,7 +35,15 @@ import (
 // loops read ScriptWatch (an atomic per batch) and answer other clients
 // -BUSY themselves, since the actor is running the script; SCRIPT KILL and
 // FUNCTION KILL are answered there too and stop the script through the
-// Lua state's context, which the interpreter checks at every instruction.
+// Lua state's context, which the interpreter checks at every instruction
+// (a pcall in the script does not catch the kill: the next instruction
+// outside it raises it again). A batch sent to the actor while a script
+// runs waits; the wait ends with the script's end (the batch then runs and
+// gets its replies) or, for a batch the actor has not begun, when the
+// script goes busy: the ScriptWatch's timer has the loops answer it as
+// they answer new commands then (-BUSY, SCRIPT KILL done; loop/conn.go,
+// claimBusy). The script's own client is not answered -BUSY: like Redis,
+// which stops reading it, its later commands run after the script.
 
 var scriptingCommands = []*Command{
 	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval},
@@ -368,7 +376,7 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	a.scripts.run = r
 	db := c.s.db
 	mark := a.effectsMark()
-	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold()))
+	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id))
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
 	if aborted && a.roundErr == nil {
@@ -540,6 +548,15 @@ type ScriptWatch struct {
 	busyAt atomic.Int64
 	eval   atomic.Bool // the running script is EVAL's, not a function
 	wrote  atomic.Bool // it has run a write command (it cannot be killed)
+	// conn is the connection whose command runs the script: like Redis,
+	// which stops reading that client meanwhile, its loop does not
+	// answer its later commands -BUSY; they run after the script.
+	conn atomic.Uint64
+	// onBusy is called (on the timer's goroutine) when a script runs
+	// past the threshold: the loops then answer the batches the actor
+	// has not begun (Batch.Claim). timer is reused from script to script.
+	onBusy atomic.Pointer[func()]
+	timer  *time.Timer
 
 	mu     sync.Mutex
 	sw     *killSwitch // the running script's switch
@@ -608,8 +625,16 @@ func (w *ScriptWatch) Abort() bool {
 	return true
 }
 
-// begin marks a script started; its context is the interpreter's.
-func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
+// SetOnBusy sets what is called when a script goes busy (the loops' sweep
+// of the batches the actor has not begun). Safe from any goroutine.
+func (w *ScriptWatch) SetOnBusy(f func()) { w.onBusy.Store(&f) }
+
+// Conn is the connection whose command runs the script now (0 if none).
+func (w *ScriptWatch) Conn() uint64 { return w.conn.Load() }
+
+// begin marks a script started (for connection conn); its context is the
+// interpreter's.
+func (w *ScriptWatch) begin(eval bool, threshold time.Duration, conn uint64) *killSwitch {
 	w.mu.Lock()
 	if w.sw == nil || w.killed {
 		w.sw = &killSwitch{done: make(chan struct{})}
@@ -619,14 +644,33 @@ func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
 	w.mu.Unlock()
 	w.eval.Store(eval)
 	w.wrote.Store(false)
+	w.conn.Store(conn)
 	w.busyAt.Store(time.Now().Add(threshold).UnixNano())
+	if w.onBusy.Load() != nil {
+		if w.timer == nil {
+			w.timer = time.AfterFunc(threshold, w.fire)
+		} else {
+			w.timer.Reset(threshold)
+		}
+	}
 	return sw
+}
+
+// fire tells the loops a script may have gone busy (they check Busy).
+func (w *ScriptWatch) fire() {
+	if f := w.onBusy.Load(); f != nil && w.busyAt.Load() != 0 {
+		(*f)()
+	}
 }
 
 // end marks the script finished and reports whether it was killed, and
 // whether by SHUTDOWN NOSAVE.
 func (w *ScriptWatch) end() (killed, aborted bool) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	w.busyAt.Store(0)
+	w.conn.Store(0)
 	w.mu.Lock()
 	killed, aborted = w.killed, w.aborted
 	w.mu.Unlock()

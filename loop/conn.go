@@ -55,9 +55,13 @@ type conn struct {
 	expect   uint64             // the next sequence number to write
 	early    []actor.Completion // completions that arrived before their turn
 	inflight int                // batches sent and not yet written
-	barrier  uint64             // seq of an outstanding blocking command, 0 if none
-	final    *actor.Completion  // a reply the loop itself owes last (protocol error)
-	closeErr error              // why the connection is closing, for the log
+	// pending: the batches sent to the actor whose replies are not yet
+	// written, in order; while a script is busy the loop answers those the
+	// actor has not begun (claimBusy).
+	pending  []*actor.Batch
+	barrier  uint64            // seq of an outstanding blocking command, 0 if none
+	final    *actor.Completion // a reply the loop itself owes last (protocol error)
+	closeErr error             // why the connection is closing, for the log
 
 	// stalled: waiting (in eventLoop.stalled) for the actor's backlog to
 	// fall under its limit.
@@ -159,7 +163,7 @@ func (c *conn) parse() (wait bool) {
 		if len(c.args) == 0 {
 			continue
 		}
-		if busy, _ := c.lp.srv.scripts.Busy(); busy {
+		if busy, _ := c.lp.srv.scripts.Busy(); busy && c.id != c.lp.srv.scripts.Conn() {
 			if reply := c.busy(c.args); reply != nil {
 				if len(b.ends) > 0 {
 					c.submit(b)
@@ -246,6 +250,74 @@ func (c *conn) busy(args [][]byte) []byte {
 	return w.BusyReply()
 }
 
+// busyLocal reports whether busy answers args itself (without sending it
+// to the actor); it has none of busy's effects.
+func (c *conn) busyLocal(args [][]byte) bool {
+	cmd := c.lp.srv.act.Lookup(args[0])
+	switch {
+	case cmd == nil || cmd.Name == "shutdown":
+		return false
+	case len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill"):
+		return true
+	case len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats"):
+		_, eval := c.lp.srv.scripts.Busy()
+		return eval
+	}
+	return !cmd.Is(actor.FlagAllowBusy)
+}
+
+// claimBusy answers, while a script is busy, the connection's batches the
+// actor has not begun: they arrived while the script ran, and Redis, which
+// reads them only once the script is busy, answers them as busy answers
+// new ones (-BUSY; SCRIPT KILL and FUNCTION KILL done). Without it such a
+// batch would wait for the script's end, and a client waiting for its
+// reply (one that would send SCRIPT KILL next, say) would wait forever. A
+// batch with a command busy does not answer (SHUTDOWN, allow_busy ones,
+// unknown ones), and any batch of the connection that runs the script,
+// wait for the actor. The actor skips a claimed batch (Batch.Claim).
+//
+// This ends the wait of a command sent to the actor while a script runs:
+// the script's end (the actor runs it then and it gets its own reply), or
+// the script going busy (claimBusy; -BUSY as above).
+func (c *conn) claimBusy() {
+	w := c.lp.srv.scripts
+	if busy, _ := w.Busy(); !busy || c.state == stateClosed || c.id == w.Conn() || len(c.pending) == 0 {
+		return
+	}
+	var local []actor.Completion
+	for _, b := range c.pending {
+		answerable := true
+		for i := range b.Len() {
+			if !c.busyLocal(b.Cmd(i)) {
+				answerable = false
+				break
+			}
+		}
+		if !answerable || !b.Claim() {
+			continue
+		}
+		var reply []byte
+		for i := range b.Len() {
+			reply = append(reply, c.busy(b.Cmd(i))...)
+		}
+		local = append(local, actor.Completion{ConnID: c.id, Seq: b.Seq, Reply: reply})
+	}
+	for _, cmp := range local {
+		c.deliver(cmp)
+	}
+}
+
+// sweepBusy runs on the loop when a script goes busy: every connection
+// answers its batches the actor has not begun (claimBusy).
+func (lp *eventLoop) sweepBusy(context.Context) error {
+	for _, c := range lp.conns {
+		if len(c.pending) > 0 {
+			c.claimBusy()
+		}
+	}
+	return nil
+}
+
 // eqFold reports whether b is word, ignoring ASCII case.
 func eqFold(b []byte, word string) bool {
 	if len(b) != len(word) {
@@ -324,6 +396,7 @@ func (c *conn) receiveBig() (wait bool) {
 		}
 		c.big, c.need = nil, 0
 		c.mem.Add(actor.MemBatches, batch.Bytes)
+		c.pending = append(c.pending, batch)
 		c.lp.srv.act.Submit(batch)
 		return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
 	}
@@ -335,6 +408,7 @@ func (c *conn) submit(b *batchBuilder) {
 	c.inflight++
 	batch := b.finish(c.id, c.nextSeq)
 	c.mem.Add(actor.MemBatches, batch.Bytes)
+	c.pending = append(c.pending, batch)
 	c.lp.srv.act.Submit(batch)
 	c.lp.freeBatch(b)
 }
@@ -434,6 +508,10 @@ func (c *conn) write(cmp actor.Completion) {
 		if c.final == nil || cmp.Seq != c.final.Seq {
 			c.inflight--
 		}
+		for len(c.pending) > 0 && c.pending[0].Seq <= cmp.Seq {
+			c.pending[0] = nil
+			c.pending = c.pending[1:]
+		}
 		if c.barrier != 0 && cmp.Seq >= c.barrier {
 			c.barrier = 0
 		}
@@ -522,7 +600,7 @@ func (c *conn) teardown(err error) {
 	srv.budget.Release(c.mem)
 	srv.held.Add(-c.held)
 	c.held = 0
-	c.early, c.final = nil, nil
+	c.early, c.final, c.pending = nil, nil, nil
 	c.args, c.parser, c.big = nil, nil, nil
 	srv.clients.Add(-1)
 	// A connection paused on its output leaves outPaused at the next check.
@@ -552,8 +630,9 @@ type eventLoop struct {
 	outWatch   []uint64     // connections with unsent output (watchOutput)
 	outWatchN  atomic.Int64 // len(outWatch), for the ticker
 	checkFn    gnet.RunnableFunc
-	epfd       int  // the loop's epoll descriptor, -1 if unknown (readpause.go)
-	epChecked  bool // epfd was looked up
+	busyFn     gnet.RunnableFunc // sweepBusy
+	epfd       int               // the loop's epoll descriptor, -1 if unknown (readpause.go)
+	epChecked  bool              // epfd was looked up
 
 	mu        sync.Mutex
 	mail      []actor.Completion

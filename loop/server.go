@@ -130,7 +130,19 @@ func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 		tickDone: make(chan struct{}),
 	}
 	act.SetNetStats(s)
+	s.scripts.SetOnBusy(s.scriptWentBusy)
 	return s
+}
+
+// scriptWentBusy asks every loop to answer the batches the actor has not
+// begun, now that a script is busy (conn.claimBusy). Called on a timer's
+// goroutine.
+func (s *Server) scriptWentBusy() {
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	for _, lp := range s.loops {
+		lp.el.Execute(context.Background(), lp.busyFn) // an error: the engine is stopping
+	}
 }
 
 // Start listens and runs the event loops. It returns once the listener is
@@ -274,6 +286,7 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}, epfd: -1}
 		lp.drainFn = gnet.RunnableFunc(lp.drain)
 		lp.checkFn = gnet.RunnableFunc(lp.check)
+		lp.busyFn = gnet.RunnableFunc(lp.sweepBusy)
 		s.loops[el] = lp
 	}
 	return lp
