@@ -240,6 +240,10 @@ type ConnInfo struct {
 	// the actor; the loop holds an unauthenticated client to small
 	// requests (nil: the actor decides alone).
 	Authed *atomic.Bool
+	// InMulti is whether the client is in MULTI, kept up to date by the
+	// actor, for the loop's answers while a script is busy (nil: no loop
+	// reads it).
+	InMulti *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.
@@ -329,6 +333,7 @@ const (
 	msgBatch
 	msgClosed
 	msgCall
+	msgBusy
 )
 
 type message struct {
@@ -337,6 +342,45 @@ type message struct {
 	batch *Batch
 	id    uint64
 	fn    func()
+	busy  BusyNote
+}
+
+// BusyNote is what a loop answered for the actor while a script was busy
+// and that changes the client's transaction (BusyAnswered).
+type BusyNote uint8
+
+const (
+	BusyMulti BusyNote = iota // MULTI answered +OK: the transaction begins
+	BusyFlag                  // a command answered -BUSY: an open transaction fails at EXEC
+	BusyExec                  // EXEC answered EXECABORT: the transaction is discarded
+)
+
+// BusyAnswered tells the actor what a loop answered for it while a script
+// was busy (loop/conn.go, busy), in the connection's order with its
+// batches: Redis's MULTI runs then, and a command refused -BUSY flags the
+// transaction (EXEC then answers EXECABORT ... previous errors), as Redis's
+// rejectCommand does. Called by the loop.
+func (a *Actor) BusyAnswered(id uint64, n BusyNote) {
+	a.in.put(message{kind: msgBusy, id: id, busy: n})
+}
+
+// busyAnswered applies a BusyNote to the client's session.
+func (a *Actor) busyAnswered(id uint64, n BusyNote) {
+	s := a.sessions[id]
+	if s == nil {
+		return
+	}
+	switch n {
+	case BusyMulti:
+		if s.tx == nil {
+			s.tx = &txState{}
+			s.setInMulti(true)
+		}
+	case BusyFlag:
+		flagTx(s)
+	case BusyExec:
+		a.resetTx(s)
+	}
 }
 
 // inbox is the actor's mailbox: the loops append, the actor takes all.

@@ -63,6 +63,8 @@ func (a *Actor) round(msgs []message) {
 			a.endSession(m.id)
 		case msgCall:
 			m.fn()
+		case msgBusy:
+			a.busyAnswered(m.id, m.busy)
 		}
 		if len(a.blk.ready) > 0 {
 			a.serveReady()

@@ -58,7 +58,15 @@ type conn struct {
 	// pending: the batches sent to the actor whose replies are not yet
 	// written, in order; while a script is busy the loop answers those the
 	// actor has not begun (claimBusy).
-	pending  []*actor.Batch
+	pending []*actor.Batch
+	// inMulti is whether the actor's session is in MULTI (the actor keeps
+	// it). busyTx is what the loop's own answers while a script was busy
+	// made of it (1: in MULTI, 2: not; 0: nothing, inMulti says), told to
+	// the actor (BusyAnswered) after the batches up to noteSeq; it stands
+	// until a reply to a later batch shows the actor has caught up.
+	inMulti  *atomic.Bool
+	busyTx   int8
+	noteSeq  uint64
 	barrier  uint64            // seq of an outstanding blocking command, 0 if none
 	final    *actor.Completion // a reply the loop itself owes last (protocol error)
 	closeErr error             // why the connection is closing, for the log
@@ -220,7 +228,12 @@ func (c *conn) parse() (wait bool) {
 // -BUSY, except those Redis lets through (allow_busy: they wait for the
 // actor), unknown ones (answered by the actor after the script) and
 // SHUTDOWN, whose NOSAVE form first stops the script and throws its
-// writes away. It returns nil for a command that goes to the actor.
+// writes away. MULTI is answered here (+OK, or Redis's nested error), so
+// it does not wait for the script; EXEC gets EXECABORT ... because of:
+// BUSY ... and discards the transaction; a command refused -BUSY inside
+// MULTI fails it (EXEC then answers EXECABORT ... previous errors): the
+// actor learns each of these in order (Actor.BusyAnswered). It returns nil
+// for a command that goes to the actor, which waits for the script's end.
 func (c *conn) busy(args [][]byte) []byte {
 	w := c.lp.srv.scripts
 	cmd := c.lp.srv.act.Lookup(args[0])
@@ -244,10 +257,50 @@ func (c *conn) busy(args [][]byte) []byte {
 		}
 		return nil
 	}
+	if cmd.Name == "multi" && len(args) == 1 {
+		// MULTI runs while busy in Redis (allow_busy): answered here, as
+		// the actor cannot run it now; it begins the transaction once the
+		// actor has the note.
+		if c.multi() {
+			return []byte("-" + string(actor.ErrMultiNested) + "\r\n")
+		}
+		c.note(1, actor.BusyMulti)
+		return []byte("+OK\r\n")
+	}
 	if cmd.Is(actor.FlagAllowBusy) {
 		return nil
 	}
-	return w.BusyReply()
+	busy := w.BusyReply()
+	if cmd.Name == "exec" {
+		// Redis's rejectCommand: EXEC refused discards the transaction.
+		c.note(2, actor.BusyExec)
+		return append([]byte("-EXECABORT Transaction discarded because of: "), busy[1:]...)
+	}
+	if c.multi() {
+		c.note(0, actor.BusyFlag) // EXEC will answer EXECABORT ... previous errors
+	}
+	return busy
+}
+
+// multi reports whether the client is in MULTI, as far as the loop knows.
+func (c *conn) multi() bool {
+	switch c.busyTx {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return c.inMulti.Load()
+}
+
+// note tells the actor what busy answered (tx: busyTx's new value, 0 for
+// no change).
+func (c *conn) note(tx int8, n actor.BusyNote) {
+	if tx != 0 {
+		c.busyTx = tx
+	}
+	c.noteSeq = c.nextSeq + 1 // the local reply's sequence number, at least
+	c.lp.srv.act.BusyAnswered(c.id, n)
 }
 
 // busyLocal reports whether busy answers args itself (without sending it
@@ -257,6 +310,8 @@ func (c *conn) busyLocal(args [][]byte) bool {
 	switch {
 	case cmd == nil || cmd.Name == "shutdown":
 		return false
+	case cmd.Name == "multi":
+		return len(args) == 1
 	case len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill"):
 		return true
 	case len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats"):
@@ -509,6 +564,9 @@ func (c *conn) write(cmp actor.Completion) {
 			c.inflight--
 		}
 		for len(c.pending) > 0 && c.pending[0].Seq <= cmp.Seq {
+			if c.pending[0].Seq > c.noteSeq {
+				c.busyTx = 0 // the actor has applied the notes
+			}
 			c.pending[0] = nil
 			c.pending = c.pending[1:]
 		}

@@ -333,6 +333,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	c.authed = new(atomic.Bool)
+	c.inMulti = new(atomic.Bool)
 	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
@@ -377,6 +378,7 @@ func (c *conn) open() {
 	c.lp.srv.act.Open(actor.ConnInfo{
 		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
 		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
+		InMulti: c.inMulti,
 	})
 	if e := c.lp.srv.log.Debug(); e.Enabled() {
 		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")

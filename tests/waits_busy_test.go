@@ -77,3 +77,60 @@ func TestFunctionBusyAnswersCommandsSentBeforeBusy(t *testing.T) {
 	}
 	other.expect(status("PONG"), "PING")
 }
+
+// MULTI, queued commands and EXEC sent while a script is busy, as Redis
+// 7.0 answers them (its multi.tcl "script timeout" cases): MULTI runs
+// (+OK); a command refused -BUSY inside it fails the transaction, so the
+// EXEC after the kill answers EXECABORT ... previous errors; EXEC itself
+// refused discards the transaction (EXECABORT ... because of: BUSY ...).
+// Nothing of such a transaction runs.
+func TestMultiWhileScriptBusy(t *testing.T) {
+	s := startServer(t)
+	needCellar(t, s)
+	admin := s.raw()
+	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
+	admin.expect(status("OK"), "SET", "xx", "1")
+	busyScript := func() *rawConn {
+		r := dialRaw(t, s.addr)
+		r.send(encode("EVAL", "while true do end", "0"))
+		waitFor(t, 10*time.Second, "the script to be busy", func() bool { busy, _ := s.srv.Scripts().Busy(); return busy })
+		return r
+	}
+	const killed = "-ERR Script killed by user with SCRIPT KILL... script: 694a5fe1ddb97a4c6a1bf299d9537c7d3d0f84e7, on @user_script:1.\r\n"
+	kill := func(r *rawConn) {
+		t.Helper()
+		admin.expect(status("OK"), "SCRIPT", "KILL")
+		if got := r.read(); got != killed {
+			t.Fatalf("killed script: got %q, want %q", got, killed)
+		}
+	}
+	const execAbortBusy = "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+
+	// MULTI while busy; INCR refused; after the kill INCR queues, EXEC aborts.
+	r := busyScript()
+	c := s.raw()
+	c.expect(status("OK"), "MULTI")
+	c.expect(busyEvalReply, "INCR", "xx")
+	kill(r)
+	c.expect(status("QUEUED"), "INCR", "xx")
+	c.expect(errr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+	c.expect(bulk("asdf"), "PING", "asdf")
+
+	// MULTI before; INCR and EXEC while busy.
+	c.expect(status("OK"), "MULTI")
+	c.expect(status("QUEUED"), "INCR", "xx")
+	r = busyScript()
+	c.expect(busyEvalReply, "INCR", "xx")
+	c.expect(execAbortBusy, "EXEC")
+	kill(r)
+	c.expect(bulk("asdf"), "PING", "asdf")
+
+	// Just EXEC while busy.
+	c.expect(status("OK"), "MULTI")
+	c.expect(status("QUEUED"), "INCR", "xx")
+	r = busyScript()
+	c.expect(execAbortBusy, "EXEC")
+	kill(r)
+	c.expect(bulk("asdf"), "PING", "asdf")
+	admin.expect(bulk("1"), "GET", "xx")
+}
