@@ -379,6 +379,8 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id))
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
+	a.scripts.run = nil
+	c.scriptKeys() // tracking.go
 	if aborted && a.roundErr == nil {
 		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
 		// with its round (invariant 6 keeps every reply of it back).
