@@ -260,6 +260,10 @@ type Batch struct {
 	// held: the batch waited for a CLIENT PAUSE to end and has already
 	// left the backlog (pause.go).
 	held bool
+	// Args and Ends are never modified once the batch is submitted: the
+	// loop reads them again while a script is busy (loop/conn.go,
+	// claimBusy).
+	//
 	// state: whether the actor has begun the batch (batchTaken) or its
 	// loop answered it (batchClaimed: a script went busy before the
 	// actor reached it); whichever comes first wins, once.
