@@ -121,19 +121,7 @@ func (a *Actor) finishRound() {
 // this round with an error: nothing of the round was committed, so nothing
 // may be acknowledged. Replies of commands that did not touch the keyspace
 // (PING, SELECT, ...) stand.
-func (a *Actor) failRound(err error) {
-	if err == errScriptAborted {
-		// SHUTDOWN NOSAVE stopped a script: the server exits, and like
-		// Redis it answers nobody in this round (the connections close).
-		for i := range a.out {
-			if !a.out[i].c.Push {
-				a.out[i].c.Reply = nil
-			}
-		}
-		return
-	}
-	a.failRecs(err, 0)
-}
+func (a *Actor) failRound(err error) { a.failRecs(err, 0) }
 
 // carefulFor is how long the actor stays careful after a storage failure.
 const carefulFor = 10 * time.Second
