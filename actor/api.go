@@ -248,6 +248,10 @@ type ConnInfo struct {
 	// the actor; the loop holds an unauthenticated client to small
 	// requests (nil: the actor decides alone).
 	Authed *atomic.Bool
+	// InMulti is whether the client is in MULTI, kept up to date by the
+	// actor, for the loop's answers while a script is busy (nil: no loop
+	// reads it).
+	InMulti *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.
@@ -267,6 +271,33 @@ type Batch struct {
 	// held: the batch waited for a CLIENT PAUSE to end and has already
 	// left the backlog (pause.go).
 	held bool
+	// Args and Ends are never modified once the batch is submitted: the
+	// loop reads them again while a script is busy (loop/conn.go,
+	// claimBusy).
+	//
+	// state: whether the actor has begun the batch (batchTaken) or its
+	// loop answered it (batchClaimed: a script went busy before the
+	// actor reached it); whichever comes first wins, once.
+	state atomic.Int32
+}
+
+const (
+	batchWaiting int32 = iota
+	batchTaken
+	batchClaimed
+)
+
+// Claim is the loop's side of a batch the actor has not begun: while a
+// script runs past busy-reply-threshold, the loop answers the batch itself
+// (-BUSY, as Redis answers a command that arrives then) and the actor then
+// skips it. It reports whether the loop won; false means the actor has
+// begun it (or finished it) and will answer. Safe from any goroutine.
+func (b *Batch) Claim() bool { return b.state.CompareAndSwap(batchWaiting, batchClaimed) }
+
+// take is the actor's side: it reports whether the batch is the actor's
+// to run (false: its loop answered it).
+func (b *Batch) take() bool {
+	return b.state.CompareAndSwap(batchWaiting, batchTaken) || b.state.Load() == batchTaken
 }
 
 // Len is the number of commands in the batch.
@@ -317,6 +348,7 @@ const (
 	msgBatch
 	msgClosed
 	msgCall
+	msgBusy
 )
 
 type message struct {
@@ -325,6 +357,45 @@ type message struct {
 	batch *Batch
 	id    uint64
 	fn    func()
+	busy  BusyNote
+}
+
+// BusyNote is what a loop answered for the actor while a script was busy
+// and that changes the client's transaction (BusyAnswered).
+type BusyNote uint8
+
+const (
+	BusyMulti BusyNote = iota // MULTI answered +OK: the transaction begins
+	BusyFlag                  // a command answered -BUSY: an open transaction fails at EXEC
+	BusyExec                  // EXEC answered EXECABORT: the transaction is discarded
+)
+
+// BusyAnswered tells the actor what a loop answered for it while a script
+// was busy (loop/conn.go, busy), in the connection's order with its
+// batches: Redis's MULTI runs then, and a command refused -BUSY flags the
+// transaction (EXEC then answers EXECABORT ... previous errors), as Redis's
+// rejectCommand does. Called by the loop.
+func (a *Actor) BusyAnswered(id uint64, n BusyNote) {
+	a.in.put(message{kind: msgBusy, id: id, busy: n})
+}
+
+// busyAnswered applies a BusyNote to the client's session.
+func (a *Actor) busyAnswered(id uint64, n BusyNote) {
+	s := a.sessions[id]
+	if s == nil {
+		return
+	}
+	switch n {
+	case BusyMulti:
+		if s.tx == nil {
+			s.tx = &txState{}
+			s.setInMulti(true)
+		}
+	case BusyFlag:
+		flagTx(s)
+	case BusyExec:
+		a.resetTx(s)
+	}
 }
 
 // inbox is the actor's mailbox: the loops append, the actor takes all.

@@ -25,6 +25,9 @@ type session struct {
 	replyHint int
 	// authFlag is authed as the connection's loop sees it (ConnInfo.Authed).
 	authFlag *atomic.Bool
+	// multiFlag is whether the session is in MULTI, for its loop
+	// (ConnInfo.InMulti; nil without one).
+	multiFlag *atomic.Bool
 	// user is the ACL user the client runs as (acl.go); the default user
 	// until AUTH or HELLO names another.
 	user    *aclUser
@@ -101,12 +104,13 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 	a.sessions[info.ID] = &session{
 		id: info.ID, sink: info.Sink, addr: info.Addr, laddr: info.LocalAddr, fd: info.FD,
 		created: now, lastActive: now,
-		resp:     2,
-		authed:   authed || info.Master,
-		master:   info.Master,
-		authFlag: info.Authed,
-		user:     a.acl.def,
-		mem:      info.Mem,
+		resp:      2,
+		authed:    authed || info.Master,
+		master:    info.Master,
+		authFlag:  info.Authed,
+		multiFlag: info.InMulti,
+		user:      a.acl.def,
+		mem:       info.Mem,
 	}
 }
 

@@ -188,7 +188,10 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if err != nil {
 		st.failed++
 	}
-	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 {
+	if s.track != nil && cmd.Is(FlagReadonly) && a.scripts.run != nil && a.scripts.run.ctx != c {
+		a.track.scriptRead = true // a script's read: scriptKeys (tracking.go)
+	}
+	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 && !scriptCommand(cmd) {
 		c.trackFailedRead() // tracking.go
 	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace

@@ -86,7 +86,7 @@ func (a *Actor) queueCommand(s *session, cmd *Command, args [][]byte, w *proto.W
 	}
 	tx.queue = append(tx.queue, cloneArgs(args))
 	tx.bytes += size
-	tx.flags |= cmd.Flags
+	tx.flags |= a.runFlags(cmd, args) // a no-writes script's flags, as Redis
 	s.mem.Add(MemMulti, size)
 	w.Simple("QUEUED")
 }
@@ -123,6 +123,14 @@ func (a *Actor) endTx(s *session) {
 	}
 	s.mem.Add(MemMulti, -s.tx.bytes)
 	s.tx = nil
+	s.setInMulti(false)
+}
+
+// setInMulti tells s's loop whether s is in MULTI (ConnInfo.InMulti).
+func (s *session) setInMulti(on bool) {
+	if s.multiFlag != nil {
+		s.multiFlag.Store(on)
+	}
 }
 
 // resetTx ends everything transactional about s: the queue and the
@@ -139,6 +147,7 @@ func cmdMulti(c *Ctx) error {
 		return ErrMultiNested
 	}
 	c.s.tx = &txState{}
+	c.s.setInMulti(true)
 	c.w.OK()
 	return nil
 }

@@ -7,13 +7,22 @@ import "time"
 // While a pause is on, a batch that holds a command the pause applies to
 // is held whole, before any of it runs: every command in ALL mode; in
 // WRITE mode a command with the write or may_replicate flag, or an EXEC
-// whose queue holds one (metadata flags, never a list). The client's later
+// whose queue holds one (metadata flags, never a list; for EVAL, EVALSHA,
+// FCALL and their _RO forms, the flags a script or function declares, as
+// Redis's getCommandFlags: a no-writes one runs, one that declares no
+// no-writes is a write even under EVAL_RO or FCALL_RO and waits, and one
+// that declares nothing keeps the command's flags: EVAL and FCALL are
+// may_replicate and wait, EVAL_RO and FCALL_RO run). A command is checked
+// as it arrives, so inside MULTI a write waits before it is queued, and
+// an EXEC of only reads runs. The client's later
 // batches are held behind it, so its replies stay in order, and the loop's
 // limit of batches in flight pushes back on a client that keeps sending.
 // Held batches leave the actor's backlog (other clients go on) but stay
 // charged to their client's memory. When the pause ends — its deadline
 // (the actor's timer wakes for it), or CLIENT UNPAUSE — the held batches
-// run in the order they arrived, in that round. Active expiry stops while
+// run in the order they arrived, in that round, and each command gets the
+// reply it would have had arriving then; a client that disconnects while
+// held has its batches dropped unanswered (dropHeld). Active expiry stops while
 // a pause is on, as in Redis.
 //
 // Unlike Redis, which stops a paused client at the paused command, Cellar
@@ -117,7 +126,7 @@ func (a *Actor) pausedBatch(s *session, b *Batch) bool {
 		if cmd == nil {
 			continue
 		}
-		if cmd.Is(FlagWrite) || cmd.Is(FlagMayReplicate) {
+		if a.runFlags(cmd, b.Cmd(i))&(FlagWrite|FlagMayReplicate) != 0 {
 			return true
 		}
 		if cmd.Name == "exec" && s.tx != nil && s.tx.flags&(FlagWrite|FlagMayReplicate) != 0 {

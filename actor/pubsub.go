@@ -198,9 +198,21 @@ func subscribeCmd(k subKind) Handler {
 			c.w.BulkString(subWords[k])
 			c.w.Bulk(name)
 			c.w.Int(int64(c.s.subs.count(k)))
+			c.pushed()
 		}
 		c.s.subscribed = true
 		return nil
+	}
+}
+
+// pushed marks what the command wrote so far as pushes rather than its
+// reply: the (un)subscribe confirmations are, in Redis (it sends them with
+// CLIENT_PUSHING, in RESP2 too), so CLIENT REPLY OFF or SKIP does not
+// drop them (replySilent keeps a reply buffer up to the top frame's
+// pushAt). Inside EXEC they stay part of EXEC's reply.
+func (c *Ctx) pushed() {
+	if c.a.depth == 1 && c.f == c.a.frames[0] {
+		c.f.pushAt = len(c.w.Buf)
 	}
 }
 
@@ -223,6 +235,7 @@ func unsubscribeCmd(k subKind) Handler {
 				n = s.subs.count(k)
 			}
 			c.w.Int(int64(n))
+			c.pushed()
 		}
 		if len(c.args) == 1 {
 			var names []string

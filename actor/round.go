@@ -63,6 +63,8 @@ func (a *Actor) round(msgs []message) {
 			a.endSession(m.id)
 		case msgCall:
 			m.fn()
+		case msgBusy:
+			a.busyAnswered(m.id, m.busy)
 		}
 		if len(a.blk.ready) > 0 {
 			a.serveReady()
@@ -218,6 +220,14 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	}
 	if s == nil {
 		return // the connection is gone; nothing to reply to
+	}
+	if !b.take() {
+		// Its loop answered it while a script was busy (Batch.Claim):
+		// nothing of it runs; pushes to the client now follow those
+		// replies.
+		s.mem.Add(MemBatches, -b.Bytes)
+		s.seq = b.Seq
+		return
 	}
 	if (a.pause.on || s.held > 0) && a.pausedBatch(s, b) {
 		a.holdBatch(s, b) // CLIENT PAUSE (pause.go)

@@ -35,7 +35,15 @@ import (
 // loops read ScriptWatch (an atomic per batch) and answer other clients
 // -BUSY themselves, since the actor is running the script; SCRIPT KILL and
 // FUNCTION KILL are answered there too and stop the script through the
-// Lua state's context, which the interpreter checks at every instruction.
+// Lua state's context, which the interpreter checks at every instruction
+// (a pcall in the script does not catch the kill: the next instruction
+// outside it raises it again). A batch sent to the actor while a script
+// runs waits; the wait ends with the script's end (the batch then runs and
+// gets its replies) or, for a batch the actor has not begun, when the
+// script goes busy: the ScriptWatch's timer has the loops answer it as
+// they answer new commands then (-BUSY, SCRIPT KILL done; loop/conn.go,
+// claimBusy). The script's own client is not answered -BUSY: like Redis,
+// which stops reading it, its later commands run after the script.
 
 var scriptingCommands = []*Command{
 	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval},
@@ -227,6 +235,70 @@ func parseScriptFlags(names []string, bad func(string) error) (scriptFlags, erro
 	return flags, nil
 }
 
+// runFlags is cmd's flags for this call (args): Redis's getCommandFlags.
+// A script or function that declares its flags (EVAL's "#!lua" shebang,
+// register_function's flags) replaces the command's write, denyoom and
+// may_replicate flags with its own: write unless it is no-writes, denyoom
+// unless it is no-writes or allow-oom. EVAL of a script without a shebang,
+// EVALSHA of one not cached, and FCALL of a function that does not exist
+// keep the command's flags. CLIENT PAUSE WRITE and MULTI read them.
+func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
+	var sf scriptFlags
+	switch cmd.Name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro":
+		if len(args) < 2 {
+			return cmd.Flags
+		}
+		body := args[1]
+		if cmd.Name == "evalsha" || cmd.Name == "evalsha_ro" {
+			if len(body) != 40 {
+				return cmd.Flags
+			}
+			s := a.scripts.cache[strings.ToLower(string(body))]
+			if s == nil || !s.shebang {
+				return cmd.Flags
+			}
+			sf = s.flags
+		} else if s := a.scripts.cache[sha1Hex(body)]; s != nil {
+			if !s.shebang {
+				return cmd.Flags
+			}
+			sf = s.flags
+		} else {
+			if len(body) < 2 || body[0] != '#' || body[1] != '!' {
+				return cmd.Flags
+			}
+			f, _, err := parseShebang(body)
+			if err != nil {
+				return cmd.Flags
+			}
+			sf = f
+		}
+	case "fcall", "fcall_ro":
+		if len(args) < 2 {
+			return cmd.Flags
+		}
+		fn := a.scripts.fn.fns[string(args[1])]
+		if fn == nil {
+			return cmd.Flags
+		}
+		sf = fn.flags
+	default:
+		return cmd.Flags
+	}
+	f := cmd.Flags &^ (FlagStale | FlagDenyOOM | FlagWrite | FlagMayReplicate)
+	if sf&(flagAllowOOM|flagNoWrites) == 0 {
+		f |= FlagDenyOOM
+	}
+	if sf&flagNoWrites == 0 {
+		f |= FlagWrite
+	}
+	if sf&flagAllowStale != 0 {
+		f |= FlagStale
+	}
+	return f
+}
+
 // numKeys parses EVAL's and FCALL's numkeys (argument i) against the
 // arguments that follow it.
 func (c *Ctx) numKeys(i int) (int, error) {
@@ -304,9 +376,11 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	a.scripts.run = r
 	db := c.s.db
 	mark := a.effectsMark()
-	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold()))
+	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id))
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
+	a.scripts.run = nil
+	c.scriptKeys() // tracking.go
 	if aborted && a.roundErr == nil {
 		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
 		// with its round (invariant 6 keeps every reply of it back).
@@ -476,6 +550,15 @@ type ScriptWatch struct {
 	busyAt atomic.Int64
 	eval   atomic.Bool // the running script is EVAL's, not a function
 	wrote  atomic.Bool // it has run a write command (it cannot be killed)
+	// conn is the connection whose command runs the script: like Redis,
+	// which stops reading that client meanwhile, its loop does not
+	// answer its later commands -BUSY; they run after the script.
+	conn atomic.Uint64
+	// onBusy is called (on the timer's goroutine) when a script runs
+	// past the threshold: the loops then answer the batches the actor
+	// has not begun (Batch.Claim). timer is reused from script to script.
+	onBusy atomic.Pointer[func()]
+	timer  *time.Timer
 
 	mu     sync.Mutex
 	sw     *killSwitch // the running script's switch
@@ -544,8 +627,16 @@ func (w *ScriptWatch) Abort() bool {
 	return true
 }
 
-// begin marks a script started; its context is the interpreter's.
-func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
+// SetOnBusy sets what is called when a script goes busy (the loops' sweep
+// of the batches the actor has not begun). Safe from any goroutine.
+func (w *ScriptWatch) SetOnBusy(f func()) { w.onBusy.Store(&f) }
+
+// Conn is the connection whose command runs the script now (0 if none).
+func (w *ScriptWatch) Conn() uint64 { return w.conn.Load() }
+
+// begin marks a script started (for connection conn); its context is the
+// interpreter's.
+func (w *ScriptWatch) begin(eval bool, threshold time.Duration, conn uint64) *killSwitch {
 	w.mu.Lock()
 	if w.sw == nil || w.killed {
 		w.sw = &killSwitch{done: make(chan struct{})}
@@ -555,14 +646,33 @@ func (w *ScriptWatch) begin(eval bool, threshold time.Duration) *killSwitch {
 	w.mu.Unlock()
 	w.eval.Store(eval)
 	w.wrote.Store(false)
+	w.conn.Store(conn)
 	w.busyAt.Store(time.Now().Add(threshold).UnixNano())
+	if w.onBusy.Load() != nil {
+		if w.timer == nil {
+			w.timer = time.AfterFunc(threshold, w.fire)
+		} else {
+			w.timer.Reset(threshold)
+		}
+	}
 	return sw
+}
+
+// fire tells the loops a script may have gone busy (they check Busy).
+func (w *ScriptWatch) fire() {
+	if f := w.onBusy.Load(); f != nil && w.busyAt.Load() != 0 {
+		(*f)()
+	}
 }
 
 // end marks the script finished and reports whether it was killed, and
 // whether by SHUTDOWN NOSAVE.
 func (w *ScriptWatch) end() (killed, aborted bool) {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	w.busyAt.Store(0)
+	w.conn.Store(0)
 	w.mu.Lock()
 	killed, aborted = w.killed, w.aborted
 	w.mu.Unlock()

@@ -80,6 +80,10 @@ type tracking struct {
 	// reads are the keys the running read-only command looked up for its
 	// tracking client, remembered when the command ends.
 	reads [][]byte
+	// scriptRead: a command the running script called is read-only; the
+	// script's declared keys are remembered for its client when it ends
+	// (Redis tracks a script by its keys, not by what it looked up).
+	scriptRead bool
 	// pending are invalidations for the client whose command is running,
 	// sent after its reply (flush: the null one).
 	pending   []pendingInv
@@ -112,12 +116,49 @@ func (a *Actor) current() *session {
 // by countLookup for read-only commands of tracking clients).
 func (c *Ctx) trackRead(key []byte) {
 	t := c.s.track
+	if s := c.a.scripts.run; s != nil && s.ctx != c {
+		// A command of a script: its reads are the script's (scriptKeys).
+		return
+	}
 	if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) || c.cmd.Is(FlagPubSub) || c.woken {
 		// A woken waiter's retry (XREAD BLOCK served) tracks nothing:
 		// Redis remembers the keys of the command once, when it runs.
 		return
 	}
 	c.a.track.reads = append(c.a.track.reads, key)
+}
+
+// scriptKeys is a script's part in tracking, once it has run (c is its
+// EVAL, EVALSHA, FCALL or _RO form): if any command it called is read-only,
+// the keys it declared (numkeys) are what its client reads, as Redis's
+// call() remembers the caller's keys then; the keys its commands looked up
+// are not (trackRead).
+func (c *Ctx) scriptKeys() {
+	if !c.a.track.scriptRead {
+		return
+	}
+	c.a.track.scriptRead = false
+	if c.s.track == nil {
+		return
+	}
+	nk, err := c.numKeys(2)
+	if err != nil {
+		return
+	}
+	for _, k := range c.args[3 : 3+nk] {
+		c.trackRead(k)
+	}
+}
+
+// scriptCommand reports whether cmd runs a script (EVAL_RO and FCALL_RO are
+// read-only, but Redis tracks what their scripts call, never the commands
+// themselves).
+func scriptCommand(cmd *Command) bool {
+	switch cmd.Name {
+	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
 }
 
 // trackFailedRead notes the keys of a read-only command that failed before

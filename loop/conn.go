@@ -55,9 +55,21 @@ type conn struct {
 	expect   uint64             // the next sequence number to write
 	early    []actor.Completion // completions that arrived before their turn
 	inflight int                // batches sent and not yet written
-	barrier  uint64             // seq of an outstanding blocking command, 0 if none
-	final    *actor.Completion  // a reply the loop itself owes last (protocol error)
-	closeErr error              // why the connection is closing, for the log
+	// pending: the batches sent to the actor whose replies are not yet
+	// written, in order; while a script is busy the loop answers those the
+	// actor has not begun (claimBusy).
+	pending []*actor.Batch
+	// inMulti is whether the actor's session is in MULTI (the actor keeps
+	// it). busyTx is what the loop's own answers while a script was busy
+	// made of it (1: in MULTI, 2: not; 0: nothing, inMulti says), told to
+	// the actor (BusyAnswered) after the batches up to noteSeq; it stands
+	// until a reply to a later batch shows the actor has caught up.
+	inMulti  *atomic.Bool
+	busyTx   int8
+	noteSeq  uint64
+	barrier  uint64            // seq of an outstanding blocking command, 0 if none
+	final    *actor.Completion // a reply the loop itself owes last (protocol error)
+	closeErr error             // why the connection is closing, for the log
 
 	// stalled: waiting (in eventLoop.stalled) for the actor's backlog to
 	// fall under its limit.
@@ -160,7 +172,7 @@ func (c *conn) parse() (wait bool) {
 		if len(c.args) == 0 {
 			continue
 		}
-		if busy, _ := c.lp.srv.scripts.Busy(); busy {
+		if busy, _ := c.lp.srv.scripts.Busy(); busy && c.id != c.lp.srv.scripts.Conn() {
 			if reply := c.busy(c.args); reply != nil {
 				if len(b.ends) > 0 {
 					c.submit(b)
@@ -217,7 +229,12 @@ func (c *conn) parse() (wait bool) {
 // -BUSY, except those Redis lets through (allow_busy: they wait for the
 // actor), unknown ones (answered by the actor after the script) and
 // SHUTDOWN, whose NOSAVE form first stops the script and throws its
-// writes away. It returns nil for a command that goes to the actor.
+// writes away. MULTI is answered here (+OK, or Redis's nested error), so
+// it does not wait for the script; EXEC gets EXECABORT ... because of:
+// BUSY ... and discards the transaction; a command refused -BUSY inside
+// MULTI fails it (EXEC then answers EXECABORT ... previous errors): the
+// actor learns each of these in order (Actor.BusyAnswered). It returns nil
+// for a command that goes to the actor, which waits for the script's end.
 func (c *conn) busy(args [][]byte) []byte {
 	w := c.lp.srv.scripts
 	cmd := c.lp.srv.act.Lookup(args[0])
@@ -241,10 +258,120 @@ func (c *conn) busy(args [][]byte) []byte {
 		}
 		return nil
 	}
+	if cmd.Name == "multi" && len(args) == 1 {
+		// MULTI runs while busy in Redis (allow_busy): answered here, as
+		// the actor cannot run it now; it begins the transaction once the
+		// actor has the note.
+		if c.multi() {
+			return []byte("-" + string(actor.ErrMultiNested) + "\r\n")
+		}
+		c.note(1, actor.BusyMulti)
+		return []byte("+OK\r\n")
+	}
 	if cmd.Is(actor.FlagAllowBusy) {
 		return nil
 	}
-	return w.BusyReply()
+	busy := w.BusyReply()
+	if cmd.Name == "exec" {
+		// Redis's rejectCommand: EXEC refused discards the transaction.
+		c.note(2, actor.BusyExec)
+		return append([]byte("-EXECABORT Transaction discarded because of: "), busy[1:]...)
+	}
+	if c.multi() {
+		c.note(0, actor.BusyFlag) // EXEC will answer EXECABORT ... previous errors
+	}
+	return busy
+}
+
+// multi reports whether the client is in MULTI, as far as the loop knows.
+func (c *conn) multi() bool {
+	switch c.busyTx {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return c.inMulti.Load()
+}
+
+// note tells the actor what busy answered (tx: busyTx's new value, 0 for
+// no change).
+func (c *conn) note(tx int8, n actor.BusyNote) {
+	if tx != 0 {
+		c.busyTx = tx
+	}
+	c.noteSeq = c.nextSeq + 1 // the local reply's sequence number, at least
+	c.lp.srv.act.BusyAnswered(c.id, n)
+}
+
+// busyLocal reports whether busy answers args itself (without sending it
+// to the actor); it has none of busy's effects.
+func (c *conn) busyLocal(args [][]byte) bool {
+	cmd := c.lp.srv.act.Lookup(args[0])
+	switch {
+	case cmd == nil || cmd.Name == "shutdown":
+		return false
+	case cmd.Name == "multi":
+		return len(args) == 1
+	case len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill"):
+		return true
+	case len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats"):
+		_, eval := c.lp.srv.scripts.Busy()
+		return eval
+	}
+	return !cmd.Is(actor.FlagAllowBusy)
+}
+
+// claimBusy answers, while a script is busy, the connection's batches the
+// actor has not begun: they arrived while the script ran, and Redis, which
+// reads them only once the script is busy, answers them as busy answers
+// new ones (-BUSY; SCRIPT KILL and FUNCTION KILL done). Without it such a
+// batch would wait for the script's end, and a client waiting for its
+// reply (one that would send SCRIPT KILL next, say) would wait forever. A
+// batch with a command busy does not answer (SHUTDOWN, allow_busy ones,
+// unknown ones), and any batch of the connection that runs the script,
+// wait for the actor. The actor skips a claimed batch (Batch.Claim).
+//
+// This ends the wait of a command sent to the actor while a script runs:
+// the script's end (the actor runs it then and it gets its own reply), or
+// the script going busy (claimBusy; -BUSY as above).
+func (c *conn) claimBusy() {
+	w := c.lp.srv.scripts
+	if busy, _ := w.Busy(); !busy || c.state == stateClosed || c.id == w.Conn() || len(c.pending) == 0 {
+		return
+	}
+	var local []actor.Completion
+	for _, b := range c.pending {
+		answerable := true
+		for i := range b.Len() {
+			if !c.busyLocal(b.Cmd(i)) {
+				answerable = false
+				break
+			}
+		}
+		if !answerable || !b.Claim() {
+			continue
+		}
+		var reply []byte
+		for i := range b.Len() {
+			reply = append(reply, c.busy(b.Cmd(i))...)
+		}
+		local = append(local, actor.Completion{ConnID: c.id, Seq: b.Seq, Reply: reply})
+	}
+	for _, cmp := range local {
+		c.deliver(cmp)
+	}
+}
+
+// sweepBusy runs on the loop when a script goes busy: every connection
+// answers its batches the actor has not begun (claimBusy).
+func (lp *eventLoop) sweepBusy(context.Context) error {
+	for _, c := range lp.conns {
+		if len(c.pending) > 0 {
+			c.claimBusy()
+		}
+	}
+	return nil
 }
 
 // eqFold reports whether b is word, ignoring ASCII case.
@@ -325,6 +452,7 @@ func (c *conn) receiveBig() (wait bool) {
 		}
 		c.big, c.need = nil, 0
 		c.mem.Add(actor.MemBatches, batch.Bytes)
+		c.pending = append(c.pending, batch)
 		c.lp.srv.act.Submit(batch)
 		return c.barrier != 0 || c.inflight >= c.lp.srv.cfg.MaxInflight
 	}
@@ -336,6 +464,7 @@ func (c *conn) submit(b *batchBuilder) {
 	c.inflight++
 	batch := b.finish(c.id, c.nextSeq)
 	c.mem.Add(actor.MemBatches, batch.Bytes)
+	c.pending = append(c.pending, batch)
 	c.lp.srv.act.Submit(batch)
 	c.lp.freeBatch(b)
 }
@@ -435,6 +564,13 @@ func (c *conn) write(cmp actor.Completion) {
 		if c.final == nil || cmp.Seq != c.final.Seq {
 			c.inflight--
 		}
+		for len(c.pending) > 0 && c.pending[0].Seq <= cmp.Seq {
+			if c.pending[0].Seq > c.noteSeq {
+				c.busyTx = 0 // the actor has applied the notes
+			}
+			c.pending[0] = nil
+			c.pending = c.pending[1:]
+		}
 		if c.barrier != 0 && cmp.Seq >= c.barrier {
 			c.barrier = 0
 		}
@@ -523,7 +659,7 @@ func (c *conn) teardown(err error) {
 	srv.budget.Release(c.mem)
 	srv.held.Add(-c.held)
 	c.held = 0
-	c.early, c.final = nil, nil
+	c.early, c.final, c.pending = nil, nil, nil
 	c.args, c.parser, c.big = nil, nil, nil
 	srv.clients.Add(-1)
 	// A connection paused on its output leaves outPaused at the next check.
@@ -553,8 +689,9 @@ type eventLoop struct {
 	outWatch   []uint64     // connections with unsent output (watchOutput)
 	outWatchN  atomic.Int64 // len(outWatch), for the ticker
 	checkFn    gnet.RunnableFunc
-	epfd       int  // the loop's epoll descriptor, -1 if unknown (readpause.go)
-	epChecked  bool // epfd was looked up
+	busyFn     gnet.RunnableFunc // sweepBusy
+	epfd       int               // the loop's epoll descriptor, -1 if unknown (readpause.go)
+	epChecked  bool              // epfd was looked up
 
 	mu        sync.Mutex
 	mail      []actor.Completion

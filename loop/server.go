@@ -130,7 +130,19 @@ func New(cfg Config, act *actor.Actor, log zerolog.Logger) *Server {
 		tickDone: make(chan struct{}),
 	}
 	act.SetNetStats(s)
+	s.scripts.SetOnBusy(s.scriptWentBusy)
 	return s
+}
+
+// scriptWentBusy asks every loop to answer the batches the actor has not
+// begun, now that a script is busy (conn.claimBusy). Called on a timer's
+// goroutine.
+func (s *Server) scriptWentBusy() {
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	for _, lp := range s.loops {
+		lp.el.Execute(context.Background(), lp.busyFn) // an error: the engine is stopping
+	}
 }
 
 // Start listens and runs the event loops. It returns once the listener is
@@ -274,6 +286,7 @@ func (s *Server) loopFor(el gnet.EventLoop) *eventLoop {
 		lp = &eventLoop{srv: s, el: el, conns: map[uint64]*conn{}, epfd: -1}
 		lp.drainFn = gnet.RunnableFunc(lp.drain)
 		lp.checkFn = gnet.RunnableFunc(lp.check)
+		lp.busyFn = gnet.RunnableFunc(lp.sweepBusy)
 		s.loops[el] = lp
 	}
 	return lp
@@ -320,6 +333,7 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	c.authed = new(atomic.Bool)
+	c.inMulti = new(atomic.Bool)
 	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
@@ -364,6 +378,7 @@ func (c *conn) open() {
 	c.lp.srv.act.Open(actor.ConnInfo{
 		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
 		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
+		InMulti: c.inMulti,
 	})
 	if e := c.lp.srv.log.Debug(); e.Enabled() {
 		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")
