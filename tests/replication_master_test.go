@@ -100,6 +100,7 @@ func sameKeys(t testing.TB, db int, cellarAddr, replicaAddr string) int {
 // counts its acknowledgement; after CLIENT KILL TYPE replica it continues
 // with +CONTINUE (Cellar's sync_partial_ok) and no second RDB.
 func TestRedisReplicaOfCellar(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	needCellar(t, srv)
 	ctx := context.Background()
@@ -211,6 +212,7 @@ func TestRedisReplicaOfCellar(t *testing.T) {
 // TestReplconfReplies pins REPLCONF's and PSYNC's replies against Redis's
 // texts (replicationCommand's checks), and WAIT with no replica.
 func TestReplconfReplies(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	needCellar(t, srv)
 	r := srv.raw()
@@ -228,6 +230,7 @@ func TestReplconfReplies(t *testing.T) {
 // writes with -NOREPLICAS until a replica is online, and again once it is
 // gone; a new replica makes them succeed again.
 func TestMinReplicasToWrite(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t)
 	needCellar(t, srv)
 	ctx := context.Background()
@@ -266,6 +269,7 @@ func TestMinReplicasToWrite(t *testing.T) {
 // two databases, TTLs, a function library), the stream, and +CONTINUE
 // after CLIENT KILL TYPE replica.
 func TestCellarReplicaOfCellar(t *testing.T) {
+	t.Parallel()
 	master := startServer(t)
 	needCellar(t, master)
 	ctx := context.Background()
@@ -320,6 +324,7 @@ func TestCellarReplicaOfCellar(t *testing.T) {
 // keeps its replication ID and offset, so its Redis replica, which had the
 // whole stream, continues with +CONTINUE rather than a new full resync.
 func TestRedisReplicaContinuesAfterCellarRestart(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	srv := startServer(t, func(c *cellar.Config) { c.Port = port })
 	needCellar(t, srv)

@@ -18,6 +18,7 @@ const (
 // client gets Redis's error and then the reply to what it pipelined; a
 // pcall in the script does not catch the kill.
 func TestScriptBusyAnswersCommandsSentBeforeBusy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	for _, tc := range []struct {
@@ -52,6 +53,7 @@ func TestScriptBusyAnswersCommandsSentBeforeBusy(t *testing.T) {
 // The same for a function: FUNCTION KILL, from a client whose earlier
 // command was sent before the function was busy.
 func TestFunctionBusyAnswersCommandsSentBeforeBusy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	admin := s.raw()
@@ -85,6 +87,7 @@ func TestFunctionBusyAnswersCommandsSentBeforeBusy(t *testing.T) {
 // refused discards the transaction (EXECABORT ... because of: BUSY ...).
 // Nothing of such a transaction runs.
 func TestMultiWhileScriptBusy(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	needCellar(t, s)
 	admin := s.raw()

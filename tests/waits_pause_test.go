@@ -15,6 +15,7 @@ import (
 // and EVALSHA are may_replicate and wait; EVAL_RO runs). Every held
 // command gets its reply once the pause ends.
 func TestClientPauseWriteScriptFlags(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	admin, reader := s.raw(), s.raw()
 	admin.expect(bulk("lib"), "FUNCTION", "LOAD", "#!lua name=lib\n"+

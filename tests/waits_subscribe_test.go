@@ -6,6 +6,7 @@ import "testing"
 // RESP3: CLIENT REPLY OFF and SKIP do not drop them (a client that
 // subscribes with replies off still learns it is subscribed).
 func TestClientReplyOffSubscribeConfirms(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	for _, resp := range []string{"2", "3"} {
 		t.Run("RESP"+resp, func(t *testing.T) {

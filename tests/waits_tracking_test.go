@@ -10,6 +10,7 @@ import "testing"
 // read-only command"). The invalidation push is the proof; a client that
 // waited for the one Redis sends would otherwise wait forever.
 func TestTrackingScriptDeclaredKeys(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	r, w := s.raw(), s.raw()
 	hello3(r)
