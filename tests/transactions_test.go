@@ -200,9 +200,22 @@ func TestWatchActiveExpiry(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) { c.Expiry.Interval = 10 * time.Millisecond })
 	r := s.raw()
-	r.expect(status("OK"), "SET", "x", "foo")
-	r.expect(integer(1), "PEXPIRE", "x", "20")
-	r.expect(status("OK"), "WATCH", "x")
+	// The key must still be alive when WATCH runs (a key already expired
+	// then is not watched as modified, as in Redis): a busy machine may take
+	// longer than the TTL between PEXPIRE and WATCH, so the TTL doubles
+	// until PTTL, after WATCH, finds it alive.
+	for ttl := 20; ; ttl *= 2 {
+		if ttl > 60_000 {
+			t.Fatal("WATCH never ran within a minute of PEXPIRE")
+		}
+		r.expect(status("OK"), "SET", "x", "foo")
+		r.expect(integer(1), "PEXPIRE", "x", strconv.Itoa(ttl))
+		r.expect(status("OK"), "WATCH", "x")
+		if pttl := r.do("PTTL", "x"); pttl != integer(-2) && pttl != integer(0) {
+			break
+		}
+		r.expect(status("OK"), "UNWATCH")
+	}
 	waitFor(t, 10*time.Second, "the sweep to delete the key", func() bool { return r.do("DBSIZE") == integer(0) })
 	if got := execAfter(r); got != nullArray {
 		t.Fatalf("EXEC: %q", got)
