@@ -28,8 +28,11 @@ vet:
 
 lint: fmt-check vet
 
+# -parallel 4: the black-box tests (tests/, each t.Parallel with its own
+# server) spend most of their time waiting on sockets, processes and
+# fsyncs, so four at a time keep two cores busy.
 test: deps lint
-	$(GO) test -race -count=1 -timeout 60m ./...
+	$(GO) test -race -count=1 -timeout 60m -parallel 4 ./...
 
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
