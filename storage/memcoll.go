@@ -1,0 +1,145 @@
+package storage
+
+import (
+	"github.com/cellar-db/cellar/storage/object"
+)
+
+// How the in-memory engine's hashes, sets and sorted sets map to their
+// tables: a key is loaded whole in storage order (h, name), and a flush
+// writes the elements its Delta names. The rows' shape is the file format
+// (schema.go).
+
+// elemTable names one element table and its columns beyond (id, h, name).
+type elemTable struct {
+	table, name string
+	load        string // SELECT h, name[, value or score][, ord, expire_at] of one id
+	put         string // INSERT OR REPLACE of one element
+	del         string // DELETE of one element
+	drop        string // DELETE of every element of one id
+	refs        bool   // values may be blob refs
+}
+
+var (
+	hashTable = &elemTable{
+		table: "hashes", name: "field",
+		load: "SELECT h, field, value, coalesce(ord, 0), coalesce(expire_at, 0) FROM hashes WHERE id = ?1 ORDER BY h, field",
+		put:  "INSERT OR REPLACE INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), nullif(?6, 0))",
+		del:  "DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3",
+		drop: "DELETE FROM hashes WHERE id = ?1",
+		refs: true,
+	}
+	setTable = &elemTable{
+		table: "sets", name: "member",
+		load: "SELECT h, member FROM sets WHERE id = ?1 ORDER BY h, member",
+		put:  "INSERT OR IGNORE INTO sets (id, h, member) VALUES (?1, ?2, ?3)",
+		del:  "DELETE FROM sets WHERE id = ?1 AND h = ?2 AND member = ?3",
+		drop: "DELETE FROM sets WHERE id = ?1",
+	}
+	zsetTable = &elemTable{
+		table: "zsets", name: "member",
+		load: "SELECT h, member, score FROM zsets WHERE id = ?1 ORDER BY h, member",
+		put:  "INSERT OR REPLACE INTO zsets (id, h, member, score) VALUES (?1, ?2, ?3, ?4)",
+		del:  "DELETE FROM zsets WHERE id = ?1 AND h = ?2 AND member = ?3",
+		drop: "DELETE FROM zsets WHERE id = ?1",
+	}
+)
+
+// loadElems reads collection id's elements whole, in storage order.
+func loadElems(r *sqlc, t *elemTable, id int64) ([]object.Elem, error) {
+	st := r.q(t.load)
+	defer st.reset()
+	st.int(1, id)
+	var rows []object.Elem
+	for {
+		row, err := st.step()
+		if err != nil || !row {
+			return rows, err
+		}
+		el := object.Elem{H: st.colInt(0), Name: string(st.colBlob(1, nil))}
+		switch t {
+		case hashTable:
+			if el.Value, err = r.colValue(st, 2, nil); err != nil {
+				return rows, err
+			}
+			if el.Value == nil {
+				el.Value = []byte{}
+			}
+			el.Ord, el.Exp = st.colInt(3), st.colInt(4)
+		case zsetTable:
+			el.Score = st.colFloat(2)
+		}
+		rows = append(rows, el)
+	}
+}
+
+// flushElems writes d, the changes of collection id, to t.
+func flushElems(w *sqlc, t *elemTable, id int64, d *object.Delta) error {
+	if d.All {
+		if err := dropElems(w, t, id); err != nil {
+			return err
+		}
+	}
+	for i := range d.Gone {
+		if err := delElem(w, t, id, &d.Gone[i]); err != nil {
+			return err
+		}
+	}
+	return d.Each(func(el *object.Elem) error {
+		if t.refs && !d.All {
+			// The row replaced may hold a blob ref.
+			if err := keepElemRef(w, t, id, el); err != nil {
+				return err
+			}
+		}
+		st := w.q(t.put)
+		st.int(1, id)
+		st.int(2, el.H)
+		st.blob(3, []byte(el.Name))
+		switch t {
+		case hashTable:
+			if _, err := w.bindValue(st, 4, el.Value, len(el.Name)); err != nil {
+				st.reset()
+				return err
+			}
+			st.int(5, el.Ord)
+			st.int(6, el.Exp)
+		case zsetTable:
+			st.float(4, el.Score)
+		}
+		return st.exec()
+	})
+}
+
+func keepElemRef(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
+	return w.keepRefs("SELECT value FROM "+t.table+" WHERE id = ?1 AND h = ?2 AND "+t.name+" = ?3", func(st *stmt) {
+		st.int(1, id)
+		st.int(2, el.H)
+		st.blob(3, []byte(el.Name))
+	})
+}
+
+func delElem(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
+	if t.refs {
+		if err := keepElemRef(w, t, id, el); err != nil {
+			return err
+		}
+	}
+	st := w.q(t.del)
+	st.int(1, id)
+	st.int(2, el.H)
+	st.blob(3, []byte(el.Name))
+	return st.exec()
+}
+
+// dropElems deletes every element of collection id (its key is gone, or
+// its rows are rewritten).
+func dropElems(w *sqlc, t *elemTable, id int64) error {
+	if t.refs {
+		if err := w.keepRefs("SELECT value FROM "+t.table+" WHERE id = ?1", func(st *stmt) { st.int(1, id) }); err != nil {
+			return err
+		}
+	}
+	st := w.q(t.drop)
+	st.int(1, id)
+	return st.exec()
+}

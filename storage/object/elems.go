@@ -1,0 +1,327 @@
+package object
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/btree"
+)
+
+// SmallMax is the number of elements up to which a hash, set or sorted set
+// keeps its compact form (Redis's hash-max-listpack-entries default).
+const SmallMax = 128
+
+// elemOverhead is what one element costs beyond its bytes: the Elem in a
+// slice or tree node, the string and slice headers, allocator slack.
+const elemOverhead = 96
+
+// Elem is one element of a hash, set or sorted set, as its row holds it.
+type Elem struct {
+	H     int64   // Hash(Name): the row's h, its place in storage order
+	Name  string  // the field or member
+	Value []byte  // a hash field's value
+	Score float64 // a sorted set member's score
+	Ord   int64   // a hash field's insertion number (rows' ord); 0 unknown
+	Exp   int64   // a hash field's expiry, unix ms; 0 when it has none
+}
+
+func (e *Elem) size() int64 { return int64(len(e.Name) + len(e.Value) + elemOverhead) }
+
+// Hash orders a collection's rows: FNV-1a over the bytes, then MurmurHash3's
+// 64-bit finaliser so that the high bits are uniform (random sampling seeks
+// to a uniform point), cut to 63 bits so that it is a non-negative SQLite
+// integer. It is part of the file format: changing it needs a migration
+// that rewrites every h.
+func Hash(b []byte) int64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int64(h >> 1)
+}
+
+func hashString(s string) int64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return int64(h >> 1)
+}
+
+// storageOrder is the rows' primary-key order: h, then the name's bytes.
+func storageOrder(a, b Elem) bool {
+	if a.H != b.H {
+		return a.H < b.H
+	}
+	return a.Name < b.Name
+}
+
+func compareStorage(a, b Elem) int {
+	if c := cmp.Compare(a.H, b.H); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// Elems is the element set of a hash, set or sorted set, by name: a slice
+// in insertion order while small, a tree in storage order once past
+// SmallMax. It records which names changed since the last Freeze.
+type Elems struct {
+	small []Elem
+	big   *btree.BTreeG[Elem]
+	size  int64
+
+	dirty map[string]struct{} // names set or deleted since the last Freeze
+	all   bool                // every row is rewritten at the next Freeze
+}
+
+// NewElems returns an empty set whose rows are all new (a new key).
+func NewElems() *Elems { return &Elems{all: true} }
+
+// Loaded makes Elems from rows read in storage order (a key loaded from
+// SQLite): nothing is dirty. It takes rows.
+func Loaded(rows []Elem) *Elems {
+	e := &Elems{}
+	for i := range rows {
+		e.size += rows[i].size()
+	}
+	if len(rows) <= SmallMax {
+		// A small hash is given in insertion order (its ord), as Redis
+		// gives a listpack; the others keep their storage order.
+		slices.SortStableFunc(rows, func(a, b Elem) int { return cmp.Compare(a.Ord, b.Ord) })
+		e.small = rows
+		return e
+	}
+	e.big = newTree()
+	for _, r := range rows {
+		e.big.Load(r)
+	}
+	return e
+}
+
+func newTree() *btree.BTreeG[Elem] {
+	return btree.NewBTreeGOptions(storageOrder, btree.Options{NoLocks: true, Degree: 32})
+}
+
+// Len is the number of elements.
+func (e *Elems) Len() int {
+	if e.big != nil {
+		return e.big.Len()
+	}
+	return len(e.small)
+}
+
+// Size is the footprint in bytes (package doc).
+func (e *Elems) Size() int64 { return e.size }
+
+func (e *Elems) find(name string) int {
+	for i := range e.small {
+		if e.small[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Get returns the element named name.
+func (e *Elems) Get(name []byte) (Elem, bool) {
+	if e.big != nil {
+		return e.big.Get(Elem{H: Hash(name), Name: string(name)})
+	}
+	if i := e.find(string(name)); i >= 0 {
+		return e.small[i], true
+	}
+	return Elem{}, false
+}
+
+// Has reports whether name is an element.
+func (e *Elems) Has(name []byte) bool {
+	_, ok := e.Get(name)
+	return ok
+}
+
+func (e *Elems) mark(name string) {
+	if e.all {
+		return
+	}
+	if e.dirty == nil {
+		e.dirty = make(map[string]struct{})
+	}
+	e.dirty[name] = struct{}{}
+}
+
+// Put sets el (its Name; H is computed here), replacing an element of the
+// same name, and returns the one it replaced.
+func (e *Elems) Put(el Elem) (old Elem, existed bool) {
+	el.H = hashString(el.Name)
+	e.mark(el.Name)
+	e.size += el.size()
+	if e.big != nil {
+		old, existed = e.big.Set(el)
+	} else if i := e.find(el.Name); i >= 0 {
+		old, existed = e.small[i], true
+		e.small[i] = el
+	} else {
+		e.small = append(e.small, el)
+		if len(e.small) > SmallMax {
+			e.grow()
+		}
+	}
+	if existed {
+		e.size -= old.size()
+	}
+	return old, existed
+}
+
+// grow moves a small set into its tree form, for good.
+func (e *Elems) grow() {
+	e.big = newTree()
+	for _, el := range e.small {
+		e.big.Set(el)
+	}
+	e.small = nil
+}
+
+// Delete removes the element named name and returns it.
+func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
+	if e.big != nil {
+		old, existed = e.big.Delete(Elem{H: Hash(name), Name: string(name)})
+	} else if i := e.find(string(name)); i >= 0 {
+		old, existed = e.small[i], true
+		e.small = slices.Delete(e.small, i, i+1)
+	}
+	if existed {
+		e.mark(old.Name)
+		e.size -= old.size()
+	}
+	return old, existed
+}
+
+// Each calls fn with every element until it returns false: a small set in
+// insertion order, a large one in storage order. fn must not change e.
+func (e *Elems) Each(fn func(el *Elem) bool) {
+	if e.big != nil {
+		e.big.Scan(func(el Elem) bool { return fn(&el) })
+		return
+	}
+	for i := range e.small {
+		if !fn(&e.small[i]) {
+			return
+		}
+	}
+}
+
+// ScanFrom calls fn with the elements of h >= from in storage order until
+// it returns false. A small set is sorted for the call.
+func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
+	if e.big != nil {
+		e.big.Ascend(Elem{H: from}, func(el Elem) bool { return fn(&el) })
+		return
+	}
+	sorted := slices.Clone(e.small)
+	slices.SortFunc(sorted, compareStorage)
+	for i := range sorted {
+		if sorted[i].H >= from && !fn(&sorted[i]) {
+			return
+		}
+	}
+}
+
+// Nth returns the element at offset i of Each's order (0 <= i < Len): a
+// tree walks to it in O(log n).
+func (e *Elems) Nth(i int) Elem {
+	if e.big != nil {
+		el, _ := e.big.GetAt(i)
+		return el
+	}
+	return e.small[i]
+}
+
+// Clone returns a copy whose rows are all new (COPY's destination): the
+// copy shares the stored values (they are never written to) and, for a
+// tree, its nodes until either side changes (copy on write).
+func (e *Elems) Clone() *Elems {
+	c := &Elems{size: e.size, all: true}
+	if e.big != nil {
+		c.big = e.big.Copy()
+	} else {
+		c.small = slices.Clone(e.small)
+	}
+	return c
+}
+
+// Delta is what changed in a set of elements between two Freezes, for the
+// flush to write: when All, every row of the key is deleted and Each's
+// elements are written; otherwise Each's elements are written (inserted or
+// replaced) and Gone's rows deleted. Both come in storage order. A Delta is
+// the flush's: the actor never changes what it holds.
+type Delta struct {
+	All  bool
+	put  []Elem
+	tree *btree.BTreeG[Elem] // All over a large set: a copy-on-write snapshot
+	Gone []Elem              // H and Name of the rows to delete
+}
+
+// Each calls fn with every element to write, in storage order.
+func (d *Delta) Each(fn func(el *Elem) error) error {
+	if d.tree != nil {
+		var err error
+		d.tree.Scan(func(el Elem) bool {
+			err = fn(&el)
+			return err == nil
+		})
+		return err
+	}
+	for i := range d.put {
+		if err := fn(&d.put[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Changed reports whether anything changed since the last Freeze.
+func (e *Elems) Changed() bool { return e.all || len(e.dirty) > 0 }
+
+// Freeze returns what changed since the last Freeze and starts recording
+// afresh. Its cost is the number of changed elements (a tree's snapshot is
+// copy on write), never the set's size.
+func (e *Elems) Freeze() *Delta {
+	d := &Delta{All: e.all}
+	switch {
+	case e.all && e.big != nil:
+		d.tree = e.big.Copy()
+	case e.all:
+		d.put = slices.Clone(e.small)
+		slices.SortFunc(d.put, compareStorage)
+	default:
+		for name := range e.dirty {
+			if el, ok := e.Get([]byte(name)); ok {
+				d.put = append(d.put, el)
+			} else {
+				d.Gone = append(d.Gone, Elem{H: hashString(name), Name: name})
+			}
+		}
+		slices.SortFunc(d.put, compareStorage)
+		slices.SortFunc(d.Gone, compareStorage)
+	}
+	e.all, e.dirty = false, nil
+	return d
+}
+
+// Rewrite makes the next Freeze rewrite every row (a change that moves
+// them all, or rows whose state is unknown).
+func (e *Elems) Rewrite() { e.all, e.dirty = true, nil }
