@@ -170,6 +170,10 @@ func (s *Store) changed(c *Coll, inPlace bool) {
 // succeeded (what a failed command changed is saved like the rest, unless
 // it is undone); the handlers never do.
 func (s *Store) EndCommand() error {
+	if s.mem != nil {
+		s.mem.endCommand()
+		return nil
+	}
 	if len(s.open) == 0 {
 		return nil
 	}

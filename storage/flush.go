@@ -58,6 +58,8 @@ type Flush struct {
 	done chan struct{}
 	err  error
 	took time.Duration
+
+	mem *memFlight // the in-memory engine's flush (memflush.go)
 }
 
 // rowBatch is pending key rows taken out of the hot cache (freezePending),
@@ -97,6 +99,13 @@ func (f *Flush) Took() time.Duration { return f.took }
 // flush (nil). An error comes from a write-back that had to run here; the
 // transaction is then as after any failed statement.
 func (s *Store) StartFlush(pos uint64) (*Flush, error) {
+	if s.mem != nil {
+		f := s.mem.startFlush(pos, false)
+		if f == nil {
+			return nil, nil
+		}
+		return &Flush{s: s, mem: f}, nil
+	}
 	if !s.inTx {
 		return nil, nil
 	}
@@ -201,6 +210,10 @@ func (s *Store) freezePending(b *rowBatch, share bool) error {
 // is lent to it, and must not touch anything of the Store but the
 // connection and the flush's own statements.
 func (f *Flush) Run() {
+	if f.mem != nil {
+		f.s.mem.run(f.mem)
+		return
+	}
 	t0 := time.Now()
 	f.err = f.commit()
 	f.took = time.Since(t0)
@@ -332,7 +345,12 @@ func (s *Store) flushStmt(qq *query) *stmt {
 }
 
 // Flying reports whether a flush has the connection.
-func (s *Store) Flying() bool { return s.c.lent != nil }
+func (s *Store) Flying() bool {
+	if s.mem != nil {
+		return s.mem.flight != nil
+	}
+	return s.c.lent != nil
+}
 
 // FlushWaits counts the times a use of the connection had to wait for a
 // flush to finish.
@@ -342,6 +360,14 @@ func (s *Store) FlushWaits() uint64 { return s.flushWaits }
 // Store. It returns the flush landed since the last call (by this call or
 // by a statement that needed the connection), or nil.
 func (s *Store) Land() *Flush {
+	if s.mem != nil {
+		f := s.landedMem
+		s.landedMem = nil
+		if mf := s.mem.land(); mf != nil {
+			f = &Flush{s: s, mem: mf, pos: mf.pos, err: mf.err, took: mf.took}
+		}
+		return f
+	}
 	if s.c.lent != nil {
 		s.c.wait()
 	}

@@ -82,6 +82,9 @@ func (s *Store) blobIO(ref int64, write bool, n int, fn func(h uintptr, size int
 // length; inPlace is false when the ordinary path must be taken instead.
 // Bytes past the end of the value read as zero.
 func (s *Store) StringAt(db int, key []byte, off int64, dst []byte) (size int64, inPlace bool, err error) {
+	if s.mem != nil {
+		return 0, false, nil // the value is in memory: the ordinary path
+	}
 	ref, ok, err := s.stringBlob(db, key)
 	if err != nil || !ok {
 		return 0, false, err
@@ -112,6 +115,9 @@ type Patch struct {
 // taken instead. The key's version moves and the change is recorded once,
 // as any write's.
 func (s *Store) PatchString(db int, key []byte, patches ...Patch) (done bool, err error) {
+	if s.mem != nil {
+		return false, nil
+	}
 	ref, ok, err := s.stringBlob(db, key)
 	if err != nil || !ok {
 		return false, err

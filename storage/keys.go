@@ -44,6 +44,9 @@ var (
 // Lookup finds a live key. A key found expired is deleted (lazy expiry) and
 // reported missing.
 func (s *Store) Lookup(db int, key []byte) (Meta, bool, error) {
+	if s.mem != nil {
+		return s.mem.lookup(db, key)
+	}
 	st := s.qKey(qLookup, db, key)
 	row, err := st.step()
 	if err != nil || !row {
@@ -75,6 +78,9 @@ func (s *Store) LookupType(db int, key []byte, t Type) (Meta, bool, error) {
 // Delete removes a key and its elements. existed is false when there was no
 // live key (an expired one is still removed, and recorded as Expired).
 func (s *Store) Delete(db int, key []byte) (existed bool, err error) {
+	if s.mem != nil {
+		return s.mem.delete(db, key)
+	}
 	return s.remove(db, key, Deleted)
 }
 
@@ -149,6 +155,9 @@ func (s *Store) copyElements(t Type, from, to int64) error {
 
 // SetExpire sets (at > 0) or removes (at == 0) a live key's expiry.
 func (s *Store) SetExpire(db int, key []byte, at int64) error {
+	if s.mem != nil {
+		return s.mem.setExpire(db, key, at)
+	}
 	s.cache.setExpiry(db, key, at)
 	st := s.qKey(qSetTTL, db, key)
 	st.int(3, at)
@@ -386,7 +395,12 @@ func (s *Store) RandomKey(db int) ([]byte, bool, error) {
 
 // DBSize is the number of keys in db, expired ones not yet deleted included
 // (as in Redis).
-func (s *Store) DBSize(db int) int64 { return s.keyCounts[db] + s.keyDeltas[db] }
+func (s *Store) DBSize(db int) int64 {
+	if s.mem != nil {
+		return s.mem.dbSize(db)
+	}
+	return s.keyCounts[db] + s.keyDeltas[db]
+}
 
 // CountExpiring is the number of keys in db that have an expiry.
 func (s *Store) CountExpiring(db int) (int64, error) {

@@ -83,6 +83,12 @@ type Options struct {
 	// OverlayMaxBytes bounds the pending elements (elems.go); 0 means
 	// maxPendingElems.
 	OverlayMaxBytes int64
+	// Memory selects the in-memory engine (memkeys.go), which is being
+	// built beside the SQLite one and runs only what memstore.go covers.
+	Memory bool
+	// MaxMemory bounds what the in-memory engine holds, in bytes; 0 for no
+	// bound.
+	MaxMemory int64
 }
 
 // Store is the keyspace in one SQLite database. See the package doc for who
@@ -94,6 +100,10 @@ type Store struct {
 	RecordNew bool
 
 	path  string
+	mem   *memEngine // the in-memory engine, when Options.Memory
+	// landedMem is a flush of the in-memory engine that Commit ran and
+	// nobody has landed (Land returns it).
+	landedMem *Flush
 	c     *conn
 	stmts []*stmt // prepared lazily, indexed by query.idx
 
@@ -327,6 +337,12 @@ func Open(o Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
 	}
+	if o.Memory {
+		if err := s.openMem(o.MaxMemory); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
+		}
+	}
 	return s, nil
 }
 
@@ -440,6 +456,9 @@ func (s *Store) loadCounters() error {
 // Close closes the database. The WAL stays for SQLite to checkpoint on its
 // next open, or is checkpointed here when possible.
 func (s *Store) Close() error {
+	if s.mem != nil {
+		s.mem.close()
+	}
 	s.Land()
 	if s.inTx {
 		s.Rollback()
@@ -468,6 +487,10 @@ func (s *Store) Path() string { return s.path }
 
 // Begin opens the transaction that the actor's next round runs in.
 func (s *Store) Begin() error {
+	if s.mem != nil {
+		s.inTx = true
+		return nil
+	}
 	if s.inTx {
 		return nil
 	}
@@ -486,6 +509,9 @@ func (s *Store) Begin() error {
 // Commit ends the round's transaction. wrote reports whether it changed
 // anything; seq then names the commit for SyncWAL and durability tracking.
 func (s *Store) Commit() (wrote bool, seq uint64, err error) {
+	if s.mem != nil {
+		return s.mem.commit()
+	}
 	if !s.inTx {
 		return false, s.commits, nil
 	}
@@ -547,6 +573,10 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 
 // Rollback abandons the round's transaction and its counter changes.
 func (s *Store) Rollback() {
+	if s.mem != nil {
+		s.ResetTouched() // memory cannot be rolled back: nothing is undone
+		return
+	}
 	s.c.ready()
 	if s.c.failed != nil {
 		// A failed flush's: this is the rollback it waited for, and the
@@ -657,7 +687,12 @@ func (s *Store) SetMaxPageCount(n int64) (int64, error) {
 }
 
 // InTx reports whether a round's transaction is open.
-func (s *Store) InTx() bool { return s.inTx }
+func (s *Store) InTx() bool {
+	if s.mem != nil {
+		return s.mem.hasWork()
+	}
+	return s.inTx
+}
 
 // Dirty reports whether the open transaction has written anything.
 func (s *Store) Dirty() bool { return s.dirty }

@@ -26,6 +26,9 @@ var (
 // GetString appends the value of a live string key to dst. found is false
 // for a missing key; a key of another type is ErrWrongType.
 func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err error) {
+	if s.mem != nil {
+		return s.mem.getString(db, key, dst)
+	}
 	if e := s.cache.get(db, key, s.Now); e != nil {
 		switch {
 		case e.absent:
@@ -70,6 +73,9 @@ func (s *Store) GetString(db int, key, dst []byte) (val []byte, found bool, err 
 // StringLen is the length of a live string key's value; found is false
 // (and n 0) when the key is missing.
 func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
+	if s.mem != nil {
+		return s.mem.stringLen(db, key)
+	}
 	st := s.qKey(qStrLen, db, key)
 	row, err := st.step()
 	if err != nil || !row {
@@ -92,6 +98,9 @@ func (s *Store) StringLen(db int, key []byte) (n int64, found bool, err error) {
 // (unix ms, 0 for none) is the new expiry; with keepTTL a live key keeps its
 // current expiry instead.
 func (s *Store) SetString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
+	if s.mem != nil {
+		return s.mem.setString(db, key, val, expireAt, keepTTL)
+	}
 	e := s.cache.get(db, key, s.Now)
 	if e != nil && !e.absent && e.coll == 0 && len(val) <= maxCached {
 		// A cached live string: the new value waits in the cache and is

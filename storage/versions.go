@@ -67,6 +67,9 @@ func (s *Store) saveVersion() (mark int64, err error) {
 // KeyVersion is the version of a live key (found false when it is missing
 // or expired). It only reads: an expired key is not deleted here.
 func (s *Store) KeyVersion(db int, key []byte) (v int64, found bool, err error) {
+	if s.mem != nil {
+		return s.mem.keyVersion(db, key)
+	}
 	st := s.qKey(qKeyVersion, db, key)
 	defer st.reset()
 	row, err := st.step()

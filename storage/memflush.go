@@ -1,0 +1,296 @@
+package storage
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cellar-db/cellar/storage/object"
+)
+
+// The engine's flush: the actor freezes the batch (startFlush), an offload
+// job writes it in one transaction of the flush's own connection (run), and
+// the actor takes the outcome back (land). A flush that fails is written
+// again, whole and first, by the next one: the batch is immutable and the
+// memory holds everything after it, so nothing is redone from the log.
+
+// memFlight is one flush: the batch, frozen, and what it covers.
+type memFlight struct {
+	gen    uint64
+	steps  []memStep
+	pos    uint64     // the redo log position it makes SQLite cover
+	counts []dbCount  // the key counts to store
+	mark   int64      // the version high-water mark to store; 0: none
+	done   chan struct{}
+	err    error
+	took   time.Duration
+}
+
+// hasWork reports whether anything changed since the last freeze.
+func (m *memEngine) hasWork() bool {
+	if len(m.steps) > 0 || len(m.drops) > 0 {
+		return true
+	}
+	for _, d := range m.dbs {
+		if len(d.dirty) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startFlush freezes the batch for a flush covering the log up to pos; nil
+// when nothing changed (no flush, no disk write) or a flush is under way.
+// The caller runs f on the offload pool (run), then lands it on the actor.
+func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
+	if m.flight != nil || !(m.hasWork() || force) {
+		return nil
+	}
+	m.freezeSegment()
+	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, done: make(chan struct{})}
+	m.steps = nil
+	m.gen++
+	for _, d := range m.dbs {
+		f.counts = append(f.counts, dbCount{int64(d.num), d.count})
+	}
+	if s := m.s; s.version > s.versionMark {
+		f.mark = s.version + versionBlock
+	}
+	m.flight = f
+	return f
+}
+
+// run writes f in one transaction of w and commits it under readMu. It runs
+// on the offload pool and touches nothing of the actor's but f.
+func (m *memEngine) run(f *memFlight) {
+	began := time.Now()
+	f.err = m.write(f)
+	f.took = time.Since(began)
+	close(f.done)
+}
+
+func (m *memEngine) write(f *memFlight) (err error) {
+	w := m.w
+	if err := w.c.exec("BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.c.exec("ROLLBACK")
+		}
+	}()
+	for _, st := range f.steps {
+		if st.op != nil {
+			err = writeDBOp(w, st.op)
+		} else {
+			err = writeSegment(w, st.seg)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, c := range f.counts {
+		st := w.q("INSERT INTO dbstats (db, keys) VALUES (?1, ?2) ON CONFLICT (db) DO UPDATE SET keys = excluded.keys WHERE keys <> excluded.keys")
+		st.int(1, c.db)
+		st.int(2, c.n)
+		if err := st.exec(); err != nil {
+			return err
+		}
+	}
+	if f.mark != 0 {
+		st := w.q("UPDATE counters SET value = ?1 WHERE name = 'version'")
+		st.int(1, f.mark)
+		if err := st.exec(); err != nil {
+			return err
+		}
+	}
+	st := w.q("UPDATE counters SET value = ?1 WHERE name = 'redo_position'")
+	st.int(1, int64(f.pos))
+	if err := st.exec(); err != nil {
+		return err
+	}
+	if err := w.freeGarbage(); err != nil {
+		return err
+	}
+	m.readMu.Lock()
+	defer m.readMu.Unlock()
+	if err := w.c.exec("COMMIT"); err != nil {
+		return err
+	}
+	m.committed.Store(f.gen)
+	return nil
+}
+
+// writeSegment writes one segment: the dead objects' elements go, then
+// every key's row and elements in key order (neighbouring rows share
+// pages).
+func writeSegment(w *sqlc, seg *memSegment) error {
+	for _, d := range seg.drops {
+		if err := dropRows(w, d.typ, d.id); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(seg.keys, func(a, b frozenKey) int {
+		return cmp.Or(cmp.Compare(a.db, b.db), strings.Compare(a.key, b.key))
+	})
+	for i := range seg.keys {
+		if err := writeKey(w, &seg.keys[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeKey(w *sqlc, k *frozenKey) error {
+	if k.keepRef {
+		err := w.keepRefs("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1", func(st *stmt) {
+			st.int(1, int64(k.db))
+			st.blob(2, []byte(k.key))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if k.typ == TypeNone {
+		if !k.del {
+			return nil
+		}
+		st := w.q("DELETE FROM keys WHERE db = ?1 AND key = ?2")
+		st.int(1, int64(k.db))
+		st.blob(2, []byte(k.key))
+		return st.exec()
+	}
+	st := w.q("INSERT OR REPLACE INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6, ?7)")
+	st.int(1, int64(k.db))
+	st.blob(2, []byte(k.key))
+	st.int(3, k.id)
+	st.int(4, int64(k.typ))
+	st.int(5, k.exp)
+	st.int(6, k.ver)
+	if k.typ == TypeString {
+		if _, err := w.bindValue(st, 7, k.str, len(k.key)); err != nil {
+			st.reset()
+			return err
+		}
+	} else {
+		st.int(7, k.count)
+	}
+	if err := st.exec(); err != nil {
+		return err
+	}
+	if k.delta == nil {
+		return nil
+	}
+	return writeDelta(w, k.typ, k.id, k.delta)
+}
+
+// writeDelta writes what changed in object id of type t.
+func writeDelta(w *sqlc, t Type, id int64, d any) error {
+	switch d := d.(type) {
+	case *object.Delta:
+		return flushElems(w, tableOf(t), id, d)
+	}
+	return errors.New("storage: flushing changes of an unknown kind")
+}
+
+func tableOf(t Type) *elemTable {
+	switch t {
+	case TypeHash:
+		return hashTable
+	case TypeSet:
+		return setTable
+	case TypeZSet:
+		return zsetTable
+	}
+	return nil
+}
+
+// dropRows deletes every element row of object id of type t.
+func dropRows(w *sqlc, t Type, id int64) error {
+	if tbl := tableOf(t); tbl != nil {
+		return dropElems(w, tbl, id)
+	}
+	return errors.New("storage: dropping the rows of an object of an unknown type")
+}
+
+// The element tables by type, for the database operations.
+var typeTables = []struct {
+	typ    Type
+	tables []string
+	refs   string // the table whose value column may hold refs
+}{
+	{TypeString, nil, ""},
+	{TypeList, []string{"list_items"}, "list_items"},
+	{TypeHash, []string{"hashes"}, "hashes"},
+	{TypeSet, []string{"sets"}, ""},
+	{TypeZSet, []string{"zsets"}, ""},
+	{TypeStream, []string{"stream_entries", "stream_groups", "stream_consumers", "stream_pel", "streams"}, ""},
+}
+
+// writeDBOp applies a FLUSHDB or SWAPDB to SQLite's rows.
+func writeDBOp(w *sqlc, op *memDBOp) error {
+	if op.kind == dbSwap {
+		for _, mv := range [][2]int{{op.a, -1}, {op.b, op.a}, {-1, op.b}} {
+			st := w.q("UPDATE keys SET db = ?2 WHERE db = ?1")
+			st.int(1, int64(mv[0]))
+			st.int(2, int64(mv[1]))
+			if err := st.exec(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bind := func(st *stmt) { st.int(1, int64(op.a)) }
+	if err := w.keepRefs("SELECT value FROM keys WHERE db = ?1 AND type = 1", bind); err != nil {
+		return err
+	}
+	for _, tt := range typeTables {
+		of := "(SELECT id FROM keys WHERE db = ?1 AND type = " + string(rune('0'+tt.typ)) + ")"
+		if tt.refs != "" {
+			if err := w.keepRefs("SELECT value FROM "+tt.refs+" WHERE id IN "+of, bind); err != nil {
+				return err
+			}
+		}
+		for _, t := range tt.tables {
+			st := w.q("DELETE FROM " + t + " WHERE id IN " + of)
+			bind(st)
+			if err := st.exec(); err != nil {
+				return err
+			}
+		}
+	}
+	st := w.q("DELETE FROM keys WHERE db = ?1")
+	bind(st)
+	return st.exec()
+}
+
+// land takes back the flight's outcome on the actor; it waits for the
+// flight if it is still under way. A failed flight's batch goes first in
+// the next one.
+func (m *memEngine) land() *memFlight {
+	f := m.flight
+	if f == nil {
+		return nil
+	}
+	<-f.done
+	m.flight = nil
+	if f.err != nil {
+		m.steps = append(f.steps, m.steps...)
+		return f
+	}
+	if f.mark != 0 {
+		m.s.versionMark = f.mark
+	}
+	n := 0
+	for _, op := range m.dbops {
+		if op.gen > f.gen {
+			m.dbops[n] = op
+			n++
+		}
+	}
+	m.dbops = m.dbops[:n]
+	m.evict()
+	return f
+}

@@ -1,0 +1,356 @@
+package storage
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cellar-db/cellar/storage/object"
+)
+
+// The in-memory engine (docs/architecture.md, "Storage engine"): the keys
+// the actor has touched are held here whole, every command runs on them,
+// and SQLite is written only by the flush, on a connection of its own, from
+// what changed since the flush before.
+//
+// Invariants:
+//   - A key is in memory (an entry, possibly one remembering that the key
+//     is absent), or SQLite's last commit holds its latest state. An entry
+//     leaves memory only when nothing of it waits for a flush: not dirty,
+//     and the flush that took its last change committed.
+//   - Loads read SQLite's last commit through the reader, and know which
+//     flush that is: a flush commits holding readMu and only then counts
+//     itself committed, and a load opens its read under readMu. What a
+//     database operation not yet committed changed (FLUSHDB, SWAPDB) is
+//     applied to what a load reads (view).
+//   - The actor never writes SQLite. The flush writes, in one transaction,
+//     what the batch holds in the order it happened: segments of frozen key
+//     changes, separated by the database operations that closed them.
+
+// entry is one key name the engine holds: its live key, or the knowledge
+// that it has none (typ TypeNone), which a load of a missing key leaves and
+// a deletion leaves until it is flushed.
+type entry struct {
+	key string
+	db  *memDB
+	typ Type
+	exp int64 // unix ms; 0: persistent
+	ver int64
+	id  int64
+	str []byte // a string's value; never written to (object package doc)
+	obj memObject
+
+	// What SQLite holds for this name as of the last freeze: whether it
+	// has a keys row, and whether that row's value is a blob ref; and, for
+	// the object, whether element rows exist under its id.
+	rowStored, refStored bool
+	elemsStored          bool
+
+	dirty bool   // in db.dirty: the row or the object changed since the last freeze
+	gen   uint64 // the flush that took its last change (0: none since it was loaded)
+	size  int64  // what it counts in memEngine.bytes
+
+	prev, next *entry // the LRU list, most recent at the front
+}
+
+// memObject is a collection the engine holds: one of package object's
+// types, with the table mapping that loads and flushes it.
+type memObject interface {
+	Len() int
+	Size() int64
+	Changed() bool
+}
+
+// memDB is one database's entries. SWAPDB swaps two memDBs in place (and
+// their numbers): an entry keeps pointing at its memDB whatever its number.
+type memDB struct {
+	num   int
+	keys  map[string]*entry
+	dirty []*entry
+	count int64 // the database's keys, in memory and SQLite: DBSIZE
+}
+
+// memEngine is the engine's state; it belongs to the actor, except what the
+// comments say a flush or a load reads.
+type memEngine struct {
+	s   *Store
+	dbs [allDBs]*memDB
+
+	r      *sqlc      // the loads' read-only connection
+	readMu sync.Mutex // held by a load's first read and by a flush's commit
+	// committed is the generation of the last flush committed; written
+	// under readMu by the flush, read by the actor and the loads.
+	committed atomic.Uint64
+
+	gen    uint64     // the generation the batch being collected will have
+	steps  []memStep  // that batch, in order
+	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
+	dbops  []memDBOp  // database operations not committed yet (view)
+	w      *sqlc      // the flush's connection; the flight's while one runs
+	flight *memFlight // the flush under way
+
+	lru        entry // sentinel of the LRU list
+	bytes, max int64
+}
+
+// memDrop is an object whose element rows the flush deletes.
+type memDrop struct {
+	typ Type
+	id  int64
+}
+
+// memDBOp is a database operation, as the flush applies it after the
+// segment it closed.
+type memDBOp struct {
+	gen  uint64
+	kind uint8 // dbFlush or dbSwap
+	a, b int
+}
+
+const (
+	dbFlush = iota
+	dbSwap
+)
+
+// entryOverhead is what an entry costs beyond its key's and value's bytes
+// (the struct, its map slot, the string header), for max memory.
+const memEntryOverhead = 160
+
+func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
+	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1}
+	for i := range m.dbs {
+		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: s.keyCounts[i]}
+	}
+	m.lru.prev, m.lru.next = &m.lru, &m.lru
+	return m
+}
+
+// view says where a load finds database db's committed keys: in SQLite's
+// database sqlDB, unless a FLUSHDB not yet committed emptied it. The
+// database operations not committed are applied, in order, to the numbers.
+func (m *memEngine) view(db int, committed uint64) (sqlDB int, empty bool) {
+	sqlDB = db
+	// Walk back from the newest: each operation maps the number it leaves
+	// to the one it found.
+	for i := len(m.dbops) - 1; i >= 0; i-- {
+		op := m.dbops[i]
+		if op.gen <= committed {
+			break
+		}
+		switch {
+		case op.kind == dbFlush && op.a == sqlDB:
+			return sqlDB, true
+		case op.kind == dbSwap && op.a == sqlDB:
+			sqlDB = op.b
+		case op.kind == dbSwap && op.b == sqlDB:
+			sqlDB = op.a
+		}
+	}
+	return sqlDB, false
+}
+
+// touch makes e the most recently used entry.
+func (m *memEngine) touch(e *entry) {
+	if e.next != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+	}
+	e.next, e.prev = m.lru.next, &m.lru
+	m.lru.next.prev = e
+	m.lru.next = e
+}
+
+func (m *memEngine) unlink(e *entry) {
+	if e.next != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+		e.next, e.prev = nil, nil
+	}
+}
+
+// resize brings e's share of bytes up to date after a change.
+func (m *memEngine) resize(e *entry) {
+	n := int64(len(e.key) + len(e.str) + memEntryOverhead)
+	if e.obj != nil {
+		n += e.obj.Size()
+	}
+	m.bytes += n - e.size
+	e.size = n
+}
+
+// changed marks e changed: its row, and with it anything else about it, is
+// written by the next flush.
+func (m *memEngine) changed(e *entry) {
+	if !e.dirty {
+		e.dirty = true
+		e.db.dirty = append(e.db.dirty, e)
+	}
+	m.resize(e)
+	m.s.dirty = true
+}
+
+// evictable reports whether e may leave memory: nothing of it waits for a
+// flush.
+func (m *memEngine) evictable(e *entry) bool {
+	return !e.dirty && e.gen <= m.committed.Load()
+}
+
+// evict lets the least recently used entries go until the engine is
+// within its bound, skipping those that wait for a flush.
+func (m *memEngine) evict() {
+	if m.max <= 0 {
+		return
+	}
+	for e := m.lru.prev; e != &m.lru && m.bytes > m.max; {
+		prev := e.prev
+		if m.evictable(e) {
+			m.unlink(e)
+			delete(e.db.keys, e.key)
+			m.bytes -= e.size
+		}
+		e = prev
+	}
+}
+
+// entryAt returns the entry for key in db, loading it from SQLite on a miss
+// (a missing key leaves an absent entry). It does not look at expiry. No
+// entry leaves memory during a command (endCommand evicts), so entries a
+// command holds stay the keys' own.
+func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
+	d := m.dbs[db]
+	if e, ok := d.keys[string(key)]; ok {
+		m.touch(e)
+		return e, nil
+	}
+	e := &entry{key: string(key), db: d}
+	if err := m.load(db, e); err != nil {
+		return nil, err
+	}
+	d.keys[e.key] = e
+	m.touch(e)
+	m.resize(e)
+	return e, nil
+}
+
+// live returns key's entry if the key exists and has not expired; a key
+// found expired is deleted (lazy expiry) and recorded as such.
+func (m *memEngine) live(db int, key []byte) (*entry, error) {
+	e, err := m.entryAt(db, key)
+	if err != nil || e.typ == TypeNone {
+		return nil, err
+	}
+	if expired(e.exp, m.s.Now) {
+		m.remove(e, Expired)
+		return nil, nil
+	}
+	return e, nil
+}
+
+// remove deletes e's key (kind says why, for the change record; 0 for a
+// key about to be overwritten, whose new value records the change): its
+// object dies, and its row goes with the next flush.
+func (m *memEngine) remove(e *entry, kind Change) {
+	if kind != 0 {
+		m.s.record(e.db.num, []byte(e.key), kind, 0)
+	}
+	m.dropObject(e)
+	e.typ, e.exp, e.str = TypeNone, 0, nil
+	e.db.count--
+	m.changed(e)
+}
+
+// dropObject lets e's object go: its element rows, if SQLite has any, go
+// with the next flush.
+func (m *memEngine) dropObject(e *entry) {
+	if e.elemsStored {
+		m.drops = append(m.drops, memDrop{typ: e.typ, id: e.id})
+	}
+	e.obj, e.elemsStored = nil, false
+}
+
+// create makes e a new key of type t (it was absent), with a new id and
+// version.
+func (m *memEngine) create(e *entry, t Type) {
+	e.typ, e.id, e.exp = t, m.s.NewID(), 0
+	e.ver = m.s.nextVersion()
+	e.db.count++
+	if m.s.RecordNew {
+		m.s.recordNew(e.db.num, []byte(e.key))
+	}
+}
+
+// freezeSegment closes the changes collected so far into a segment of the
+// batch: every dirty entry's state and every object's changes, frozen.
+func (m *memEngine) freezeSegment() {
+	seg := &memSegment{drops: m.drops}
+	m.drops = nil
+	for _, d := range m.dbs {
+		for _, e := range d.dirty {
+			seg.keys = append(seg.keys, m.freezeEntry(e))
+			e.dirty, e.gen = false, m.gen
+		}
+		d.dirty = d.dirty[:0]
+	}
+	if len(seg.keys) > 0 || len(seg.drops) > 0 {
+		m.steps = append(m.steps, memStep{seg: seg})
+	}
+}
+
+// freezeEntry takes e's state for the flush, and makes what it froze
+// SQLite's state as far as the next changes know.
+func (m *memEngine) freezeEntry(e *entry) frozenKey {
+	k := frozenKey{db: e.db.num, key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored}
+	switch {
+	case e.typ == TypeNone:
+		k.del = e.rowStored
+		e.rowStored, e.refStored = false, false
+		return k
+	case e.typ == TypeString:
+		k.str = e.str
+		e.refStored = stringIsRef(e.key, e.str)
+	default:
+		k.count = int64(e.obj.Len())
+		if e.obj.Changed() {
+			k.delta = freezeObject(e.obj)
+			e.elemsStored = true
+		}
+		e.refStored = false
+	}
+	e.rowStored = true
+	return k
+}
+
+// freezeObject returns what changed in o since its last freeze.
+func freezeObject(o memObject) any {
+	switch o := o.(type) {
+	case *object.Elems:
+		return o.Freeze()
+	}
+	panic("storage: freezing an object of unknown type")
+}
+
+// memStep is one step of a flush: a segment of key changes, or the
+// database operation that closed the segment before it.
+type memStep struct {
+	seg *memSegment
+	op  *memDBOp
+}
+
+// memSegment is a frozen set of key changes.
+type memSegment struct {
+	keys  []frozenKey
+	drops []memDrop
+}
+
+// frozenKey is one key name's state at a freeze, as its keys row and
+// element rows are to hold it. Nothing in it is written after the freeze.
+type frozenKey struct {
+	db      int
+	key     string
+	typ     Type
+	exp     int64
+	ver     int64
+	id      int64
+	str     []byte
+	count   int64
+	del     bool // the key is gone and SQLite has its row
+	keepRef bool // the row SQLite has holds a blob ref
+	delta   any  // the object's changes (*object.Delta, ...)
+}

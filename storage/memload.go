@@ -1,0 +1,77 @@
+package storage
+
+import (
+	"github.com/cellar-db/cellar/storage/object"
+)
+
+// Loads: a key the engine does not hold is read whole from SQLite's last
+// commit through the reader (memkeys.go, invariants).
+
+// load fills e, which has only its name, from what SQLite's last commit
+// holds for it in db, as the database operations not committed yet see
+// it: nothing (e stays absent), a string, or a collection with all its
+// elements.
+func (m *memEngine) load(db int, e *entry) error {
+	r := m.r
+	m.readMu.Lock()
+	sqlDB, empty := m.view(db, m.committed.Load())
+	if empty {
+		m.readMu.Unlock()
+		return nil
+	}
+	// One read transaction, so that the row and its elements come from one
+	// commit; it takes its snapshot at the first read, under readMu.
+	if err := r.c.exec("BEGIN"); err != nil {
+		m.readMu.Unlock()
+		return err
+	}
+	defer r.c.exec("COMMIT")
+	st := r.q("SELECT type, id, coalesce(expire_at, 0), version, value FROM keys WHERE db = ?1 AND key = ?2")
+	st.int(1, int64(sqlDB))
+	st.blob(2, []byte(e.key))
+	row, err := st.step()
+	m.readMu.Unlock()
+	if err != nil || !row {
+		st.reset()
+		return err
+	}
+	t := Type(st.colInt(0))
+	e.id, e.exp, e.ver = st.colInt(1), st.colInt(2), st.colInt(3)
+	e.rowStored = true
+	if t == TypeString {
+		e.refStored = colIsRef(st, 4)
+		e.str, err = r.colValue(st, 4, nil)
+		if e.str == nil {
+			e.str = []byte{}
+		}
+		st.reset()
+		if err != nil {
+			return err
+		}
+		e.typ = t
+		return nil
+	}
+	st.reset()
+	if e.obj, err = loadObject(r, t, e.id); err != nil {
+		return err
+	}
+	e.typ, e.elemsStored = t, true
+	return nil
+}
+
+// loadObject reads collection id of type t whole.
+func loadObject(r *sqlc, t Type, id int64) (memObject, error) {
+	switch t {
+	case TypeHash:
+		rows, err := loadElems(r, hashTable, id)
+		return object.Loaded(rows), err
+	case TypeSet:
+		rows, err := loadElems(r, setTable, id)
+		return object.Loaded(rows), err
+	}
+	return nil, &Error{Code: codeCorrupt, Msg: "a key of a type the in-memory engine cannot load yet"}
+}
+
+// stringIsRef reports whether the flush stores a string's value as a blob
+// ref (bindValue with the key as the row's other bytes).
+func stringIsRef(key string, val []byte) bool { return len(val)+len(key) > inlineBudget }

@@ -1,0 +1,160 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The Store's operations on the in-memory engine (Options.Memory): the same
+// contract as the SQLite engine's, run on the entries of memkeys.go. Each
+// Store method that has a version here calls it first when the engine is
+// on.
+
+// errMemUnsupported is an operation the in-memory engine does not run yet.
+var errMemUnsupported = errors.New("storage: not supported by the in-memory engine yet")
+
+// openMem opens the engine's two connections on the Store's file.
+func (s *Store) openMem(maxBytes int64) error {
+	rc, err := openConn(s.path, sqlite3.SQLITE_OPEN_READONLY)
+	if err != nil {
+		return err
+	}
+	wc, err := openConn(s.path, sqlite3.SQLITE_OPEN_READWRITE)
+	if err != nil {
+		rc.close()
+		return err
+	}
+	if err := wc.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"); err != nil {
+		rc.close()
+		wc.close()
+		return fmt.Errorf("storage: the flush's connection: %w", err)
+	}
+	s.mem = newMemEngine(s, newSQLC(rc), newSQLC(wc), maxBytes)
+	return nil
+}
+
+func (m *memEngine) close() {
+	m.land()
+	m.r.close()
+	m.w.close()
+}
+
+func (m *memEngine) lookup(db int, key []byte) (Meta, bool, error) {
+	e, err := m.live(db, key)
+	if err != nil || e == nil {
+		return Meta{}, false, err
+	}
+	return Meta{Type: e.typ, ID: e.id, ExpireAt: e.exp}, true, nil
+}
+
+func (m *memEngine) delete(db int, key []byte) (bool, error) {
+	e, err := m.live(db, key)
+	if err != nil || e == nil {
+		return false, err
+	}
+	m.remove(e, Deleted)
+	return true, nil
+}
+
+func (m *memEngine) setExpire(db int, key []byte, at int64) error {
+	e, err := m.live(db, key)
+	if err != nil || e == nil {
+		return err
+	}
+	e.exp, e.ver = at, m.s.nextVersion()
+	m.changed(e)
+	m.s.record(db, key, ExpiryChanged, 0)
+	return nil
+}
+
+func (m *memEngine) keyVersion(db int, key []byte) (int64, bool, error) {
+	e, err := m.entryAt(db, key)
+	if err != nil || e.typ == TypeNone || expired(e.exp, m.s.Now) {
+		return 0, false, err
+	}
+	return e.ver, true, nil
+}
+
+func (m *memEngine) getString(db int, key, dst []byte) ([]byte, bool, error) {
+	e, err := m.live(db, key)
+	switch {
+	case err != nil || e == nil:
+		return dst, false, err
+	case e.typ != TypeString:
+		return dst, false, ErrWrongType
+	}
+	return append(dst, e.str...), true, nil
+}
+
+func (m *memEngine) stringLen(db int, key []byte) (int64, bool, error) {
+	e, err := m.live(db, key)
+	switch {
+	case err != nil || e == nil:
+		return 0, false, err
+	case e.typ != TypeString:
+		return 0, false, ErrWrongType
+	}
+	return int64(len(e.str)), true, nil
+}
+
+func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
+	e, err := m.live(db, key)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		e = m.dbs[db].keys[string(key)] // live made sure it is held
+		m.create(e, TypeString)
+	} else {
+		if e.typ != TypeString {
+			m.dropObject(e)
+			e.typ, e.id = TypeString, m.s.NewID()
+		}
+		if keepTTL {
+			expireAt = e.exp
+		}
+		e.ver = m.s.nextVersion()
+	}
+	e.exp = expireAt
+	e.str = append(make([]byte, 0, len(val)), val...)
+	m.changed(e)
+	m.s.record(db, key, Written, 0)
+	return nil
+}
+
+func (m *memEngine) dbSize(db int) int64 { return m.dbs[db].count }
+
+// endCommand lets entries go once a command is done with them (never
+// during one: it holds entries).
+func (m *memEngine) endCommand() {
+	if m.max > 0 && m.bytes > m.max {
+		m.evict()
+	}
+}
+
+// commit is Commit on the engine, for a Store without a redo log: it
+// flushes now and waits, so that SQLite holds every write when it returns.
+func (m *memEngine) commit() (wrote bool, seq uint64, err error) {
+	s := m.s
+	if f := m.land(); f != nil && f.err != nil {
+		return false, s.commits, f.err
+	}
+	f := m.startFlush(0, false)
+	s.inTx = false
+	if f == nil {
+		return false, s.commits, nil
+	}
+	pos, perr := s.RedoPosition()
+	if perr == nil {
+		f.pos = pos // no log: the position stays what it was
+	}
+	m.run(f)
+	m.land()
+	if f.err != nil {
+		return false, s.commits, f.err
+	}
+	s.commits++
+	return true, s.commits, nil
+}
