@@ -20,9 +20,9 @@ import (
 type memFlight struct {
 	gen    uint64
 	steps  []memStep
-	pos    uint64     // the redo log position it makes SQLite cover
-	counts []dbCount  // the key counts to store
-	mark   int64      // the version high-water mark to store; 0: none
+	pos    uint64    // the redo log position it makes SQLite cover
+	counts []dbCount // the key counts to store
+	mark   int64     // the version high-water mark to store; 0: none
 	done   chan struct{}
 	err    error
 	took   time.Duration

@@ -99,13 +99,13 @@ type Store struct {
 	// sets it while someone wants those, so that nobody else pays).
 	RecordNew bool
 
-	path  string
-	mem   *memEngine // the in-memory engine, when Options.Memory
+	path string
+	mem  *memEngine // the in-memory engine, when Options.Memory
 	// landedMem is a flush of the in-memory engine that Commit ran and
 	// nobody has landed (Land returns it).
 	landedMem *Flush
-	c     *conn
-	stmts []*stmt // prepared lazily, indexed by query.idx
+	c         *conn
+	stmts     []*stmt // prepared lazily, indexed by query.idx
 
 	inTx  bool
 	dirty bool // the open transaction wrote something
