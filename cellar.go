@@ -81,6 +81,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxPageCount:    cfg.SQLite.MaxPageCount,
 		HotCacheBytes:   cfg.SQLite.HotCacheBytes,
 		OverlayMaxBytes: cfg.Storage.OverlayMaxBytes,
+		Memory:          cfg.Storage.Engine == "memory",
+		MaxMemory:       cfg.Storage.MaxMemory,
 	})
 	if err != nil {
 		return nil, err

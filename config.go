@@ -211,10 +211,19 @@ type OutputBufferConfig struct {
 // OverlayMaxBytes; past it the actor writes them into SQLite's open
 // transaction before taking the next one. The changed key rows wait in the
 // hot cache (sqlite.hot_cache_bytes bounds them).
+//
+// Engine picks the storage engine: "sqlite", where commands run on SQLite
+// behind the caches above, or "memory", where the keys a client touched are
+// held in memory as whole objects and SQLite is written only by the flush
+// (docs/architecture.md, "Storage engine"). The memory engine is being
+// built: it runs strings, hashes and sets so far. MaxMemory bounds what it
+// holds, in bytes (0: no bound).
 type StorageConfig struct {
 	FlushInterval   time.Duration `koanf:"flush_interval"`
 	FlushBytes      int64         `koanf:"flush_bytes"`
 	OverlayMaxBytes int64         `koanf:"overlay_max_bytes"`
+	Engine          string        `koanf:"engine"`
+	MaxMemory       int64         `koanf:"max_memory"`
 }
 
 // SQLiteConfig tunes the database.
@@ -293,7 +302,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20},
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "sqlite"},
 		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -549,6 +558,10 @@ func (c Config) Validate() error {
 		return bad("storage.flush_bytes", "must be at least 1048576, not %d", c.Storage.FlushBytes)
 	case c.Storage.OverlayMaxBytes < 4096:
 		return bad("storage.overlay_max_bytes", "must be at least 4096, not %d", c.Storage.OverlayMaxBytes)
+	case c.Storage.Engine != "sqlite" && c.Storage.Engine != "memory":
+		return bad("storage.engine", "must be sqlite or memory, not %q", c.Storage.Engine)
+	case c.Storage.MaxMemory < 0:
+		return bad("storage.max_memory", "must be 0 (no bound) or more, not %d", c.Storage.MaxMemory)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.HotCacheBytes < 0:

@@ -29,12 +29,13 @@ type Coll struct {
 	Type     Type
 	ID       int64
 	ExpireAt int64
-	Len      int64 // element count, kept up to date by the element methods
-	saved    int64 // Len as stored
-	created  bool  // the key row was inserted by this command
-	replaced bool  // created over a live key (ReplaceColl)
-	modified bool  // an element changed in place (a value, a score)
-	open     bool  // in Store.open, waiting for EndCommand
+	Len      int64  // element count, kept up to date by the element methods
+	saved    int64  // Len as stored
+	created  bool   // the key row was inserted by this command
+	replaced bool   // created over a live key (ReplaceColl)
+	modified bool   // an element changed in place (a value, a score)
+	open     bool   // in Store.open, waiting for EndCommand
+	e        *entry // the in-memory engine's entry of the key
 }
 
 var (
@@ -50,6 +51,9 @@ func (s *Store) OpenColl(db int, key []byte, t Type) (*Coll, error) {
 }
 
 func (s *Store) openColl(db int, key []byte, types []Type) (*Coll, error) {
+	if s.mem != nil {
+		return s.mem.openColl(db, key, types)
+	}
 	c, err := s.openCollRow(db, key, types)
 	if c != nil && c.Type == TypeHash && len(s.hfe) > 0 {
 		// Fields past their expiry go before anyone looks (hashfe.go).
@@ -114,6 +118,9 @@ func (s *Store) OpenOrCreateColl(db int, key []byte, t Type) (*Coll, error) {
 // createColl inserts the key row of a new, empty collection. The caller
 // knows that no live key of that name exists.
 func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
+	if s.mem != nil {
+		return s.mem.createColl(db, key, t)
+	}
 	s.cache.drop(db, key) // a negative entry
 	id := s.NewID()
 	st := s.q(qCollCreate)
@@ -138,6 +145,9 @@ func (s *Store) createColl(db int, key []byte, t Type) (*Coll, error) {
 // whatever it held (the STORE commands). The command adds the elements; a
 // result with no elements leaves no key.
 func (s *Store) ReplaceColl(db int, key []byte, t Type) (*Coll, error) {
+	if s.mem != nil {
+		return s.mem.replaceColl(db, key, t)
+	}
 	live, err := s.remove(db, key, 0)
 	if err != nil {
 		return nil, err
@@ -171,6 +181,7 @@ func (s *Store) changed(c *Coll, inPlace bool) {
 // it is undone); the handlers never do.
 func (s *Store) EndCommand() error {
 	if s.mem != nil {
+		s.mem.endCollections()
 		s.mem.endCommand()
 		return nil
 	}
@@ -480,6 +491,10 @@ func (s *Store) each(q *elemQueries, st *stmt, fn func(e *Elem) bool) error {
 // Elem (and its slices) is reused: fn copies what it keeps. fn must not
 // change c.
 func (s *Store) Elements(c *Coll, fn func(e *Elem) bool) error {
+	if s.mem != nil {
+		s.mem.elements(c, fn)
+		return nil
+	}
 	q := elemsOf(c.Type)
 	st, skip := s.elemRows(q.all, c)
 	st.int(1, c.ID)
@@ -502,6 +517,10 @@ type ordRow struct {
 // sorted in memory (measured cheaper than SQLite's ORDER BY, which builds a
 // sorter for every call); other types come in storage order.
 func (s *Store) OrderedElements(c *Coll, fn func(e *Elem) bool) error {
+	if s.mem != nil {
+		s.mem.elements(c, fn) // a small set is in insertion order already
+		return nil
+	}
 	if c.Type != TypeHash {
 		return s.Elements(c, fn)
 	}
@@ -535,6 +554,9 @@ func (s *Store) OrderedElements(c *Coll, fn func(e *Elem) bool) error {
 // AllElements returns copies of every element of c, a small hash's in
 // insertion order (OrderedElements).
 func (s *Store) AllElements(c *Coll) ([]Elem, error) {
+	if s.mem != nil {
+		return s.mem.allElements(c), nil
+	}
 	out := make([]Elem, 0, min(c.Len, 1<<16))
 	keep := func(e *Elem) bool {
 		out = append(out, e.clone())
@@ -560,6 +582,9 @@ const SmallHash = 128
 // the cursor to go on with (0 when done). An element present for a whole
 // iteration is returned exactly once.
 func (s *Store) ScanElements(c *Coll, cursor uint64, count int, fn func(e *Elem)) (uint64, error) {
+	if s.mem != nil {
+		return s.mem.scanElements(c, cursor, count, fn), nil
+	}
 	q := elemsOf(c.Type)
 	var e Elem
 	var rerr error
@@ -592,6 +617,9 @@ const repeatPool = 1 << 16
 // from a uniformly random point of its hash order, so the cost is
 // O(n + log N) whatever N.
 func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
+	if s.mem != nil {
+		return s.mem.sample(c, n), nil
+	}
 	if n <= 0 || c.Len <= 0 {
 		return nil, nil
 	}
@@ -625,6 +653,10 @@ func (s *Store) Sample(c *Coll, n int64) ([]Elem, error) {
 // up to 65 536 consecutive rows at a random point of the hash order. Memory
 // and reads stay bounded whatever n; the caller bounds the reply.
 func (s *Store) SampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) error {
+	if s.mem != nil {
+		s.mem.sampleRepeats(c, n, fn)
+		return nil
+	}
 	if n <= 0 || c.Len <= 0 {
 		return nil
 	}

@@ -452,6 +452,12 @@ func (s *Store) eachLive(q *elemQueries, st *stmt, c *Coll, skip bool, fn func(e
 // rows (Sample, ZPop): they are there and not pending, so their removals
 // need no lookup.
 func (s *Store) RemoveRead(c *Coll, es []Elem) error {
+	if s.mem != nil {
+		for i := range es {
+			s.mem.removeElem(c, es[i].Member)
+		}
+		return nil
+	}
 	for i := range es {
 		e := s.pendingElem(c, es[i].Member)
 		if e == nil {

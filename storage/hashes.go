@@ -26,6 +26,10 @@ func bindElem(st *stmt, id int64, elem []byte) {
 // HashGet appends the value of field to dst; found is false when the hash
 // has no such field.
 func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err error) {
+	if s.mem != nil {
+		val, found = s.mem.hashGet(c, field, dst)
+		return val, found, nil
+	}
 	if e := s.pendingElem(c, field); e != nil {
 		if e.gone {
 			return dst, false, nil
@@ -46,6 +50,9 @@ func (s *Store) HashGet(c *Coll, field, dst []byte) (val []byte, found bool, err
 
 // HashHas reports whether the hash has field.
 func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
+	if s.mem != nil {
+		return c.elems().Has(field), nil
+	}
 	if e := s.pendingElem(c, field); e != nil {
 		return !e.gone, nil
 	}
@@ -54,6 +61,10 @@ func (s *Store) HashHas(c *Coll, field []byte) (bool, error) {
 
 // HashStrLen is the length of field's value, 0 when there is none.
 func (s *Store) HashStrLen(c *Coll, field []byte) (int64, error) {
+	if s.mem != nil {
+		el, _ := c.elems().Get(field)
+		return int64(len(el.Value)), nil
+	}
 	if e := s.pendingElem(c, field); e != nil {
 		return int64(len(e.v)), nil // none when gone
 	}
@@ -78,6 +89,9 @@ const (
 // HashSet sets field to value; added is true when the field is new. mode
 // says what happens to a field that exists.
 func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err error) {
+	if s.mem != nil {
+		return s.mem.hashSet(c, field, value, mode), nil
+	}
 	if mode == HashReplace && len(field)+len(value) <= inlineBudget {
 		return s.hashPut(c, field, value)
 	}
@@ -121,6 +135,9 @@ func (s *Store) HashSet(c *Coll, field, value []byte, mode int) (added bool, err
 
 // HashDel removes field; removed is false when there was none.
 func (s *Store) HashDel(c *Coll, field []byte) (removed bool, err error) {
+	if s.mem != nil {
+		return s.mem.removeElem(c, field), nil
+	}
 	return s.removeElem(c, field)
 }
 

@@ -53,6 +53,10 @@ func (s *Store) noteFieldExpiry(id, at int64) {
 // HashFieldExpiry is field's expiry (unix ms; 0 for none); found is false
 // when the hash has no such field.
 func (s *Store) HashFieldExpiry(c *Coll, field []byte) (at int64, found bool, err error) {
+	if s.mem != nil {
+		at, found = s.mem.hashFieldExpiry(c, field)
+		return at, found, nil
+	}
 	st := s.q(qHFieldTTL)
 	bindElem(st, c.ID, field)
 	row, err := st.step()
@@ -66,6 +70,10 @@ func (s *Store) HashFieldExpiry(c *Coll, field []byte) (at int64, found bool, er
 // HashSetFieldExpiry sets field's expiry to at (unix ms), or removes it
 // (at 0). The field must exist.
 func (s *Store) HashSetFieldExpiry(c *Coll, field []byte, at int64) error {
+	if s.mem != nil {
+		s.mem.hashSetFieldExpiry(c, field, at)
+		return nil
+	}
 	var st *stmt
 	if at == 0 {
 		st = s.q(qHFieldClear)
@@ -189,6 +197,9 @@ func ExpiredFields(effect []byte, dst [][]byte) [][]byte {
 // hashes it expired fields of (rows of no key, which no write leaves, are
 // not counted, so that they cannot keep the sweep going).
 func (s *Store) SweepExpiredFields(limit int) (int, error) {
+	if s.mem != nil {
+		return s.mem.sweepFields(limit)
+	}
 	if len(s.hfe) == 0 {
 		return 0, nil
 	}

@@ -182,6 +182,9 @@ func (s *Store) Created(db int) { s.keyDeltas[db]++; s.dirty = true }
 // Rename moves src to dst within db, replacing dst. The caller has checked
 // that src exists and, for RENAMENX, that dst does not.
 func (s *Store) Rename(db int, src, dst []byte) error {
+	if s.mem != nil {
+		return s.mem.rename(db, src, dst)
+	}
 	s.cache.drop(db, src)
 	if _, err := s.remove(db, dst, 0); err != nil {
 		return err
@@ -203,6 +206,9 @@ func (s *Store) Rename(db int, src, dst []byte) error {
 // Move moves key from db to dstDB. The caller has checked that key exists
 // in db and not in dstDB.
 func (s *Store) Move(db int, key []byte, dstDB int) error {
+	if s.mem != nil {
+		return s.mem.move(db, key, dstDB)
+	}
 	s.cache.drop(db, key)
 	s.cache.drop(dstDB, key)
 	st := s.q(qMove)
@@ -225,6 +231,9 @@ func (s *Store) Move(db int, key []byte, dstDB int) error {
 // expiry included, replacing dst when replace is set. copied is false when
 // src is missing or dst exists and replace is not set.
 func (s *Store) Copy(srcDB int, src []byte, dstDB int, dst []byte, replace bool) (copied bool, err error) {
+	if s.mem != nil {
+		return s.mem.copyKey(srcDB, src, dstDB, dst, replace)
+	}
 	m, ok, err := s.Lookup(srcDB, src)
 	if err != nil || !ok {
 		return false, err
@@ -294,6 +303,9 @@ type ScanEntry struct {
 // for life, so a key present for a whole iteration is returned exactly
 // once; keys created meanwhile have larger ids and may be returned.
 func (s *Store) Scan(db int, cursor uint64, count int, out []ScanEntry) ([]ScanEntry, uint64, error) {
+	if s.mem != nil {
+		return s.mem.scan(db, cursor, count, out)
+	}
 	st := s.q(qScan)
 	st.int(1, int64(db))
 	st.int(2, int64(cursor))
@@ -325,6 +337,9 @@ func (s *Store) Scan(db int, cursor uint64, count int, out []ScanEntry) ([]ScanE
 // Keys calls fn for every live key of db that starts with prefix, in key
 // order when a prefix is given. fn returning false stops the walk.
 func (s *Store) Keys(db int, prefix []byte, fn func(key []byte) bool) error {
+	if s.mem != nil {
+		return s.mem.keys(db, prefix, fn)
+	}
 	var st *stmt
 	if len(prefix) > 0 {
 		st = s.q(qKeysFrom)
@@ -360,6 +375,9 @@ func hasPrefix(b, prefix []byte) bool {
 
 // RandomKey returns a random live key of db.
 func (s *Store) RandomKey(db int) ([]byte, bool, error) {
+	if s.mem != nil {
+		return s.mem.randomKey(db)
+	}
 	st := s.q(qIDRange)
 	st.int(1, int64(db))
 	row, err := st.step()
@@ -404,6 +422,9 @@ func (s *Store) DBSize(db int) int64 {
 
 // CountExpiring is the number of keys in db that have an expiry.
 func (s *Store) CountExpiring(db int) (int64, error) {
+	if s.mem != nil {
+		return s.mem.countExpiring(db)
+	}
 	st := s.q(qExpiring)
 	st.int(1, int64(db))
 	defer st.reset()
@@ -416,6 +437,9 @@ func (s *Store) CountExpiring(db int) (int64, error) {
 // SweepExpired deletes up to limit keys whose expiry has passed, oldest
 // expiry first, and reports how many it deleted.
 func (s *Store) SweepExpired(limit int) (int, error) {
+	if s.mem != nil {
+		return s.mem.sweep(limit)
+	}
 	if len(s.pending) > 0 && !expired(s.pendingExp, s.Now) {
 		// Nothing pending is due: write back only if SQLite has a key
 		// that is.
@@ -465,6 +489,10 @@ func (s *Store) SweepExpired(limit int) (int, error) {
 
 // FlushDB deletes every key of db.
 func (s *Store) FlushDB(db int) error {
+	if s.mem != nil {
+		s.mem.flushDB(db)
+		return nil
+	}
 	s.cache.clear()
 	if err := s.dropAllElements(db); err != nil {
 		return err
@@ -497,6 +525,10 @@ func (s *Store) dropAllElements(db int) error {
 
 // SwapDB exchanges the contents of two databases.
 func (s *Store) SwapDB(a, b int) error {
+	if s.mem != nil {
+		s.mem.swapDB(a, b)
+		return nil
+	}
 	if a == b {
 		return nil
 	}
@@ -525,6 +557,9 @@ func (s *Store) SwapDB(a, b int) error {
 // has passed at Now (stale), without expiring it or recording anything:
 // WATCH looks at a key this way, as Redis's keyIsExpired does.
 func (s *Store) Peek(db int, key []byte) (present, stale bool, err error) {
+	if s.mem != nil {
+		return s.mem.peek(db, key)
+	}
 	st := s.qKey(qLookup, db, key)
 	row, err := st.step()
 	if err != nil || !row {

@@ -23,6 +23,7 @@ type memFlight struct {
 	pos    uint64    // the redo log position it makes SQLite cover
 	counts []dbCount // the key counts to store
 	mark   int64     // the version high-water mark to store; 0: none
+	fresh  []*entry  // the fresh entries it writes (memkeyspace.go)
 	done   chan struct{}
 	err    error
 	took   time.Duration
@@ -49,8 +50,13 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 		return nil
 	}
 	m.freezeSegment()
-	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, done: make(chan struct{})}
-	m.steps = nil
+	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, done: make(chan struct{})}
+	for _, e := range f.fresh {
+		if e.fresh && e.freshGen != 0 {
+			e.freshGen = f.gen // a failed flight's, written again by this one
+		}
+	}
+	m.steps, m.freshFrozen = nil, nil
 	m.gen++
 	for _, d := range m.dbs {
 		f.counts = append(f.counts, dbCount{int64(d.num), d.count})
@@ -278,8 +284,10 @@ func (m *memEngine) land() *memFlight {
 	m.flight = nil
 	if f.err != nil {
 		m.steps = append(f.steps, m.steps...)
+		m.freshFrozen = append(f.fresh, m.freshFrozen...)
 		return f
 	}
+	m.landFresh(f)
 	if f.mark != 0 {
 		m.s.versionMark = f.mark
 	}

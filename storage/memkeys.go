@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tidwall/btree"
+
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -45,6 +47,12 @@ type entry struct {
 	rowStored, refStored bool
 	elemsStored          bool
 
+	// In its database's fresh index (memkeyspace.go) under freshID, until
+	// the flush of generation freshGen (0: not frozen yet) lands.
+	fresh    bool
+	freshID  int64
+	freshGen uint64
+
 	dirty bool   // in db.dirty: the row or the object changed since the last freeze
 	gen   uint64 // the flush that took its last change (0: none since it was loaded)
 	size  int64  // what it counts in memEngine.bytes
@@ -63,10 +71,12 @@ type memObject interface {
 // memDB is one database's entries. SWAPDB swaps two memDBs in place (and
 // their numbers): an entry keeps pointing at its memDB whatever its number.
 type memDB struct {
-	num   int
-	keys  map[string]*entry
-	dirty []*entry
-	count int64 // the database's keys, in memory and SQLite: DBSIZE
+	num     int
+	keys    map[string]*entry
+	dirty   []*entry
+	count   int64                   // the database's keys, in memory and SQLite: DBSIZE
+	fresh   *btree.BTreeG[freshKey] // memkeyspace.go
+	expires map[*entry]struct{}     // the entries of keys with an expiry
 }
 
 // memEngine is the engine's state; it belongs to the actor, except what the
@@ -90,6 +100,14 @@ type memEngine struct {
 
 	lru        entry // sentinel of the LRU list
 	bytes, max int64
+
+	// freshFrozen are the fresh entries frozen for the next flight, which
+	// takes them out of the fresh index when it lands.
+	freshFrozen []*entry
+
+	// hfe holds the hashes with field expiries, each with a time at or
+	// before its earliest (a lower bound, as Store.hfe on SQLite).
+	hfe map[*entry]int64
 }
 
 // memDrop is an object whose element rows the flush deletes.
@@ -116,9 +134,9 @@ const (
 const memEntryOverhead = 160
 
 func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
-	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1}
+	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64)}
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: s.keyCounts[i]}
+		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
 	}
 	m.lru.prev, m.lru.next = &m.lru, &m.lru
 	return m
@@ -201,11 +219,29 @@ func (m *memEngine) evict() {
 	for e := m.lru.prev; e != &m.lru && m.bytes > m.max; {
 		prev := e.prev
 		if m.evictable(e) {
-			m.unlink(e)
-			delete(e.db.keys, e.key)
-			m.bytes -= e.size
+			m.forget(e)
 		}
 		e = prev
+	}
+}
+
+// forget lets e go from memory (eviction, FLUSHDB).
+func (m *memEngine) forget(e *entry) {
+	m.unlink(e)
+	m.unfresh(e)
+	delete(e.db.keys, e.key)
+	delete(e.db.expires, e)
+	delete(m.hfe, e)
+	m.bytes -= e.size
+}
+
+// setExp sets e's expiry, keeping its database's expiry index.
+func (m *memEngine) setExp(e *entry, at int64) {
+	e.exp = at
+	if at != 0 {
+		e.db.expires[e] = struct{}{}
+	} else {
+		delete(e.db.expires, e)
 	}
 }
 
@@ -222,6 +258,16 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 	e := &entry{key: string(key), db: d}
 	if err := m.load(db, e); err != nil {
 		return nil, err
+	}
+	if els, ok := e.obj.(*object.Elems); ok && e.typ == TypeHash {
+		els.Each(func(el *object.Elem) bool {
+			if el.Exp != 0 {
+				if at, ok := m.hfe[e]; !ok || el.Exp < at {
+					m.hfe[e] = el.Exp
+				}
+			}
+			return true
+		})
 	}
 	d.keys[e.key] = e
 	m.touch(e)
@@ -251,7 +297,9 @@ func (m *memEngine) remove(e *entry, kind Change) {
 		m.s.record(e.db.num, []byte(e.key), kind, 0)
 	}
 	m.dropObject(e)
-	e.typ, e.exp, e.str = TypeNone, 0, nil
+	e.typ, e.str = TypeNone, nil
+	m.setExp(e, 0)
+	m.unfresh(e)
 	e.db.count--
 	m.changed(e)
 }
@@ -262,13 +310,16 @@ func (m *memEngine) dropObject(e *entry) {
 	if e.elemsStored {
 		m.drops = append(m.drops, memDrop{typ: e.typ, id: e.id})
 	}
+	delete(m.hfe, e)
 	e.obj, e.elemsStored = nil, false
 }
 
 // create makes e a new key of type t (it was absent), with a new id and
 // version.
 func (m *memEngine) create(e *entry, t Type) {
-	e.typ, e.id, e.exp = t, m.s.NewID(), 0
+	e.typ, e.id = t, m.s.NewID()
+	m.setExp(e, 0)
+	m.markFresh(e)
 	e.ver = m.s.nextVersion()
 	e.db.count++
 	if m.s.RecordNew {
@@ -297,6 +348,10 @@ func (m *memEngine) freezeSegment() {
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	k := frozenKey{db: e.db.num, key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored}
+	if e.fresh && e.freshGen == 0 {
+		e.freshGen = m.gen
+		m.freshFrozen = append(m.freshFrozen, e)
+	}
 	switch {
 	case e.typ == TypeNone:
 		k.del = e.rowStored

@@ -36,7 +36,8 @@ func (m *memEngine) load(db int, e *entry) error {
 		return err
 	}
 	t := Type(st.colInt(0))
-	e.id, e.exp, e.ver = st.colInt(1), st.colInt(2), st.colInt(3)
+	e.id, e.ver = st.colInt(1), st.colInt(3)
+	m.setExp(e, st.colInt(2))
 	e.rowStored = true
 	if t == TypeString {
 		e.refStored = colIsRef(st, 4)

@@ -63,7 +63,8 @@ func (m *memEngine) setExpire(db int, key []byte, at int64) error {
 	if err != nil || e == nil {
 		return err
 	}
-	e.exp, e.ver = at, m.s.nextVersion()
+	m.setExp(e, at)
+	e.ver = m.s.nextVersion()
 	m.changed(e)
 	m.s.record(db, key, ExpiryChanged, 0)
 	return nil
@@ -111,13 +112,14 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 		if e.typ != TypeString {
 			m.dropObject(e)
 			e.typ, e.id = TypeString, m.s.NewID()
+			m.markFresh(e)
 		}
 		if keepTTL {
 			expireAt = e.exp
 		}
 		e.ver = m.s.nextVersion()
 	}
-	e.exp = expireAt
+	m.setExp(e, expireAt)
 	e.str = append(make([]byte, 0, len(val)), val...)
 	m.changed(e)
 	m.s.record(db, key, Written, 0)

@@ -12,6 +12,9 @@ var (
 
 // SetHas reports whether member is in the set.
 func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {
+	if s.mem != nil {
+		return c.elems().Has(member), nil
+	}
 	if e := s.pendingElem(c, member); e != nil {
 		return !e.gone, nil
 	}
@@ -20,6 +23,9 @@ func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {
 
 // SetAdd adds member; added is false when it was there already.
 func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
+	if s.mem != nil {
+		return s.mem.setAdd(c, member), nil
+	}
 	switch e := s.pendingElem(c, member); {
 	case e != nil && !e.gone:
 		return false, nil
@@ -40,5 +46,8 @@ func (s *Store) SetAdd(c *Coll, member []byte) (added bool, err error) {
 
 // SetRem removes member; removed is false when it was not there.
 func (s *Store) SetRem(c *Coll, member []byte) (removed bool, err error) {
+	if s.mem != nil {
+		return s.mem.removeElem(c, member), nil
+	}
 	return s.removeElem(c, member)
 }

@@ -1,0 +1,426 @@
+package storage
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/tidwall/btree"
+
+	"github.com/cellar-db/cellar/storage/object"
+)
+
+// The whole keyspace on the in-memory engine: what walks every key (SCAN,
+// KEYS, RANDOMKEY, the expiry sweep) sees SQLite's last commit and memory as
+// one keyspace, memory winning for every name it holds; and the database
+// operations (FLUSHDB, SWAPDB) and the key moves (RENAME, MOVE, COPY).
+//
+// A key whose row SQLite's last commit may not hold under its name and id
+// (created, renamed, moved or copied since, or given a new id) is in its
+// database's fresh index, by id, so that SCAN finds it in id order; it
+// leaves the index once the flush that wrote it has landed.
+
+// freshKey is an entry of a database's fresh index.
+type freshKey struct {
+	id int64
+	e  *entry
+}
+
+func newFresh() *btree.BTreeG[freshKey] {
+	return btree.NewBTreeGOptions(func(a, b freshKey) bool { return a.id < b.id }, btree.Options{NoLocks: true})
+}
+
+// markFresh puts e in its database's fresh index under its id (it has a
+// new name, database or id).
+func (m *memEngine) markFresh(e *entry) {
+	if e.fresh {
+		e.db.fresh.Delete(freshKey{id: e.freshID})
+	}
+	e.fresh, e.freshID, e.freshGen = true, e.id, 0
+	e.db.fresh.Set(freshKey{id: e.id, e: e})
+}
+
+// unfresh takes e out of the fresh index.
+func (m *memEngine) unfresh(e *entry) {
+	if e.fresh {
+		e.db.fresh.Delete(freshKey{id: e.freshID})
+		e.fresh = false
+	}
+}
+
+// landFresh takes out of the fresh index the entries whose rows the flight
+// f wrote.
+func (m *memEngine) landFresh(f *memFlight) {
+	for _, e := range f.fresh {
+		if e.fresh && e.freshGen == f.gen {
+			m.unfresh(e)
+		}
+	}
+}
+
+// sqlRow is a keys row a walk read from SQLite.
+type sqlRow struct {
+	id  int64
+	key []byte
+	typ Type
+	exp int64
+}
+
+// readRows runs a walk's statement on the reader, binding the view's
+// database as ?1 (and what bind adds), and returns its rows (id, key, type,
+// expire_at). An emptied database has none.
+func (m *memEngine) readRows(db int, sql string, bind func(st *stmt)) ([]sqlRow, error) {
+	m.readMu.Lock()
+	sqlDB, empty := m.view(db, m.committed.Load())
+	if empty {
+		m.readMu.Unlock()
+		return nil, nil
+	}
+	st := m.r.q(sql)
+	st.int(1, int64(sqlDB))
+	if bind != nil {
+		bind(st)
+	}
+	defer st.reset()
+	var rows []sqlRow
+	first := true
+	for {
+		row, err := st.step()
+		if first {
+			m.readMu.Unlock()
+			first = false
+		}
+		if err != nil || !row {
+			return rows, err
+		}
+		rows = append(rows, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)})
+	}
+}
+
+// shadowed reports whether memory decides about SQLite's row r of db: it
+// holds the name (whatever it holds now is the truth), or moved r's key
+// away.
+func (m *memEngine) shadowed(db int, r *sqlRow) bool {
+	_, ok := m.dbs[db].keys[string(r.key)]
+	return ok
+}
+
+func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]ScanEntry, uint64, error) {
+	count = max(count, 1)
+	rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id > ?2 ORDER BY id LIMIT ?3", func(st *stmt) {
+		st.int(2, int64(cursor))
+		st.int(3, int64(count))
+	})
+	if err != nil {
+		return out, 0, err
+	}
+	// Up to count entries of the fresh index past the cursor.
+	var fresh []freshKey
+	m.dbs[db].fresh.Ascend(freshKey{id: int64(cursor) + 1}, func(k freshKey) bool {
+		fresh = append(fresh, k)
+		return len(fresh) < count
+	})
+	// Only ids up to the smaller of the two pages' last are known whole.
+	bound := int64(-1)
+	if len(rows) == count {
+		bound = rows[len(rows)-1].id
+	}
+	if len(fresh) == count && (bound < 0 || fresh[len(fresh)-1].id < bound) {
+		bound = fresh[len(fresh)-1].id
+	}
+	type cand struct {
+		id  int64
+		key []byte
+		typ Type
+	}
+	var cands []cand
+	for i := range rows {
+		r := &rows[i]
+		if (bound >= 0 && r.id > bound) || m.shadowed(db, r) || expired(r.exp, m.s.Now) {
+			continue
+		}
+		cands = append(cands, cand{r.id, r.key, r.typ})
+	}
+	for _, k := range fresh {
+		e := k.e
+		if (bound >= 0 && k.id > bound) || e.typ == TypeNone || e.id != k.id || expired(e.exp, m.s.Now) {
+			continue
+		}
+		cands = append(cands, cand{k.id, []byte(e.key), e.typ})
+	}
+	// A name memory holds under an id SQLite does not have yet, and whose
+	// old row SQLite still has, is in memory's page only: shadowed above.
+	slices.SortFunc(cands, func(a, b cand) int { return int(max(min(a.id-b.id, 1), -1)) })
+	for _, c := range cands {
+		out = append(out, ScanEntry{Key: c.key, Type: c.typ})
+	}
+	if bound < 0 {
+		return out, 0, nil
+	}
+	return out, uint64(bound), nil
+}
+
+// keys calls fn with every live key of db starting with prefix: SQLite's
+// that memory does not hold, then memory's, each part in key order.
+func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error {
+	sql, bind := "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1", (func(*stmt))(nil)
+	if len(prefix) > 0 {
+		sql += " AND key >= ?2 ORDER BY key"
+		bind = func(st *stmt) { st.blob(2, prefix) }
+	}
+	rows, err := m.readRows(db, sql, bind)
+	if err != nil {
+		return err
+	}
+	var all [][]byte
+	for i := range rows {
+		r := &rows[i]
+		if len(prefix) > 0 && !bytes.HasPrefix(r.key, prefix) {
+			break
+		}
+		if !m.shadowed(db, r) && !expired(r.exp, m.s.Now) {
+			all = append(all, r.key)
+		}
+	}
+	for _, e := range m.dbs[db].keys {
+		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key), prefix) {
+			all = append(all, []byte(e.key))
+		}
+	}
+	if len(prefix) > 0 {
+		slices.SortFunc(all, bytes.Compare)
+	}
+	for _, k := range all {
+		if !fn(k) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// randomKey picks a live key of db: from memory or SQLite in proportion to
+// what each holds (roughly: memory's share is the entries it holds).
+func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
+	d := m.dbs[db]
+	for tries := 0; tries < 100; tries++ {
+		if len(d.keys) > 0 && (d.count == 0 || rand.Int64N(max(d.count, 1)) < int64(len(d.keys))) {
+			for _, e := range d.keys { // Go's map order is random
+				if e.typ != TypeNone && !expired(e.exp, m.s.Now) {
+					return []byte(e.key), true, nil
+				}
+				break
+			}
+			continue
+		}
+		rows, err := m.readRows(db, "SELECT min(id), '', 0, 0 FROM keys WHERE db = ?1 UNION ALL SELECT max(id), '', 0, 0 FROM keys WHERE db = ?1", nil)
+		if err != nil || len(rows) < 2 || rows[1].id < rows[0].id {
+			return nil, false, err
+		}
+		lo, hi := rows[0].id, rows[1].id
+		pick, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND id >= ?2 ORDER BY id LIMIT 1", func(st *stmt) {
+			st.int(2, lo+rand.Int64N(hi-lo+1))
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(pick) == 1 && !m.shadowed(db, &pick[0]) && !expired(pick[0].exp, m.s.Now) {
+			return pick[0].key, true, nil
+		}
+		if len(d.keys) == 0 && d.count == 0 {
+			return nil, false, nil
+		}
+	}
+	return nil, false, nil
+}
+
+func (m *memEngine) countExpiring(db int) (int64, error) {
+	rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL", nil)
+	if err != nil {
+		return 0, err
+	}
+	n := int64(0)
+	for i := range rows {
+		if !m.shadowed(db, &rows[i]) {
+			n++
+		}
+	}
+	return n + int64(len(m.dbs[db].expires)), nil
+}
+
+// sweep deletes up to limit keys past their expiry: those SQLite's last
+// commit holds as due (loaded and expired as any lookup does), then those
+// memory holds.
+func (m *memEngine) sweep(limit int) (int, error) {
+	n := 0
+	for db := 0; db < NumDBs && n < limit; db++ {
+		rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at < ?2 ORDER BY expire_at LIMIT ?3", func(st *stmt) {
+			st.int(2, m.s.Now)
+			st.int(3, int64(limit-n))
+		})
+		if err != nil {
+			return n, err
+		}
+		for i := range rows {
+			if m.shadowed(db, &rows[i]) {
+				continue
+			}
+			e, err := m.entryAt(db, rows[i].key)
+			if err != nil {
+				return n, err
+			}
+			if e.typ != TypeNone && expired(e.exp, m.s.Now) {
+				m.remove(e, Expired)
+				n++
+			}
+		}
+		// Memory's keys with an expiry, a sample of them from a random
+		// point (Go's map order), as Redis's active expiry samples.
+		looked := 0
+		for e := range m.dbs[db].expires {
+			if n >= limit || looked >= 4*limit {
+				break
+			}
+			looked++
+			if expired(e.exp, m.s.Now) {
+				m.remove(e, Expired)
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// flushDB deletes every key of db: the changes so far close a segment, the
+// database's rows go after it, and until that flush commits a load finds
+// db empty (view).
+func (m *memEngine) flushDB(db int) {
+	m.dbOp(memDBOp{kind: dbFlush, a: db})
+	d := m.dbs[db]
+	for _, e := range d.keys {
+		m.forget(e)
+	}
+	d.count = 0
+	m.s.record(db, nil, Flushed, 0)
+}
+
+// swapDB exchanges two databases: their entries, counts and fresh indexes
+// in memory, their rows in SQLite after the segment the swap closes.
+func (m *memEngine) swapDB(a, b int) {
+	if a == b {
+		return
+	}
+	m.dbOp(memDBOp{kind: dbSwap, a: a, b: b})
+	m.dbs[a], m.dbs[b] = m.dbs[b], m.dbs[a]
+	m.dbs[a].num, m.dbs[b].num = a, b
+	m.s.record(a, nil, Swapped, b)
+}
+
+func (m *memEngine) dbOp(op memDBOp) {
+	m.freezeSegment()
+	op.gen = m.gen
+	m.steps = append(m.steps, memStep{op: &op})
+	m.dbops = append(m.dbops, op)
+	m.s.dirty = true
+}
+
+// moveTo gives the absent entry to the key of e, whatever e holds, under
+// the same id (RENAME, MOVE); e is left absent.
+func (m *memEngine) moveTo(e, to *entry) {
+	to.typ, to.id, to.str, to.obj = e.typ, e.id, e.str, e.obj
+	m.setExp(to, e.exp)
+	to.elemsStored = e.elemsStored
+	if at, ok := m.hfe[e]; ok {
+		m.hfe[to] = at
+		delete(m.hfe, e)
+	}
+	to.ver = m.s.nextVersion()
+	to.db.count++
+	e.typ, e.str, e.obj, e.elemsStored = TypeNone, nil, nil, false
+	m.setExp(e, 0)
+	e.db.count--
+	m.unfresh(e)
+	m.markFresh(to)
+	m.changed(e)
+	m.changed(to)
+}
+
+func (m *memEngine) rename(db int, src, dst []byte) error {
+	from, err := m.live(db, src)
+	if err != nil || from == nil || bytes.Equal(src, dst) {
+		return err
+	}
+	to, err := m.entryAt(db, dst)
+	if err != nil {
+		return err
+	}
+	if to.typ != TypeNone {
+		m.remove(to, 0)
+	}
+	m.moveTo(from, to)
+	m.s.recordNew(db, dst)
+	m.s.record(db, src, RenamedFrom, 0)
+	m.s.record(db, dst, RenamedTo, 0)
+	return nil
+}
+
+func (m *memEngine) move(db int, key []byte, dstDB int) error {
+	from, err := m.live(db, key)
+	if err != nil || from == nil {
+		return err
+	}
+	to, err := m.entryAt(dstDB, key)
+	if err != nil {
+		return err
+	}
+	if to.typ != TypeNone {
+		m.remove(to, 0)
+	}
+	m.moveTo(from, to)
+	m.s.recordNew(dstDB, key)
+	m.s.record(db, key, MovedFrom, dstDB)
+	m.s.record(dstDB, key, MovedTo, db)
+	return nil
+}
+
+func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replace bool) (bool, error) {
+	from, err := m.live(srcDB, src)
+	if err != nil || from == nil {
+		return false, err
+	}
+	if from.typ != TypeString && from.typ != TypeHash && from.typ != TypeSet {
+		return false, errMemUnsupported
+	}
+	to, err := m.live(dstDB, dst)
+	if err != nil {
+		return false, err
+	}
+	if to != nil {
+		if !replace {
+			return false, nil
+		}
+		m.remove(to, 0)
+	} else {
+		to = m.dbs[dstDB].keys[string(dst)]
+	}
+	m.create(to, from.typ)
+	m.setExp(to, from.exp)
+	to.str = from.str
+	if from.obj != nil {
+		to.obj = from.obj.(*object.Elems).Clone()
+	}
+	if at, ok := m.hfe[from]; ok {
+		m.hfe[to] = at
+	}
+	m.markFresh(to)
+	m.changed(to)
+	m.s.record(dstDB, dst, CopiedTo, srcDB)
+	return true, nil
+}
+
+func (m *memEngine) peek(db int, key []byte) (present, stale bool, err error) {
+	e, err := m.entryAt(db, key)
+	if err != nil || e.typ == TypeNone {
+		return false, false, err
+	}
+	return true, expired(e.exp, m.s.Now), nil
+}
