@@ -11,7 +11,10 @@ import (
 //   - entries: the IDs added or deleted one by one (an append, XDEL), and
 //     for trimming one bound, the largest ID trimmed from the front: every
 //     row up to it goes, however many, in one range delete. An XADD with
-//     trimming thus records one ID and moves the bound.
+//     trimming thus records one ID and moves the bound. Every entry up to
+//     the bound was gone when it was set; one added at or below it since
+//     (XSETID on an empty stream may move the last ID back) is written
+//     after the range delete.
 //   - the metadata row: a flag.
 //   - groups: the names destroyed (every row of the group goes), and per
 //     group its row, its consumers by name and its PEL entries by ID set
@@ -251,8 +254,9 @@ func (l *StreamLoader) Consumer(group []byte, c StreamConsumer) {
 	}
 }
 
-// Pending adds an entry to the PEL of the group named group, after its
-// consumer if it has one.
+// Pending adds an entry to the PEL of the group named group, in ID order,
+// after the group's consumers: its Consumer becomes the consumer's stored
+// name, or is taken when the group has no consumer of that name.
 func (l *StreamLoader) Pending(group []byte, p StreamPending) {
 	g := l.group(group)
 	if g == nil {
@@ -263,9 +267,8 @@ func (l *StreamLoader) Pending(group []byte, p StreamPending) {
 	}
 	g.pel.Load(p)
 	g.byOwner.Set(owned{consumer: p.Consumer, id: p.ID})
-	n := int64(pendingOverhead + len(p.Consumer))
-	g.size += n
-	l.s.size += n
+	g.size += pendingOverhead
+	l.s.size += pendingOverhead
 }
 
 // Stream is the stream loaded.

@@ -673,3 +673,32 @@ func TestStreamTrim(t *testing.T) {
 		}
 	}
 }
+
+// A Delta is read on another goroutine while the stream goes on changing:
+// it shares nothing the actor writes (run with -race), and holds the
+// stream as it was at the Freeze, whole or in part.
+func TestStreamDeltaConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	s, m := NewStream(), newStreamModel()
+	rows := newStreamRows()
+	for round := 0; round < 20; round++ {
+		for step := 0; step < 400; step++ {
+			streamOp(t, s, m, rng, round*1000+step)
+		}
+		if round == 10 {
+			s = s.Clone()
+			rows = newStreamRows()
+		}
+		d, frozen := s.Freeze(), m.clone()
+		done := make(chan struct{})
+		go func() {
+			rows.apply(d)
+			close(done)
+		}()
+		for step := 0; step < 400; step++ {
+			streamOp(t, s, m, rng, round*1000+500+step)
+		}
+		<-done
+		rows.check(t, frozen)
+	}
+}
