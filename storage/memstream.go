@@ -45,6 +45,8 @@ var (
 	}
 )
 
+// colID reads the ID stored in columns i and i+1; bindID binds id as
+// parameters i and i+1.
 func colID(st *stmt, i int) object.StreamID {
 	return object.StreamID{Ms: uncol(st.colInt(i)), Seq: uncol(st.colInt(i + 1))}
 }

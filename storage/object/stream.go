@@ -48,6 +48,7 @@ const (
 	fieldOverhead = 28
 )
 
+// size is e's footprint.
 func (e *StreamEntry) size() int64 {
 	n := int64(entryOverhead)
 	for _, f := range e.Fields {
@@ -56,10 +57,12 @@ func (e *StreamEntry) size() int64 {
 	return n
 }
 
+// entryOrder is ID order, the rows' primary key.
 func entryOrder(a, b StreamEntry) bool { return a.ID.Cmp(b.ID) < 0 }
 
+// newEntryTree returns an empty tree of entries.
 func newEntryTree() *btree.BTreeG[StreamEntry] {
-	return btree.NewBTreeGOptions(entryOrder, btree.Options{NoLocks: true, Degree: 32})
+	return btree.NewBTreeGOptions(entryOrder, treeOptions)
 }
 
 // StreamMeta is a stream's metadata, its streams row: Last is the last ID

@@ -240,6 +240,7 @@ func (l *StreamLoader) Group(g StreamGroup) {
 	l.s.size += l.g.size
 }
 
+// group returns the loaded group named name, the last one named first.
 func (l *StreamLoader) group(name []byte) *group {
 	if l.g == nil || !bytes.Equal(l.g.name, name) {
 		l.g = l.s.group(name)

@@ -62,6 +62,8 @@ type owned struct {
 	id       StreamID
 }
 
+// consumerOrder, pendingOrder and ownedOrder are the rows' orders: by
+// name, by ID, by consumer then ID (stream_pel_by_consumer).
 func consumerOrder(a, b consumer) bool { return bytes.Compare(a.name, b.name) < 0 }
 
 func pendingOrder(a, b StreamPending) bool { return a.ID.Cmp(b.ID) < 0 }
@@ -73,6 +75,8 @@ func ownedOrder(a, b owned) bool {
 	return a.id.Cmp(b.id) < 0
 }
 
+// treeOptions are a stream's trees': one goroutine uses them (the actor,
+// or the flush a snapshot), no locks.
 var treeOptions = btree.Options{NoLocks: true, Degree: 32}
 
 // group is one consumer group. Every PEL entry is in both pel and byOwner;
@@ -95,6 +99,7 @@ type group struct {
 	pend                   map[StreamID]struct{}
 }
 
+// newGroup returns an empty group with g's name (copied) and state.
 func newGroup(g StreamGroup) *group {
 	return &group{
 		name:        append([]byte{}, g.Name...),
@@ -107,6 +112,7 @@ func newGroup(g StreamGroup) *group {
 	}
 }
 
+// info is g's state as StreamGroup gives it; Name is g's.
 func (g *group) info() StreamGroup {
 	return StreamGroup{Name: g.name, Last: g.last, EntriesRead: g.entriesRead}
 }
@@ -126,6 +132,7 @@ func (s *Stream) findGroup(name []byte) (int, bool) {
 	return slices.BinarySearchFunc(s.groups, name, func(g *group, n []byte) int { return bytes.Compare(g.name, n) })
 }
 
+// group returns the group named name; nil when s has none.
 func (s *Stream) group(name []byte) *group {
 	if i, ok := s.findGroup(name); ok {
 		return s.groups[i]
@@ -146,6 +153,7 @@ func (s *Stream) tracked(g *group) *group {
 	return g
 }
 
+// markConsumer records that g's consumer named name was set or removed.
 func (s *Stream) markConsumer(g *group, name []byte) {
 	if t := s.tracked(g); t != nil {
 		if t.cons == nil {
@@ -157,6 +165,7 @@ func (s *Stream) markConsumer(g *group, name []byte) {
 	}
 }
 
+// markPending records that id in g's PEL was set or removed.
 func (s *Stream) markPending(g *group, id StreamID) {
 	if t := s.tracked(g); t != nil {
 		if t.pend == nil {
@@ -261,6 +270,7 @@ func (s *Stream) CreateConsumer(g *StreamGroup, name []byte, now int64) (created
 	return true
 }
 
+// addConsumer adds c, new to g, and counts its size in g and s.
 func (g *group) addConsumer(s *Stream, c consumer) {
 	g.consumers.Set(c)
 	n := int64(consumerOverhead + len(c.name))
