@@ -317,7 +317,7 @@ func (r *streamRows) apply(d *StreamDelta) {
 	}
 }
 
-// equal compares the rows with m.
+// check compares the rows with m.
 func (r *streamRows) check(t *testing.T, m *streamModel) {
 	t.Helper()
 	if r.meta != m.meta || len(r.entries) != len(m.entries) {
