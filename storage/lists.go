@@ -199,6 +199,9 @@ func (s *Store) touch(db int, key []byte, kind Change) error {
 // ListLen is the length of the list at key: 0 when missing, ErrWrongType
 // for another type.
 func (s *Store) ListLen(db int, key []byte) (int64, error) {
+	if s.mem != nil {
+		return s.mem.listLen(db, key)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil || !ok {
 		return 0, err
@@ -210,6 +213,9 @@ func (s *Store) ListLen(db int, key []byte) (int64, error) {
 // returns the new length. A missing key is created, unless onlyExisting
 // (LPUSHX/RPUSHX), in which case nothing happens and the length is 0.
 func (s *Store) ListPush(db int, key []byte, end End, vals [][]byte, onlyExisting bool) (int64, error) {
+	if s.mem != nil {
+		return s.mem.listPush(db, key, end, vals, onlyExisting)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil {
 		return 0, err
@@ -327,6 +333,9 @@ func (s *Store) eachInRange(id, lo, hi int64, fn func(v []byte)) error {
 // and returns them in the order they were removed. A list emptied by the
 // pop is deleted. A missing key returns nil.
 func (s *Store) ListPop(db int, key []byte, end End, count int64) ([][]byte, error) {
+	if s.mem != nil {
+		return s.mem.listPop(db, key, end, count)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil || !ok || count <= 0 {
 		return nil, err
@@ -388,6 +397,9 @@ func (s *Store) popFrom(db int, key []byte, l listRef, end End, count int64) ([]
 // fn with each of them in order. v is only valid during the call. A
 // missing key (found false) selects nothing.
 func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n int64), fn func(v []byte)) (found bool, err error) {
+	if s.mem != nil {
+		return s.mem.listRange(db, key, start, stop, count, fn)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil {
 		return false, err
@@ -416,6 +428,9 @@ func (s *Store) ListRange(db int, key []byte, start, stop int64, count func(n in
 // ListIndex appends the element at index (negative from the tail) to dst.
 // found is false for a missing key or an index outside the list.
 func (s *Store) ListIndex(db int, key []byte, index int64, dst []byte) ([]byte, bool, error) {
+	if s.mem != nil {
+		return s.mem.listIndex(db, key, index, dst)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil || !ok {
 		return dst, false, err
@@ -495,6 +510,9 @@ func (s *Store) delRange(id, lo, hi int64) error {
 // ListSet replaces the element at index (negative from the tail): a
 // missing key is ErrNoSuchKey, an index outside the list ErrIndexRange.
 func (s *Store) ListSet(db int, key []byte, index int64, val []byte) error {
+	if s.mem != nil {
+		return s.mem.listSet(db, key, index, val)
+	}
 	l, ok, err := s.openSettled(db, key)
 	if err != nil {
 		return err
@@ -549,6 +567,9 @@ func (s *Store) find(id, lo, hi int64, val []byte, desc bool, skip, limit int64,
 // pivot and returns the new length: 0 for a missing key, -1 when pivot is
 // not in the list. The shorter side of the list moves to make room.
 func (s *Store) ListInsert(db int, key []byte, before bool, pivot, val []byte) (int64, error) {
+	if s.mem != nil {
+		return s.mem.listInsert(db, key, before, pivot, val)
+	}
 	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
@@ -636,6 +657,9 @@ func (s *Store) repack(l listRef, lo, hi, newLo int64) error {
 // (count > 0), the last -count from the tail (count < 0), or all (0). It
 // returns how many it removed; a list left empty is deleted.
 func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, error) {
+	if s.mem != nil {
+		return s.mem.listRem(db, key, count, val)
+	}
 	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return 0, err
@@ -711,6 +735,9 @@ func (s *Store) ListRem(db int, key []byte, count int64, val []byte) (int64, err
 // ListTrim keeps only the elements from index start to stop (LTRIM's
 // semantics); a list left empty is deleted. A missing key is not an error.
 func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
+	if s.mem != nil {
+		return s.mem.listTrim(db, key, start, stop)
+	}
 	l, ok, err := s.openSettled(db, key)
 	if err != nil || !ok {
 		return err
@@ -754,6 +781,9 @@ func (s *Store) ListTrim(db int, key []byte, start, stop int64) error {
 // scanned are compared (all when maxlen is 0). fn receives each match's
 // index, in scan order.
 func (s *Store) ListPos(db int, key, val []byte, rank, limit, maxlen int64, fn func(index int64)) (found bool, err error) {
+	if s.mem != nil {
+		return s.mem.listPos(db, key, val, rank, limit, maxlen, fn)
+	}
 	l, ok, err := s.openList(db, key)
 	if err != nil || !ok {
 		return false, err
@@ -780,6 +810,9 @@ func (s *Store) ListPos(db int, key, val []byte, rank, limit, maxlen int64, fn f
 // src or dst of another type is ErrWrongType (checked before anything
 // moves). src == dst rotates the list in place, never deleting it.
 func (s *Store) ListMove(db int, src, dst []byte, from, to End) (val []byte, ok bool, err error) {
+	if s.mem != nil {
+		return s.mem.listMove(db, src, dst, from, to)
+	}
 	sl, ok, err := s.openList(db, src)
 	if err != nil || !ok {
 		return nil, false, err
@@ -879,6 +912,9 @@ func (s *Store) dropAllLists(db int) error {
 // ListReplace makes key a list of vals, whatever it held before (SORT ...
 // STORE); vals must not be empty.
 func (s *Store) ListReplace(db int, key []byte, vals [][]byte) error {
+	if s.mem != nil {
+		return s.mem.listReplace(db, key, vals)
+	}
 	live, err := s.remove(db, key, 0)
 	if err != nil {
 		return err

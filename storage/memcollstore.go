@@ -27,7 +27,7 @@ func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
 		if t != TypeHash && t != TypeSet {
 			return nil, errMemUnsupported
 		}
-		n := int64(e.obj.Len())
+		n := objLen(e.obj)
 		c := &Coll{DB: db, Key: key, Type: t, ID: e.id, ExpireAt: e.exp, Len: n, saved: n, e: e}
 		if t == TypeHash {
 			if gone := m.expireFieldsIfDue(c); gone {

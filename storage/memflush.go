@@ -175,12 +175,15 @@ func writeKey(w *sqlc, k *frozenKey) error {
 	st.int(4, int64(k.typ))
 	st.int(5, k.exp)
 	st.int(6, k.ver)
-	if k.typ == TypeString {
+	switch k.typ {
+	case TypeString:
 		if _, err := w.bindValue(st, 7, k.str, len(k.key)); err != nil {
 			st.reset()
 			return err
 		}
-	} else {
+	case TypeList:
+		st.null(7) // a list's length is its rows' (lists.go)
+	default:
 		st.int(7, k.count)
 	}
 	if err := st.exec(); err != nil {
@@ -197,6 +200,10 @@ func writeDelta(w *sqlc, t Type, id int64, d any) error {
 	switch d := d.(type) {
 	case *object.Delta:
 		return flushElems(w, tableOf(t), id, d)
+	case *object.ListDelta:
+		return flushList(w, id, d)
+	case *object.StreamDelta:
+		return flushStream(w, id, d)
 	}
 	return errors.New("storage: flushing changes of an unknown kind")
 }
@@ -217,6 +224,12 @@ func tableOf(t Type) *elemTable {
 func dropRows(w *sqlc, t Type, id int64) error {
 	if tbl := tableOf(t); tbl != nil {
 		return dropElems(w, tbl, id)
+	}
+	switch t {
+	case TypeList:
+		return dropList(w, id)
+	case TypeStream:
+		return dropStream(w, id)
 	}
 	return errors.New("storage: dropping the rows of an object of an unknown type")
 }

@@ -63,9 +63,21 @@ type entry struct {
 // memObject is a collection the engine holds: one of package object's
 // types, with the table mapping that loads and flushes it.
 type memObject interface {
-	Len() int
 	Size() int64
 	Changed() bool
+}
+
+// objLen is o's element count, as its keys row stores it.
+func objLen(o memObject) int64 {
+	switch o := o.(type) {
+	case *object.Elems:
+		return int64(o.Len())
+	case *object.List:
+		return int64(o.Len())
+	case *object.Stream:
+		return o.Len()
+	}
+	return 0
 }
 
 // memDB is one database's entries. SWAPDB swaps two memDBs in place (and
@@ -361,7 +373,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		k.str = e.str
 		e.refStored = stringIsRef(e.key, e.str)
 	default:
-		k.count = int64(e.obj.Len())
+		k.count = objLen(e.obj)
 		if e.obj.Changed() {
 			k.delta = freezeObject(e.obj)
 			e.elemsStored = true
@@ -376,6 +388,10 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 func freezeObject(o memObject) any {
 	switch o := o.(type) {
 	case *object.Elems:
+		return o.Freeze()
+	case *object.List:
+		return o.Freeze()
+	case *object.Stream:
 		return o.Freeze()
 	}
 	panic("storage: freezing an object of unknown type")

@@ -387,7 +387,7 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	if err != nil || from == nil {
 		return false, err
 	}
-	if from.typ != TypeString && from.typ != TypeHash && from.typ != TypeSet {
+	if from.typ == TypeZSet {
 		return false, errMemUnsupported
 	}
 	to, err := m.live(dstDB, dst)
@@ -405,8 +405,18 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	m.create(to, from.typ)
 	m.setExp(to, from.exp)
 	to.str = from.str
-	if from.obj != nil {
-		to.obj = from.obj.(*object.Elems).Clone()
+	switch o := from.obj.(type) {
+	case *object.Elems:
+		to.obj = o.Clone()
+	case *object.Stream:
+		to.obj = o.Clone()
+	case *object.List:
+		l := object.NewList()
+		o.Ascend(0, func(_ int, v []byte) bool {
+			l.Push(object.Right, v) // values are never written to: shared
+			return true
+		})
+		to.obj = l
 	}
 	if at, ok := m.hfe[from]; ok {
 		m.hfe[to] = at

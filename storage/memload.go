@@ -69,6 +69,10 @@ func loadObject(r *sqlc, t Type, id int64) (memObject, error) {
 	case TypeSet:
 		rows, err := loadElems(r, setTable, id)
 		return object.Loaded(rows), err
+	case TypeList:
+		return loadList(r, id)
+	case TypeStream:
+		return loadStream(r, id)
 	}
 	return nil, &Error{Code: codeCorrupt, Msg: "a key of a type the in-memory engine cannot load yet"}
 }
