@@ -323,6 +323,35 @@ func (z *ZSet) walk(i int, reverse bool, fn func(s Scored) bool) {
 	}
 }
 
+// walkFrom calls fn with the entries at or above key, lowest first, until
+// fn returns false: one descent of a tree by key, where a walk from a rank
+// first bisects for it. fn must not change z.
+func (z *ZSet) walkFrom(key Scored, fn func(s Scored) bool) {
+	if z.big != nil {
+		z.big.Ascend(key, fn)
+		return
+	}
+	if i, _ := slices.BinarySearchFunc(z.small, key, compareScored); i < len(z.small) {
+		z.walk(i, false, fn)
+	}
+}
+
+// walkBelow calls fn with the entries below key (all of them when key is
+// nil), highest first, until fn returns false. fn must not change z.
+func (z *ZSet) walkBelow(key *Scored, fn func(s Scored) bool) {
+	switch {
+	case z.Len() == 0:
+	case key == nil:
+		z.walk(z.Len()-1, true, fn)
+	case z.big != nil:
+		z.big.Descend(*key, func(s Scored) bool { return s == *key || fn(s) })
+	default:
+		if i, _ := slices.BinarySearchFunc(z.small, *key, compareScored); i > 0 {
+			z.walk(i-1, true, fn)
+		}
+	}
+}
+
 // Rank returns member's 0-based rank, counted from the lowest score (with
 // reverse, from the highest); ok is false when it is not a member. It
 // costs O(log n) tree lookups (search).
@@ -396,22 +425,41 @@ func (z *ZSet) scoreSpan(r *ScoreRange) (lo, hi int) {
 // RangeByScore calls fn with the members whose scores r selects, lowest
 // first (with reverse, highest first), after skipping offset of them and
 // then at most count (count < 0: all; offset < 0 selects nothing, as in
-// Redis), until fn returns false. The skip costs O(log n), not O(offset).
-// fn must not change z.
+// Redis), until fn returns false. Without an offset the start is one
+// descent of the tree by key; an offset is skipped by rank, in O(log n)
+// tree lookups, not O(offset). fn must not change z.
 func (z *ZSet) RangeByScore(r ScoreRange, reverse bool, offset, count int, fn func(s Scored) bool) {
-	if offset < 0 {
-		return
-	}
-	if reverse {
-		i := z.search(func(s Scored) bool { return !r.belowMax(s.Score) }) - 1 - offset
-		if i >= 0 {
+	switch {
+	case offset < 0:
+	case offset == 0 && !reverse:
+		// The first entry at or above (min, ""): a member above an
+		// excluded min has at least the next double.
+		lo := r.Min.Value
+		if r.Min.Excl {
+			if math.IsInf(lo, 1) {
+				return
+			}
+			lo = math.Nextafter(lo, math.Inf(1))
+		}
+		z.walkFrom(Scored{Score: lo}, limited(count, func(s Scored) bool { return r.belowMax(s.Score) }, fn))
+	case offset == 0:
+		// Entries below (max, "") have a lower score; below (the next
+		// double above max, "") one at most max.
+		var key *Scored
+		if hi := r.Max.Value; r.Max.Excl {
+			key = &Scored{Score: hi}
+		} else if !math.IsInf(hi, 1) {
+			key = &Scored{Score: math.Nextafter(hi, math.Inf(1))}
+		}
+		z.walkBelow(key, limited(count, func(s Scored) bool { return r.aboveMin(s.Score) }, fn))
+	case reverse:
+		if i := z.search(func(s Scored) bool { return !r.belowMax(s.Score) }) - 1 - offset; i >= 0 {
 			z.walk(i, true, limited(count, func(s Scored) bool { return r.aboveMin(s.Score) }, fn))
 		}
-		return
-	}
-	i := z.search(func(s Scored) bool { return r.aboveMin(s.Score) }) + offset
-	if i < z.Len() {
-		z.walk(i, false, limited(count, func(s Scored) bool { return r.belowMax(s.Score) }, fn))
+	default:
+		if i := z.search(func(s Scored) bool { return r.aboveMin(s.Score) }) + offset; i < z.Len() {
+			z.walk(i, false, limited(count, func(s Scored) bool { return r.belowMax(s.Score) }, fn))
+		}
 	}
 }
 
@@ -547,19 +595,42 @@ func (z *ZSet) lexSpan(r *LexRange) (lo, hi int) {
 // false. From the start lexFirst (lexLast with reverse) finds, Redis skips
 // offset members without looking at them, then goes on while the bound
 // ahead holds; for a set of one score that is the members between the
-// bounds, in O(log n) tree lookups. fn must not change z.
+// bounds, found by one descent of the tree by key without an offset, by
+// rank in O(log n) tree lookups with one. fn must not change z.
 func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int, fn func(s Scored) bool) {
-	if offset < 0 {
-		return
-	}
-	if reverse {
+	switch {
+	case offset < 0 || r.empty() || z.Len() == 0:
+	case offset == 0 && z.uniform():
+		// One score: the members between the bounds, from a descent by
+		// key.
+		score := z.at(0).Score
+		if reverse {
+			var key *Scored
+			switch r.Max.Kind {
+			case LexIncl:
+				key = &Scored{Member: string(r.Max.Member) + "\x00", Score: score}
+			case LexExcl:
+				key = &Scored{Member: string(r.Max.Member), Score: score}
+			}
+			z.walkBelow(key, limited(count, func(s Scored) bool { return r.geMin(s.Member) }, fn))
+			return
+		}
+		key := Scored{Score: score}
+		switch r.Min.Kind {
+		case LexIncl:
+			key.Member = string(r.Min.Member)
+		case LexExcl:
+			key.Member = string(r.Min.Member) + "\x00"
+		}
+		z.walkFrom(key, limited(count, func(s Scored) bool { return r.leMax(s.Member) }, fn))
+	case reverse:
 		if i := z.lexLast(&r); i >= 0 && i-offset >= 0 {
 			z.walk(i-offset, true, limited(count, func(s Scored) bool { return r.geMin(s.Member) }, fn))
 		}
-		return
-	}
-	if i := z.lexFirst(&r); i >= 0 && i+offset < z.Len() {
-		z.walk(i+offset, false, limited(count, func(s Scored) bool { return r.leMax(s.Member) }, fn))
+	default:
+		if i := z.lexFirst(&r); i >= 0 && i+offset < z.Len() {
+			z.walk(i+offset, false, limited(count, func(s Scored) bool { return r.leMax(s.Member) }, fn))
+		}
 	}
 }
 
