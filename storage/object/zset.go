@@ -201,11 +201,12 @@ func (z *ZSet) Score(member []byte) (score float64, ok bool) {
 	return el.Score, ok
 }
 
-// Add sets member's score, adding the member if it is new, and returns the
-// score it replaces. A negative zero is stored as zero, as Redis's compact
-// sorted sets store it; setting the score a member has already changes
-// nothing (no row is rewritten). score must not be NaN: Add panics, since a
-// NaN would break the index's order.
+// Add sets member's score, adding the member if it is new (its bytes are
+// copied), and returns the score it replaces (0 for a new member). A
+// negative zero is stored as zero, as Redis's compact sorted sets store
+// it; setting the score a member has already changes nothing (no row is
+// rewritten). score must not be NaN: Add panics, since a NaN would break
+// the index's order.
 func (z *ZSet) Add(member []byte, score float64) (old float64, existed bool) {
 	if math.IsNaN(score) {
 		panic("object: a sorted set score is NaN")

@@ -776,6 +776,8 @@ func TestZSetRangeAllocs(t *testing.T) {
 		most float64
 	}{
 		{"RangeByScore", func() { z.RangeByScore(r, false, 10, -1, fn) }, 0},
+		{"RangeByScore from the top", func() { z.RangeByScore(r, true, 0, -1, fn) }, 0},
+		{"RangeByScore from the bottom", func() { z.RangeByScore(r, false, 0, -1, fn) }, 0},
 		{"RangeByRank", func() { z.RangeByRank(100, 4000, true, fn) }, 0},
 		{"RangeByLex", func() { z.RangeByLex(lr, true, 0, 100, fn) }, 0},
 		{"CountByScore", func() { z.CountByScore(r) }, 0},
