@@ -13,7 +13,12 @@ import (
 // version and change record once per command as on SQLite.
 
 // elemsOf returns the element set of c's entry.
-func (c *Coll) elems() *object.Elems { return c.e.obj.(*object.Elems) }
+func (c *Coll) elems() *object.Elems {
+	if z, ok := c.e.obj.(*object.ZSet); ok {
+		return z.Elems()
+	}
+	return c.e.obj.(*object.Elems)
+}
 
 func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
 	e, err := m.live(db, key)
@@ -24,8 +29,8 @@ func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
 		if e.typ != t {
 			continue
 		}
-		if t != TypeHash && t != TypeSet {
-			return nil, errMemUnsupported
+		if t == TypeStream || t == TypeList {
+			return nil, errMemUnsupported // they have operations of their own
 		}
 		n := objLen(e.obj)
 		c := &Coll{DB: db, Key: key, Type: t, ID: e.id, ExpireAt: e.exp, Len: n, saved: n, e: e}
@@ -41,7 +46,7 @@ func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
 
 // createColl makes the absent entry of key a new, empty collection.
 func (m *memEngine) createColl(db int, key []byte, t Type) (*Coll, error) {
-	if t != TypeHash && t != TypeSet {
+	if t != TypeHash && t != TypeSet && t != TypeZSet {
 		return nil, errMemUnsupported
 	}
 	e, err := m.entryAt(db, key)
@@ -49,7 +54,11 @@ func (m *memEngine) createColl(db int, key []byte, t Type) (*Coll, error) {
 		return nil, err
 	}
 	m.create(e, t)
-	e.obj = object.NewElems()
+	if t == TypeZSet {
+		e.obj = object.NewZSet()
+	} else {
+		e.obj = object.NewElems()
+	}
 	m.changed(e)
 	c := &Coll{DB: db, Key: key, Type: t, ID: e.id, created: true, e: e}
 	m.s.changed(c, false)
@@ -168,6 +177,9 @@ func (m *memEngine) hashSet(c *Coll, field, value []byte, mode int) bool {
 }
 
 func (m *memEngine) removeElem(c *Coll, name []byte) bool {
+	if c.Type == TypeZSet {
+		return m.zRem(c, name)
+	}
 	if _, ok := c.elems().Delete(name); !ok {
 		return false
 	}

@@ -72,6 +72,8 @@ func objLen(o memObject) int64 {
 	switch o := o.(type) {
 	case *object.Elems:
 		return int64(o.Len())
+	case *object.ZSet:
+		return int64(o.Len())
 	case *object.List:
 		return int64(o.Len())
 	case *object.Stream:
@@ -388,6 +390,8 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 func freezeObject(o memObject) any {
 	switch o := o.(type) {
 	case *object.Elems:
+		return o.Freeze()
+	case *object.ZSet:
 		return o.Freeze()
 	case *object.List:
 		return o.Freeze()

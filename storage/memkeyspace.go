@@ -387,9 +387,6 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	if err != nil || from == nil {
 		return false, err
 	}
-	if from.typ == TypeZSet {
-		return false, errMemUnsupported
-	}
 	to, err := m.live(dstDB, dst)
 	if err != nil {
 		return false, err
@@ -407,6 +404,8 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	to.str = from.str
 	switch o := from.obj.(type) {
 	case *object.Elems:
+		to.obj = o.Clone()
+	case *object.ZSet:
 		to.obj = o.Clone()
 	case *object.Stream:
 		to.obj = o.Clone()

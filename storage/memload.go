@@ -69,6 +69,9 @@ func loadObject(r *sqlc, t Type, id int64) (memObject, error) {
 	case TypeSet:
 		rows, err := loadElems(r, setTable, id)
 		return object.Loaded(rows), err
+	case TypeZSet:
+		rows, err := loadElems(r, zsetTable, id)
+		return object.LoadedZSet(rows), err
 	case TypeList:
 		return loadList(r, id)
 	case TypeStream:

@@ -69,6 +69,10 @@ func init() {
 
 // ZScore is member's score; found is false when it is not in the set.
 func (s *Store) ZScore(c *Coll, member []byte) (score float64, found bool, err error) {
+	if s.mem != nil {
+		score, found = c.zset().Score(member)
+		return score, found, nil
+	}
 	e, st := s.lookupElem(qZScore, c, member)
 	if e != nil {
 		return e.score, !e.gone, nil
@@ -85,6 +89,10 @@ func (s *Store) ZScore(c *Coll, member []byte) (score float64, found bool, err e
 // already (the caller looked it up with ZScore). Scores are never NaN; a
 // negative zero is stored as zero, as Redis's small sorted sets do.
 func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
+	if s.mem != nil {
+		s.mem.zSet(c, member, score, exists)
+		return nil
+	}
 	if score == 0 {
 		score = 0 // drop the sign of -0
 	}
@@ -105,12 +113,19 @@ func (s *Store) ZSet(c *Coll, member []byte, score float64, exists bool) error {
 
 // ZRem removes member; removed is false when it was not there.
 func (s *Store) ZRem(c *Coll, member []byte) (removed bool, err error) {
+	if s.mem != nil {
+		return s.mem.zRem(c, member), nil
+	}
 	return s.removeElem(c, member)
 }
 
 // ZRank is the 0-based rank of a member that has the given score, counted
 // from the lowest (or, with rev, the highest). It costs O(rank).
 func (s *Store) ZRank(c *Coll, member []byte, score float64, rev bool) (int64, error) {
+	if s.mem != nil {
+		rank, _ := c.zset().Rank(member, rev)
+		return int64(rank), nil
+	}
 	q, tie := qZBelow, qZTieBelow
 	if rev {
 		q, tie = qZAbove, qZTieAbove
@@ -175,6 +190,10 @@ type ZRange struct {
 // ZRangeElems calls fn with the elements r selects, in order; the Elem is
 // reused between calls. fn returning false stops early.
 func (s *Store) ZRangeElems(c *Coll, r ZRange, fn func(e *Elem) bool) error {
+	if s.mem != nil {
+		s.mem.zRangeElems(c, r, fn)
+		return nil
+	}
 	switch r.Kind {
 	case ZByRank:
 		return s.zRangeByRank(c, r, fn)
@@ -397,6 +416,9 @@ func (s *Store) lexRun(c *Coll, r ZRange) ([]Elem, error) {
 // ZCount counts the members a score or lexicographic range selects (its
 // Offset, Limit and Rev are ignored). It costs O(count).
 func (s *Store) ZCount(c *Coll, r ZRange) (int64, error) {
+	if s.mem != nil {
+		return s.mem.zCount(c, r), nil
+	}
 	var st *stmt
 	switch r.Kind {
 	case ZByScore:
@@ -437,6 +459,9 @@ func (s *Store) ZCount(c *Coll, r ZRange) (int64, error) {
 // ZDeleteRange removes the members r selects (Offset, Limit and Rev are
 // ignored) and reports how many went.
 func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
+	if s.mem != nil {
+		return s.mem.zDeleteRange(c, r), nil
+	}
 	var st *stmt
 	switch r.Kind {
 	case ZByRank:
@@ -490,6 +515,9 @@ func (s *Store) ZDeleteRange(c *Coll, r ZRange) (int64, error) {
 // end with max), in pop order. ZPOPMIN, ZPOPMAX, ZMPOP and their blocking
 // forms use it.
 func (s *Store) ZPop(c *Coll, n int64, max bool) ([]Elem, error) {
+	if s.mem != nil {
+		return s.mem.zPop(c, n, max), nil
+	}
 	n = min(n, c.Len)
 	if n <= 0 {
 		return nil, nil

@@ -741,3 +741,8 @@ func (z *ZSet) Changed() bool { return z.elems.Changed() }
 // delete; Elem.Score is the score) and starts recording afresh. It costs
 // the number of changed members, never the set's size.
 func (z *ZSet) Freeze() *Delta { return z.elems.Freeze() }
+
+// Elems is the set's members by name, for reads in storage order (ZSCAN,
+// sampling, whole reads); changes go through the ZSet's own methods, which
+// keep the score index in step.
+func (z *ZSet) Elems() *Elems { return z.elems }
