@@ -3,7 +3,8 @@ package storage
 import (
 	"encoding/binary"
 	"errors"
-	"math"
+
+	"github.com/cellar-db/cellar/storage/object"
 )
 
 // Streams (migration 7): entries keyed by (key id, ms, seq) in
@@ -21,51 +22,19 @@ import (
 // consumers and PELs are recorded as Modified (nothing new to read, but
 // the key changed: the redo log records the command).
 
-// StreamID is a stream entry ID.
-type StreamID struct{ Ms, Seq uint64 }
+// The stream types are package object's (the in-memory engine's), so that
+// both engines and the actor share them.
+type (
+	StreamID       = object.StreamID
+	StreamEntry    = object.StreamEntry
+	StreamGroup    = object.StreamGroup
+	StreamConsumer = object.StreamConsumer
+	StreamPending  = object.StreamPending
+	StreamTrim     = object.StreamTrim
+)
 
 // MaxStreamID is the largest ID ("+").
-var MaxStreamID = StreamID{math.MaxUint64, math.MaxUint64}
-
-// Cmp compares a and b: -1, 0 or 1.
-func (a StreamID) Cmp(b StreamID) int {
-	switch {
-	case a.Ms < b.Ms:
-		return -1
-	case a.Ms > b.Ms:
-		return 1
-	case a.Seq < b.Seq:
-		return -1
-	case a.Seq > b.Seq:
-		return 1
-	}
-	return 0
-}
-
-// IsZero reports whether a is 0-0.
-func (a StreamID) IsZero() bool { return a.Ms == 0 && a.Seq == 0 }
-
-// Next is the ID right after a; ok is false for MaxStreamID.
-func (a StreamID) Next() (StreamID, bool) {
-	switch {
-	case a.Seq < math.MaxUint64:
-		return StreamID{a.Ms, a.Seq + 1}, true
-	case a.Ms < math.MaxUint64:
-		return StreamID{a.Ms + 1, 0}, true
-	}
-	return a, false
-}
-
-// Prev is the ID right before a; ok is false for 0-0.
-func (a StreamID) Prev() (StreamID, bool) {
-	switch {
-	case a.Seq > 0:
-		return StreamID{a.Ms, a.Seq - 1}, true
-	case a.Ms > 0:
-		return StreamID{a.Ms - 1, math.MaxUint64}, true
-	}
-	return a, false
-}
+var MaxStreamID = object.MaxStreamID
 
 // col is an ID part as stored: shifted by -2^63 so that SQLite's signed
 // order is the unsigned order.
@@ -90,40 +59,12 @@ type Stream struct {
 	// recorded a change, so a further change to groups, consumers or
 	// PELs (which leaves the count alone) needs neither again.
 	versioned bool
-}
-
-// StreamEntry is one entry: its ID and field/value pairs, alternating.
-type StreamEntry struct {
-	ID     StreamID
-	Fields [][]byte
-}
-
-// StreamGroup is a consumer group's state.
-type StreamGroup struct {
-	Name []byte
-	Last StreamID
-	// EntriesRead is the group's logical read counter; -1 when unknown.
-	EntriesRead int64
-}
-
-// StreamConsumer is one consumer of a group.
-type StreamConsumer struct {
-	Name    []byte
-	Seen    int64 // unix ms
-	Pending int64
-}
-
-// StreamPending is one entry of a group's PEL.
-type StreamPending struct {
-	ID        StreamID
-	Consumer  []byte
-	Delivered int64 // unix ms of the last delivery
-	Count     int64
+	e         *entry // the in-memory engine's entry of the key
 }
 
 // ErrStreamIDTooSmall is XADD's error for an ID not above the stream's
 // last one.
-var ErrStreamIDTooSmall = errors.New("storage: stream ID equal or smaller than the last one")
+var ErrStreamIDTooSmall = object.ErrStreamIDTooSmall
 
 var (
 	qStreamOpen   = newQuery("SELECT k.type, k.id, coalesce(k.expire_at, 0), coalesce(k.value, 0), s.last_ms, s.last_seq, s.del_ms, s.del_seq, s.entries_added FROM keys k LEFT JOIN streams s ON s.id = k.id AND k.type = 6 WHERE k.db = ?1 AND k.key = ?2")
@@ -206,6 +147,9 @@ var (
 // when the key holds another type. One statement reads the key's row and
 // the stream's metadata.
 func (s *Store) OpenStream(db int, key []byte) (*Stream, error) {
+	if s.mem != nil {
+		return s.mem.openStream(db, key)
+	}
 	q := s.qKey(qStreamOpen, db, key)
 	row, err := q.step()
 	if err != nil || !row {
@@ -216,8 +160,8 @@ func (s *Store) OpenStream(db int, key []byte) (*Stream, error) {
 	st := &Stream{DB: db, Key: key, ID: id, Len: q.colInt(3)}
 	hasMeta := !q.colNull(4)
 	if hasMeta {
-		st.Last = StreamID{uncol(q.colInt(4)), uncol(q.colInt(5))}
-		st.MaxDeleted = StreamID{uncol(q.colInt(6)), uncol(q.colInt(7))}
+		st.Last = StreamID{Ms: uncol(q.colInt(4)), Seq: uncol(q.colInt(5))}
+		st.MaxDeleted = StreamID{Ms: uncol(q.colInt(6)), Seq: uncol(q.colInt(7))}
 		st.EntriesAdded = q.colInt(8)
 	}
 	q.reset()
@@ -237,6 +181,9 @@ func (s *Store) OpenStream(db int, key []byte) (*Stream, error) {
 // CreateStream makes key an empty stream; the caller knows no live key of
 // that name exists.
 func (s *Store) CreateStream(db int, key []byte) (*Stream, error) {
+	if s.mem != nil {
+		return s.mem.createStream(db, key)
+	}
 	c, err := s.createColl(db, key, TypeStream)
 	if err != nil {
 		return nil, err
@@ -330,6 +277,9 @@ func decodeFields(p []byte, out [][]byte) ([][]byte, error) {
 // StreamAdd appends an entry with id, which the caller made greater than
 // st.Last, and makes it the last ID.
 func (s *Store) StreamAdd(st *Stream, id StreamID, fields [][]byte) error {
+	if s.mem != nil {
+		return s.mem.streamAdd(st, id, fields)
+	}
 	if id.Cmp(st.Last) <= 0 {
 		return ErrStreamIDTooSmall
 	}
@@ -353,6 +303,10 @@ func (s *Store) StreamAdd(st *Stream, id StreamID, fields [][]byte) error {
 // The entry and its slices are reused between calls; fn returning false
 // stops early. fn must not change the stream.
 func (s *Store) StreamRange(st *Stream, lo, hi StreamID, rev bool, limit int64, fn func(e *StreamEntry) bool) error {
+	if s.mem != nil {
+		st.obj().Range(lo, hi, rev, limit, fn)
+		return nil
+	}
 	if lo.Cmp(hi) > 0 {
 		return nil
 	}
@@ -374,7 +328,7 @@ func (s *Store) StreamRange(st *Stream, lo, hi StreamID, rev bool, limit int64, 
 		if err != nil || !row {
 			return err
 		}
-		e.ID = StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}
+		e.ID = StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))}
 		raw = q.colBlob(2, raw[:0])
 		if e.Fields, err = decodeFields(raw, e.Fields); err != nil {
 			return err
@@ -388,6 +342,10 @@ func (s *Store) StreamRange(st *Stream, lo, hi StreamID, rev bool, limit int64, 
 // StreamEntryAt reads the entry with id; found is false when there is none.
 // The entry's slices are fresh.
 func (s *Store) StreamEntryAt(st *Stream, id StreamID) (e StreamEntry, found bool, err error) {
+	if s.mem != nil {
+		e, found = s.mem.streamEntryAt(st, id)
+		return e, found, nil
+	}
 	err = s.StreamRange(st, id, id, false, 1, func(x *StreamEntry) bool {
 		e.ID = x.ID
 		for _, f := range x.Fields {
@@ -401,6 +359,9 @@ func (s *Store) StreamEntryAt(st *Stream, id StreamID) (e StreamEntry, found boo
 
 // StreamHas reports whether an entry with id exists.
 func (s *Store) StreamHas(st *Stream, id StreamID) (bool, error) {
+	if s.mem != nil {
+		return st.obj().Has(id), nil
+	}
 	q := s.q(qStreamHas)
 	q.int(1, st.ID)
 	q.int(2, col(id.Ms))
@@ -413,6 +374,10 @@ func (s *Store) StreamHas(st *Stream, id StreamID) (bool, error) {
 // StreamEnd is the first (or, with last, the last) entry's ID; ok is false
 // for an empty stream.
 func (s *Store) StreamEnd(st *Stream, last bool) (StreamID, bool, error) {
+	if s.mem != nil {
+		id, ok := st.obj().End(last)
+		return id, ok, nil
+	}
 	qq := qStreamFirst
 	if last {
 		qq = qStreamLast
@@ -422,7 +387,7 @@ func (s *Store) StreamEnd(st *Stream, last bool) (StreamID, bool, error) {
 	row, err := q.step()
 	var id StreamID
 	if row {
-		id = StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}
+		id = StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))}
 	}
 	q.reset()
 	return id, row, err
@@ -432,6 +397,9 @@ func (s *Store) StreamEnd(st *Stream, last bool) (StreamID, bool, error) {
 // how many there were. The largest one removed becomes MaxDeleted if it is
 // above it.
 func (s *Store) StreamDelete(st *Stream, ids []StreamID) (int64, error) {
+	if s.mem != nil {
+		return s.mem.streamDelete(st, ids), nil
+	}
 	var n int64
 	for _, id := range ids {
 		q := s.q(qStreamDelOne)
@@ -458,44 +426,17 @@ func (s *Store) StreamDelete(st *Stream, ids []StreamID) (int64, error) {
 
 // Trim strategies.
 const (
-	TrimNone = iota
-	TrimMaxLen
-	TrimMinID
+	TrimNone   = object.TrimNone
+	TrimMaxLen = object.TrimMaxLen
+	TrimMinID  = object.TrimMinID
 )
 
-// StreamTrim says how XADD and XTRIM trim.
-type StreamTrim struct {
-	Strategy int
-	MaxLen   int64
-	MinID    StreamID
-	// Approx ("~") trims only whole nodes of NodeSize entries, as Redis
-	// removes only whole listpack nodes; Limit (> 0) caps the entries
-	// removed.
-	Approx bool
-	Limit  int64
-	// NodeSize is the entries per node (stream-node-max-entries); 0 or
-	// less: NodeEntries.
-	NodeSize int64
-}
-
-// NodeEntries is Redis's stream-node-max-entries default, the node size
-// approximate trimming works in when none is given.
-//
-// The nodes are modelled, not stored: a stream is taken to be cut into
-// nodes of NodeSize entries from its first entry, which is where Redis's
-// nodes fall for a stream made by appends and trimmed by whole nodes
-// ("~"), with stream-node-max-entries unchanged since the entries were
-// added and no node filled by stream-node-max-bytes first (4096 bytes of
-// listpack: at 100 entries a node, entries of one field whose value passes
-// about 30 bytes fill it first). After XDEL, an exact trim
-// that cut a node, a change of the setting, a node cut by its bytes, or a
-// RESTORE of Redis's own nodes, Redis's nodes are elsewhere and "~" may
-// remove other entries than Redis would (always whole model nodes from
-// the start, never more than asked).
-const NodeEntries = 100
+// NodeEntries is Redis's stream-node-max-entries default (object.NodeEntries
+// says how approximate trimming models nodes).
+const NodeEntries = object.NodeEntries
 
 // nodeSize is t's node size.
-func (t *StreamTrim) nodeSize() int64 {
+func nodeSize(t *StreamTrim) int64 {
 	if t.NodeSize > 0 {
 		return t.NodeSize
 	}
@@ -505,6 +446,9 @@ func (t *StreamTrim) nodeSize() int64 {
 // StreamTrimmed removes entries from the start of st as t says, with one
 // range delete, and reports how many went.
 func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
+	if s.mem != nil {
+		return s.mem.streamTrimmed(st, t), nil
+	}
 	var n int64
 	switch t.Strategy {
 	case TrimMaxLen:
@@ -534,7 +478,7 @@ func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
 		// Whole nodes only: nodeSize each from the first entry, the last
 		// one partial, which goes only with everything before it; LIMIT
 		// stops before the first node that would pass it.
-		size := t.nodeSize()
+		size := nodeSize(&t)
 		if n < st.Len {
 			n -= n % size
 		}
@@ -555,7 +499,7 @@ func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
 		q.int(2, n)
 		row, err := q.step()
 		if row {
-			bound = StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}
+			bound = StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))}
 		}
 		q.reset()
 		if err != nil {
@@ -589,17 +533,26 @@ func (s *Store) StreamTrimmed(st *Stream, t StreamTrim) (int64, error) {
 
 // StreamSetMeta stores st's Last, EntriesAdded and MaxDeleted as the
 // caller set them (XSETID).
-func (s *Store) StreamSetMeta(st *Stream) error { return s.saveStream(st, Modified) }
+func (s *Store) StreamSetMeta(st *Stream) error {
+	if s.mem != nil {
+		s.mem.streamSetMeta(st)
+		return nil
+	}
+	return s.saveStream(st, Modified)
+}
 
 // Group reads a consumer group; nil when st has none of that name.
 func (s *Store) Group(st *Stream, name []byte) (*StreamGroup, error) {
+	if s.mem != nil {
+		return st.obj().Group(name), nil
+	}
 	q := s.q(qGroupGet)
 	q.int(1, st.ID)
 	q.blob(2, name)
 	row, err := q.step()
 	var g *StreamGroup
 	if row {
-		g = &StreamGroup{Name: name, Last: StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}, EntriesRead: q.colInt(2)}
+		g = &StreamGroup{Name: name, Last: StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))}, EntriesRead: q.colInt(2)}
 	}
 	q.reset()
 	return g, err
@@ -607,6 +560,9 @@ func (s *Store) Group(st *Stream, name []byte) (*StreamGroup, error) {
 
 // Groups lists st's groups in name order.
 func (s *Store) Groups(st *Stream) ([]StreamGroup, error) {
+	if s.mem != nil {
+		return st.obj().Groups(), nil
+	}
 	q := s.q(qGroupAll)
 	q.int(1, st.ID)
 	defer q.reset()
@@ -616,7 +572,7 @@ func (s *Store) Groups(st *Stream) ([]StreamGroup, error) {
 		if err != nil || !row {
 			return out, err
 		}
-		out = append(out, StreamGroup{Name: q.colBlob(0, nil), Last: StreamID{uncol(q.colInt(1)), uncol(q.colInt(2))}, EntriesRead: q.colInt(3)})
+		out = append(out, StreamGroup{Name: q.colBlob(0, nil), Last: StreamID{Ms: uncol(q.colInt(1)), Seq: uncol(q.colInt(2))}, EntriesRead: q.colInt(3)})
 	}
 }
 
@@ -634,10 +590,20 @@ func (s *Store) countOf(qq *query, id int64, b []byte) (int64, error) {
 }
 
 // GroupCount is the number of st's groups.
-func (s *Store) GroupCount(st *Stream) (int64, error) { return s.countOf(qGroupCount, st.ID, nil) }
+func (s *Store) GroupCount(st *Stream) (int64, error) {
+	if s.mem != nil {
+		return st.obj().GroupCount(), nil
+	}
+	return s.countOf(qGroupCount, st.ID, nil)
+}
 
 // CreateGroup adds a group; created is false when one of that name exists.
 func (s *Store) CreateGroup(st *Stream, g StreamGroup) (created bool, err error) {
+	if s.mem != nil {
+		created = st.obj().CreateGroup(g)
+		s.mem.streamChanged(st, created, Modified)
+		return created, nil
+	}
 	q := s.q(qGroupNew)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -655,6 +621,11 @@ func (s *Store) CreateGroup(st *Stream, g StreamGroup) (created bool, err error)
 
 // SaveGroup stores g's last ID and read counter.
 func (s *Store) SaveGroup(st *Stream, g *StreamGroup) error {
+	if s.mem != nil {
+		st.obj().SaveGroup(g)
+		s.mem.streamChanged(st, true, Modified)
+		return nil
+	}
 	q := s.q(qGroupSave)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -671,6 +642,11 @@ func (s *Store) SaveGroup(st *Stream, g *StreamGroup) error {
 // false when there was none. It is recorded as GroupDestroyed, which
 // wakes the clients blocked reading through the group.
 func (s *Store) DestroyGroup(st *Stream, name []byte) (destroyed bool, err error) {
+	if s.mem != nil {
+		destroyed = st.obj().DestroyGroup(name)
+		s.mem.streamChanged(st, destroyed, GroupDestroyed)
+		return destroyed, nil
+	}
 	q := s.q(qGroupDel)
 	q.int(1, st.ID)
 	q.blob(2, name)
@@ -694,6 +670,10 @@ func (s *Store) DestroyGroup(st *Stream, name []byte) (destroyed bool, err error
 // Consumer reads a consumer's seen time; found is false when the group has
 // no consumer of that name.
 func (s *Store) Consumer(st *Stream, g *StreamGroup, name []byte) (seen int64, found bool, err error) {
+	if s.mem != nil {
+		seen, found = st.obj().Consumer(g, name)
+		return seen, found, nil
+	}
 	q := s.q(qConsumerGet)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -709,6 +689,11 @@ func (s *Store) Consumer(st *Stream, g *StreamGroup, name []byte) (seen int64, f
 // CreateConsumer adds a consumer seen at now; created is false when it
 // exists (its seen time is left alone).
 func (s *Store) CreateConsumer(st *Stream, g *StreamGroup, name []byte, now int64) (created bool, err error) {
+	if s.mem != nil {
+		created = st.obj().CreateConsumer(g, name, now)
+		s.mem.streamChanged(st, created, ConsumerCreated)
+		return created, nil
+	}
 	q := s.q(qConsumerNew)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -726,6 +711,14 @@ func (s *Store) CreateConsumer(st *Stream, g *StreamGroup, name []byte, now int6
 // SeeConsumer creates the consumer if needed and sets its seen time to now
 // (what Redis does whenever a consumer acts).
 func (s *Store) SeeConsumer(st *Stream, g *StreamGroup, name []byte, now int64) error {
+	if s.mem != nil {
+		kind := Modified
+		if st.obj().SeeConsumer(g, name, now) {
+			kind = ConsumerCreated // a new consumer is its own change
+		}
+		s.mem.streamChanged(st, true, kind)
+		return nil
+	}
 	// A new consumer is its own change (keyspace notifications name it).
 	if created, err := s.CreateConsumer(st, g, name, now); err != nil || created {
 		return err
@@ -744,6 +737,15 @@ func (s *Store) SeeConsumer(st *Stream, g *StreamGroup, name []byte, now int64) 
 // DeleteConsumer removes a consumer and its pending entries and reports
 // how many were pending (0 when there was no such consumer).
 func (s *Store) DeleteConsumer(st *Stream, g *StreamGroup, name []byte) (int64, error) {
+	if s.mem != nil {
+		seen := false
+		if _, ok := st.obj().Consumer(g, name); ok {
+			seen = true
+		}
+		n := st.obj().DeleteConsumer(g, name)
+		s.mem.streamChanged(st, seen, Modified)
+		return n, nil
+	}
 	q := s.q(qConsumerDel)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -768,6 +770,9 @@ func (s *Store) DeleteConsumer(st *Stream, g *StreamGroup, name []byte) (int64, 
 // Consumers lists a group's consumers in name order, with their pending
 // counts.
 func (s *Store) Consumers(st *Stream, g *StreamGroup) ([]StreamConsumer, error) {
+	if s.mem != nil {
+		return st.obj().Consumers(g), nil
+	}
 	q := s.q(qConsumerAll)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -784,11 +789,18 @@ func (s *Store) Consumers(st *Stream, g *StreamGroup) ([]StreamConsumer, error) 
 
 // ConsumerCount is the number of a group's consumers.
 func (s *Store) ConsumerCount(st *Stream, g *StreamGroup) (int64, error) {
+	if s.mem != nil {
+		return st.obj().ConsumerCount(g), nil
+	}
 	return s.countOf(qConsumerCount, st.ID, g.Name)
 }
 
 // Pending reads one PEL entry; found is false when id is not pending.
 func (s *Store) Pending(st *Stream, g *StreamGroup, id StreamID) (p StreamPending, found bool, err error) {
+	if s.mem != nil {
+		p, found = st.obj().Pending(g, id)
+		return p, found, nil
+	}
 	q := s.q(qPELGet)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -804,6 +816,11 @@ func (s *Store) Pending(st *Stream, g *StreamGroup, id StreamID) (p StreamPendin
 
 // SetPending stores a PEL entry, replacing the one with the same ID.
 func (s *Store) SetPending(st *Stream, g *StreamGroup, p StreamPending) error {
+	if s.mem != nil {
+		st.obj().SetPending(g, p)
+		s.mem.streamChanged(st, true, Modified)
+		return nil
+	}
 	q := s.q(qPELPut)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -821,6 +838,11 @@ func (s *Store) SetPending(st *Stream, g *StreamGroup, p StreamPending) error {
 // Ack removes id from the group's PEL; acked is false when it was not
 // pending.
 func (s *Store) Ack(st *Stream, g *StreamGroup, id StreamID) (acked bool, err error) {
+	if s.mem != nil {
+		acked = st.obj().Ack(g, id)
+		s.mem.streamChanged(st, acked, Modified)
+		return acked, nil
+	}
 	q := s.q(qPELDel)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -837,19 +859,26 @@ func (s *Store) Ack(st *Stream, g *StreamGroup, id StreamID) (acked bool, err er
 
 // PendingCount is the size of a group's PEL.
 func (s *Store) PendingCount(st *Stream, g *StreamGroup) (int64, error) {
+	if s.mem != nil {
+		return st.obj().PendingCount(g), nil
+	}
 	return s.countOf(qPELCount, st.ID, g.Name)
 }
 
 // PendingEnds is the smallest and largest pending ID; ok is false when
 // nothing is pending.
 func (s *Store) PendingEnds(st *Stream, g *StreamGroup) (lo, hi StreamID, ok bool, err error) {
+	if s.mem != nil {
+		lo, hi, ok = st.obj().PendingEnds(g)
+		return lo, hi, ok, nil
+	}
 	for i, qq := range qPELEnds {
 		q := s.q(qq)
 		q.int(1, st.ID)
 		q.blob(2, g.Name)
 		row, err := q.step()
 		if row {
-			id := StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))}
+			id := StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))}
 			if i == 0 {
 				lo = id
 			} else {
@@ -867,6 +896,10 @@ func (s *Store) PendingEnds(st *Stream, g *StreamGroup) (lo, hi StreamID, ok boo
 // PendingPerConsumer calls fn with each consumer that has pending entries,
 // in name order, and their number.
 func (s *Store) PendingPerConsumer(st *Stream, g *StreamGroup, fn func(name []byte, n int64)) error {
+	if s.mem != nil {
+		st.obj().PendingPerConsumer(g, fn)
+		return nil
+	}
 	q := s.q(qPELPerConsumer)
 	q.int(1, st.ID)
 	q.blob(2, g.Name)
@@ -886,6 +919,9 @@ func (s *Store) PendingPerConsumer(st *Stream, g *StreamGroup, fn func(name []by
 // delivered at or before deliveredBy, of consumer only when it is not nil;
 // at most limit (<= 0: all).
 func (s *Store) PendingRange(st *Stream, g *StreamGroup, consumer []byte, lo, hi StreamID, deliveredBy, limit int64) ([]StreamPending, error) {
+	if s.mem != nil {
+		return st.obj().PendingRange(g, consumer, lo, hi, deliveredBy, limit), nil
+	}
 	if lo.Cmp(hi) > 0 {
 		return nil, nil
 	}
@@ -916,7 +952,7 @@ func (s *Store) PendingRange(st *Stream, g *StreamGroup, consumer []byte, lo, hi
 			return out, err
 		}
 		out = append(out, StreamPending{
-			ID:       StreamID{uncol(q.colInt(0)), uncol(q.colInt(1))},
+			ID:       StreamID{Ms: uncol(q.colInt(0)), Seq: uncol(q.colInt(1))},
 			Consumer: q.colBlob(2, nil), Delivered: q.colInt(3), Count: q.colInt(4),
 		})
 	}

@@ -28,7 +28,7 @@ func fill(t testing.TB, s *Store, key string, n int) {
 			t.Fatal(err)
 		}
 		for i := 1; i <= n; i++ {
-			if err := s.StreamAdd(st, StreamID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")}); err != nil {
+			if err := s.StreamAdd(st, StreamID{Ms: uint64(i), Seq: 0}, [][]byte{[]byte("f"), []byte("v")}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -61,7 +61,7 @@ func TestStreamCostDoesNotGrow(t *testing.T) {
 			}
 			measure("open", func(st *Stream) error { _, err := s.OpenStream(0, []byte(key)); return err })
 			measure("xadd", func(st *Stream) error {
-				return s.StreamAdd(st, StreamID{uint64(n + 1), 0}, [][]byte{[]byte("f"), []byte("v")})
+				return s.StreamAdd(st, StreamID{Ms: uint64(n + 1), Seq: 0}, [][]byte{[]byte("f"), []byte("v")})
 			})
 			page := func(lo, hi StreamID, rev bool) func(st *Stream) error {
 				return func(st *Stream) error {
@@ -74,7 +74,7 @@ func TestStreamCostDoesNotGrow(t *testing.T) {
 				}
 			}
 			measure("xrange first page", page(StreamID{}, MaxStreamID, false))
-			measure("xrange middle page", page(StreamID{uint64(n / 2), 0}, MaxStreamID, false))
+			measure("xrange middle page", page(StreamID{Ms: uint64(n / 2), Seq: 0}, MaxStreamID, false))
 			measure("xrevrange last page", page(StreamID{}, MaxStreamID, true))
 			measure("xtrim one", func(st *Stream) error {
 				removed, err := s.StreamTrimmed(st, StreamTrim{Strategy: TrimMaxLen, MaxLen: st.Len - 1})
@@ -84,7 +84,7 @@ func TestStreamCostDoesNotGrow(t *testing.T) {
 				return err
 			})
 			measure("xtrim minid", func(st *Stream) error {
-				_, err := s.StreamTrimmed(st, StreamTrim{Strategy: TrimMinID, MinID: StreamID{4, 0}})
+				_, err := s.StreamTrimmed(st, StreamTrim{Strategy: TrimMinID, MinID: StreamID{Ms: 4, Seq: 0}})
 				return err
 			})
 			measure("last entry", func(st *Stream) error { _, _, err := s.StreamEnd(st, true); return err })
@@ -109,14 +109,14 @@ func TestStreamKeyOperations(t *testing.T) {
 	fill(t, s, "a", 5)
 	inTx(t, s, func() {
 		st, _ := s.OpenStream(0, []byte("a"))
-		g := StreamGroup{Name: []byte("g"), Last: StreamID{2, 0}, EntriesRead: 2}
+		g := StreamGroup{Name: []byte("g"), Last: StreamID{Ms: 2, Seq: 0}, EntriesRead: 2}
 		if ok, err := s.CreateGroup(st, g); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		if err := s.SeeConsumer(st, &g, []byte("c"), 7); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetPending(st, &g, StreamPending{ID: StreamID{1, 0}, Consumer: []byte("c"), Delivered: 7, Count: 1}); err != nil {
+		if err := s.SetPending(st, &g, StreamPending{ID: StreamID{Ms: 1, Seq: 0}, Consumer: []byte("c"), Delivered: 7, Count: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := s.Copy(0, []byte("a"), 1, []byte("b"), false); !ok || err != nil {
@@ -131,7 +131,7 @@ func TestStreamKeyOperations(t *testing.T) {
 				t.Fatalf("%d %s: %v %v", db, key, st, err)
 			}
 			g, err := s.Group(st, []byte("g"))
-			if err != nil || g == nil || g.Last != (StreamID{2, 0}) {
+			if err != nil || g == nil || g.Last != (StreamID{Ms: 2, Seq: 0}) {
 				t.Fatalf("%d %s: group %+v %v", db, key, g, err)
 			}
 			ps, err := s.PendingRange(st, g, []byte("c"), StreamID{}, MaxStreamID, 1<<62, 0)
@@ -191,9 +191,9 @@ func TestStreamApproxTrim(t *testing.T) {
 		{250, StreamTrim{Strategy: TrimMaxLen, MaxLen: 10, Approx: true, Limit: 99}, 0},
 		{50, StreamTrim{Strategy: TrimMaxLen, MaxLen: 10, Approx: true, Limit: 10000}, 0},
 		{50, StreamTrim{Strategy: TrimMaxLen, MaxLen: 0, Approx: true, Limit: 10000}, 50},
-		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{230, 0}, Approx: true, Limit: 10000}, 200},
-		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{300, 0}, Approx: true, Limit: 10000}, 250},
-		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{230, 0}}, 229},
+		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{Ms: 230, Seq: 0}, Approx: true, Limit: 10000}, 200},
+		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{Ms: 300, Seq: 0}, Approx: true, Limit: 10000}, 250},
+		{250, StreamTrim{Strategy: TrimMinID, MinID: StreamID{Ms: 230, Seq: 0}}, 229},
 		{250, StreamTrim{Strategy: TrimMaxLen, MaxLen: 10}, 240},
 	} {
 		s := openTest(t)

@@ -33,6 +33,31 @@ func (a StreamID) Cmp(b StreamID) int {
 	return 0
 }
 
+// IsZero reports whether a is 0-0.
+func (a StreamID) IsZero() bool { return a.Ms == 0 && a.Seq == 0 }
+
+// Next is the ID right after a; ok is false for MaxStreamID.
+func (a StreamID) Next() (StreamID, bool) {
+	switch {
+	case a.Seq < math.MaxUint64:
+		return StreamID{a.Ms, a.Seq + 1}, true
+	case a.Ms < math.MaxUint64:
+		return StreamID{a.Ms + 1, 0}, true
+	}
+	return a, false
+}
+
+// Prev is the ID right before a; ok is false for 0-0.
+func (a StreamID) Prev() (StreamID, bool) {
+	switch {
+	case a.Seq > 0:
+		return StreamID{a.Ms, a.Seq - 1}, true
+	case a.Ms > 0:
+		return StreamID{a.Ms - 1, math.MaxUint64}, true
+	}
+	return a, false
+}
+
 // StreamEntry is one entry: its ID and field/value pairs, alternating.
 type StreamEntry struct {
 	ID     StreamID
