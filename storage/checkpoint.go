@@ -122,12 +122,19 @@ func (s *Store) TakeCheckpointRest() (took time.Duration, err error, ran bool) {
 }
 
 // Checkpoints is the number of completed two-phase checkpoints.
-func (s *Store) Checkpoints() uint64 { return s.checkpoints }
+func (s *Store) Checkpoints() uint64 {
+	if s.mem != nil {
+		return s.mem.checkpoints.Load()
+	}
+	return s.checkpoints
+}
 
 // NeedsCheckpoint reports whether the WAL has grown past the checkpoint size.
 // The file never shrinks below journal_size_limit (set to that size), so
 // its length says how far the frames in use reach.
-func (s *Store) NeedsCheckpoint() bool { return s.WALSize() > s.ckptBytes }
+// The in-memory engine's flush checkpoints by itself (memflush.go): the
+// actor takes part in none.
+func (s *Store) NeedsCheckpoint() bool { return s.mem == nil && s.WALSize() > s.ckptBytes }
 
 // WALSize is the WAL file's size in bytes (0 if it does not exist).
 func (s *Store) WALSize() int64 {

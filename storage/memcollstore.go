@@ -386,3 +386,17 @@ func (m *memEngine) sweepFields(limit int) (int, error) {
 	}
 	return len(due), nil
 }
+
+// searchDoc is SearchDoc on the engine: the hash key of database 0, read
+// without expiring it.
+func (m *memEngine) searchDoc(key []byte, fn func(field, value []byte)) (bool, error) {
+	e, err := m.entryAt(0, key)
+	if err != nil || e.typ != TypeHash || expired(e.exp, m.s.Now) {
+		return false, err
+	}
+	e.obj.(*object.Elems).Each(func(el *object.Elem) bool {
+		fn(bytesOf(el.Name), el.Value)
+		return true
+	})
+	return true, nil
+}

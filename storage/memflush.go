@@ -31,7 +31,7 @@ type memFlight struct {
 
 // hasWork reports whether anything changed since the last freeze.
 func (m *memEngine) hasWork() bool {
-	if len(m.steps) > 0 || len(m.drops) > 0 {
+	if len(m.steps) > 0 || len(m.drops) > 0 || m.posSet {
 		return true
 	}
 	for _, d := range m.dbs {
@@ -50,6 +50,10 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 		return nil
 	}
 	m.freezeSegment()
+	if pos != 0 {
+		m.pos = pos // the log's position (0: the one set, or the last stored)
+	}
+	pos, m.posSet = m.pos, false
 	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, done: make(chan struct{})}
 	for _, e := range f.fresh {
 		if e.fresh && e.freshGen != 0 {
@@ -121,12 +125,29 @@ func (m *memEngine) write(f *memFlight) (err error) {
 		return err
 	}
 	m.readMu.Lock()
-	defer m.readMu.Unlock()
 	if err := w.c.exec("COMMIT"); err != nil {
+		m.readMu.Unlock()
 		return err
 	}
 	m.committed.Store(f.gen)
+	m.readMu.Unlock()
+	m.checkpoint()
 	return nil
+}
+
+// checkpoint copies the WAL into the database once it has grown past
+// ckptBytes, and starts it over (TRUNCATE): the flush's connection is the
+// only writer, so nothing else writes meanwhile; a load's short read waits
+// it out through busy_timeout. A checkpoint that cannot finish (a reader
+// held on) is tried again after the next flush: the commit stands either
+// way.
+func (m *memEngine) checkpoint() {
+	if m.s.WALSize() <= m.ckptBytes {
+		return
+	}
+	if err := m.w.c.exec("PRAGMA wal_checkpoint(TRUNCATE)"); err == nil {
+		m.checkpoints.Add(1)
+	}
 }
 
 // writeSegment writes one segment: the dead objects' elements go, then

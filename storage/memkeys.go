@@ -105,12 +105,21 @@ type memEngine struct {
 	// under readMu by the flush, read by the actor and the loads.
 	committed atomic.Uint64
 
-	gen    uint64     // the generation the batch being collected will have
+	gen uint64 // the generation the batch being collected will have
+	// pos is the redo log position the next flush stores (SetRedoPosition,
+	// startFlush); posSet says it moved since the last flush.
+	pos    uint64
+	posSet bool
 	steps  []memStep  // that batch, in order
 	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
 	dbops  []memDBOp  // database operations not committed yet (view)
 	w      *sqlc      // the flush's connection; the flight's while one runs
 	flight *memFlight // the flush under way
+
+	// checkpoints counts the flush's checkpoints; ckptBytes is the WAL
+	// size past which a flush checkpoints after its commit.
+	checkpoints atomic.Uint64
+	ckptBytes   int64
 
 	lru        entry // sentinel of the LRU list
 	bytes, max int64

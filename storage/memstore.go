@@ -31,7 +31,15 @@ func (s *Store) openMem(maxBytes int64) error {
 		wc.close()
 		return fmt.Errorf("storage: the flush's connection: %w", err)
 	}
+	pos, err := s.RedoPosition()
+	if err != nil {
+		rc.close()
+		wc.close()
+		return err
+	}
 	s.mem = newMemEngine(s, newSQLC(rc), newSQLC(wc), maxBytes)
+	s.mem.pos = pos
+	s.mem.ckptBytes = s.ckptBytes
 	return nil
 }
 
@@ -143,14 +151,10 @@ func (m *memEngine) commit() (wrote bool, seq uint64, err error) {
 	if f := m.land(); f != nil && f.err != nil {
 		return false, s.commits, f.err
 	}
-	f := m.startFlush(0, false)
+	f := m.startFlush(0, false) // no log: the position stays as it is
 	s.inTx = false
 	if f == nil {
 		return false, s.commits, nil
-	}
-	pos, perr := s.RedoPosition()
-	if perr == nil {
-		f.pos = pos // no log: the position stays what it was
 	}
 	m.run(f)
 	m.land()
@@ -160,3 +164,29 @@ func (m *memEngine) commit() (wrote bool, seq uint64, err error) {
 	s.commits++
 	return true, s.commits, nil
 }
+
+// reload flushes everything and lets every key go, so that each is next
+// loaded from SQLite (DEBUG RELOAD).
+func (m *memEngine) reload() error {
+	if f := m.land(); f != nil && f.err != nil {
+		return f.err
+	}
+	if f := m.startFlush(m.pos, true); f != nil {
+		m.run(f)
+		if f = m.land(); f.err != nil {
+			return f.err
+		}
+	}
+	for _, d := range m.dbs {
+		for _, e := range d.keys {
+			if m.evictable(e) {
+				m.forget(e)
+			}
+		}
+	}
+	return nil
+}
+
+// InMemory reports whether the Store runs the in-memory engine: a failed
+// command there has changed nothing it can undo, and the round goes on.
+func (s *Store) InMemory() bool { return s.mem != nil }

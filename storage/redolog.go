@@ -32,6 +32,10 @@ func (s *Store) RedoPosition() (uint64, error) {
 // SetRedoPosition records, in the open transaction, the position the
 // database covers once it commits.
 func (s *Store) SetRedoPosition(p uint64) error {
+	if s.mem != nil {
+		s.mem.pos, s.mem.posSet = p, true // stored by the next flush
+		return nil
+	}
 	if !s.inTx {
 		return fmt.Errorf("storage: redo position set outside a transaction")
 	}

@@ -235,6 +235,9 @@ func (s *Store) DropSearchTables(id int64) error {
 // the key is missing, expired or not a hash. It never deletes an expired
 // key (its deletion, when it comes, is a change of its own).
 func (s *Store) SearchDoc(key []byte, fn func(field, value []byte)) (found bool, err error) {
+	if s.mem != nil {
+		return s.mem.searchDoc(key, fn)
+	}
 	st := s.q(qSearchDocLookup)
 	st.blob(1, key)
 	row, err := st.step()
