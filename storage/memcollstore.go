@@ -53,7 +53,7 @@ func (m *memEngine) createColl(db int, key []byte, t Type) (*Coll, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.create(e, t)
+	m.newKey(e, t)
 	if t == TypeZSet {
 		e.obj = object.NewZSet()
 	} else {

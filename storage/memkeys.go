@@ -338,16 +338,23 @@ func (m *memEngine) dropObject(e *entry) {
 }
 
 // create makes e a new key of type t (it was absent), with a new id and
-// version.
+// version, and records Created. A hash, set or sorted set is created
+// through createColl, whose key is new only if the command leaves elements
+// in it: EndCommand records that (saveColl).
 func (m *memEngine) create(e *entry, t Type) {
+	m.newKey(e, t)
+	if m.s.RecordNew {
+		m.s.recordNew(e.db.num, []byte(e.key))
+	}
+}
+
+// newKey is create without the record.
+func (m *memEngine) newKey(e *entry, t Type) {
 	e.typ, e.id = t, m.s.NewID()
 	m.setExp(e, 0)
 	m.markFresh(e)
 	e.ver = m.s.nextVersion()
 	e.db.count++
-	if m.s.RecordNew {
-		m.s.recordNew(e.db.num, []byte(e.key))
-	}
 }
 
 // freezeSegment closes the changes collected so far into a segment of the

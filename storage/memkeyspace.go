@@ -136,10 +136,20 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 	var cands []cand
 	for i := range rows {
 		r := &rows[i]
-		if (bound >= 0 && r.id > bound) || m.shadowed(db, r) || expired(r.exp, m.s.Now) {
+		if bound >= 0 && r.id > bound {
 			continue
 		}
-		cands = append(cands, cand{r.id, r.key, r.typ})
+		if e, ok := m.dbs[db].keys[string(r.key)]; ok {
+			// Memory decides: the key as it is now, if it still has the
+			// row's id (under another, it is in the fresh index).
+			if e.typ != TypeNone && e.id == r.id && !e.fresh && !expired(e.exp, m.s.Now) {
+				cands = append(cands, cand{r.id, r.key, e.typ})
+			}
+			continue
+		}
+		if !expired(r.exp, m.s.Now) {
+			cands = append(cands, cand{r.id, r.key, r.typ})
+		}
 	}
 	for _, k := range fresh {
 		e := k.e
@@ -148,8 +158,6 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		}
 		cands = append(cands, cand{k.id, []byte(e.key), e.typ})
 	}
-	// A name memory holds under an id SQLite does not have yet, and whose
-	// old row SQLite still has, is in memory's page only: shadowed above.
 	slices.SortFunc(cands, func(a, b cand) int { return int(max(min(a.id-b.id, 1), -1)) })
 	for _, c := range cands {
 		out = append(out, ScanEntry{Key: c.key, Type: c.typ})

@@ -46,6 +46,25 @@ func readAll(t *testing.T, s *Store) mstate {
 		if err := s.Keys(db, nil, func(k []byte) bool { names = append(names, string(k)); return true }); err != nil {
 			t.Fatal(err)
 		}
+		// SCAN, a few keys a call, returns each of them once.
+		var scanned []string
+		for cursor := uint64(0); ; {
+			out, next, err := s.Scan(db, cursor, 7, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range out {
+				scanned = append(scanned, string(e.Key))
+			}
+			if cursor = next; next == 0 {
+				break
+			}
+		}
+		slices.Sort(names)
+		slices.Sort(scanned)
+		if !slices.Equal(names, scanned) {
+			t.Fatalf("db %d: KEYS %q, SCAN %q", db, names, scanned)
+		}
 		for _, k := range names {
 			m, ok, err := s.Lookup(db, []byte(k))
 			if err != nil || !ok {

@@ -190,3 +190,34 @@ func (m *memEngine) reload() error {
 // InMemory reports whether the Store runs the in-memory engine: a failed
 // command there has changed nothing it can undo, and the round goes on.
 func (s *Store) InMemory() bool { return s.mem != nil }
+
+// rollback goes back to SQLite's last commit: every change no flush has
+// committed is forgotten, with everything memory holds (the caller redoes
+// the rounds since from the redo log, as after a rollback on SQLite). A
+// flight under way lands first; one that failed is forgotten too.
+func (m *memEngine) rollback() {
+	m.land()
+	m.steps, m.drops, m.dbops, m.freshFrozen = nil, nil, nil, nil
+	m.posSet = false
+	if pos, err := m.s.RedoPosition(); err == nil {
+		m.pos = pos
+	}
+	counts := make(map[int]int64)
+	m.readMu.Lock()
+	st := m.r.q("SELECT db, keys FROM dbstats")
+	for {
+		row, err := st.step()
+		if err != nil || !row {
+			break
+		}
+		counts[int(st.colInt(0))] = st.colInt(1)
+	}
+	st.reset()
+	m.readMu.Unlock()
+	for i := range m.dbs {
+		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+	}
+	m.lru.prev, m.lru.next = &m.lru, &m.lru
+	m.hfe = make(map[*entry]int64)
+	m.bytes = 0
+}

@@ -38,7 +38,6 @@ func (m *memEngine) createStream(db int, key []byte) (*Stream, error) {
 	m.create(e, TypeStream)
 	e.obj = object.NewStream()
 	m.changed(e)
-	m.s.recordNew(db, key)
 	m.s.record(db, key, Written, 0)
 	return &Stream{DB: db, Key: key, ID: e.id, e: e}, nil
 }

@@ -458,6 +458,7 @@ func (s *Store) loadCounters() error {
 func (s *Store) Close() error {
 	if s.mem != nil {
 		s.mem.close()
+		s.mem, s.inTx = nil, false // what follows closes the rest
 	}
 	s.Land()
 	if s.inTx {
@@ -574,7 +575,9 @@ func (s *Store) Commit() (wrote bool, seq uint64, err error) {
 // Rollback abandons the round's transaction and its counter changes.
 func (s *Store) Rollback() {
 	if s.mem != nil {
-		s.ResetTouched() // memory cannot be rolled back: nothing is undone
+		s.dropOpen()
+		s.ResetTouched()
+		s.mem.rollback()
 		return
 	}
 	s.c.ready()
