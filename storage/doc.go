@@ -46,4 +46,11 @@
 //     "Durability", describes.
 //   - The schema carries its version; Open migrates forward and refuses a
 //     database that is newer, foreign or corrupt rather than start empty.
+//
+// The in-memory engine (Options.Memory; the mem*.go files and package
+// object) runs the same operations on whole objects held in memory and
+// writes SQLite only in its flush, on a connection of its own; its
+// invariants are at the top of memkeys.go. Each Store method it covers
+// hands over to it first. docs/architecture.md, "Storage engine", says
+// what it covers so far.
 package storage

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/proto"
 )
 
@@ -40,6 +41,18 @@ func TestCompat(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			runCompatFile(t, f, s.addr, redisAddr)
+		})
+	}
+	if s.external || os.Getenv("TEST_STORAGE_ENGINE") == "memory" {
+		return
+	}
+	// The in-memory storage engine, being built beside the SQLite one
+	// (docs/architecture.md, "Storage engine"), answers every file as
+	// Redis does too.
+	m := startServer(t, func(c *cellar.Config) { c.Storage.Engine = "memory" })
+	for _, f := range files {
+		t.Run("memory/"+filepath.Base(f), func(t *testing.T) {
+			runCompatFile(t, f, m.addr, redisAddr)
 		})
 	}
 }
