@@ -83,12 +83,12 @@ func (m *memEngine) run(f *memFlight) {
 
 func (m *memEngine) write(f *memFlight) (err error) {
 	w := m.w
-	if err := w.c.exec("BEGIN IMMEDIATE"); err != nil {
+	if err := w.q("BEGIN IMMEDIATE").exec(); err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil {
-			w.c.exec("ROLLBACK")
+		if err != nil && !w.c.autocommit() {
+			w.q("ROLLBACK").exec()
 		}
 	}()
 	for _, st := range f.steps {
@@ -125,11 +125,14 @@ func (m *memEngine) write(f *memFlight) (err error) {
 		return err
 	}
 	m.readMu.Lock()
-	if err := w.c.exec("COMMIT"); err != nil {
+	if err := w.q("COMMIT").exec(); err != nil {
 		m.readMu.Unlock()
 		return err
 	}
 	m.committed.Store(f.gen)
+	for _, c := range f.counts {
+		m.sqlKeys[c.db] = c.n
+	}
 	m.readMu.Unlock()
 	m.checkpoint()
 	return nil

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -57,7 +58,7 @@ type entry struct {
 	gen   uint64 // the flush that took its last change (0: none since it was loaded)
 	size  int64  // what it counts in memEngine.bytes
 
-	prev, next *entry // the LRU list, most recent at the front
+	used uint32 // the engine's clock when it was last used (approximate LRU)
 }
 
 // memObject is a collection the engine holds: one of package object's
@@ -104,6 +105,11 @@ type memEngine struct {
 	// committed is the generation of the last flush committed; written
 	// under readMu by the flush, read by the actor and the loads.
 	committed atomic.Uint64
+	// sqlKeys is how many keys each database of SQLite's last commit
+	// holds (its dbstats); written with committed, under readMu. A load in
+	// a database SQLite holds none of answers at once: a new key costs no
+	// read.
+	sqlKeys [allDBs]int64
 
 	gen uint64 // the generation the batch being collected will have
 	// pos is the redo log position the next flush stores (SetRedoPosition,
@@ -121,7 +127,7 @@ type memEngine struct {
 	checkpoints atomic.Uint64
 	ckptBytes   int64
 
-	lru        entry // sentinel of the LRU list
+	clock      uint32 // touch's clock
 	bytes, max int64
 
 	// freshFrozen are the fresh entries frozen for the next flight, which
@@ -160,8 +166,8 @@ func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
 	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64)}
 	for i := range m.dbs {
 		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.sqlKeys[i] = s.keyCounts[i]
 	}
-	m.lru.prev, m.lru.next = &m.lru, &m.lru
 	return m
 }
 
@@ -189,21 +195,13 @@ func (m *memEngine) view(db int, committed uint64) (sqlDB int, empty bool) {
 	return sqlDB, false
 }
 
-// touch makes e the most recently used entry.
+// touch notes that e was just used. Eviction is an approximate LRU, as
+// Redis's: a clock value in the entry (one write to memory the lookup has
+// just read), and eviction picks the oldest of a sample; a linked list
+// cost every lookup three writes to entries elsewhere in memory.
 func (m *memEngine) touch(e *entry) {
-	if e.next != nil {
-		e.prev.next, e.next.prev = e.next, e.prev
-	}
-	e.next, e.prev = m.lru.next, &m.lru
-	m.lru.next.prev = e
-	m.lru.next = e
-}
-
-func (m *memEngine) unlink(e *entry) {
-	if e.next != nil {
-		e.prev.next, e.next.prev = e.next, e.prev
-		e.next, e.prev = nil, nil
-	}
+	m.clock++
+	e.used = m.clock
 }
 
 // resize brings e's share of bytes up to date after a change.
@@ -233,24 +231,55 @@ func (m *memEngine) evictable(e *entry) bool {
 	return !e.dirty && e.gen <= m.committed.Load()
 }
 
-// evict lets the least recently used entries go until the engine is
-// within its bound, skipping those that wait for a flush.
+// evictSample is how many entries eviction looks at to let one go.
+const evictSample = 16
+
+// evict lets entries go until the engine is within its bound: each time
+// the least recently used of a sample of evictable entries (Go's map
+// iteration starts at a random place), from databases picked at random in
+// proportion to the entries they hold. Entries waiting for a flush are
+// skipped; when a few samples find none, eviction waits for the next
+// landing.
 func (m *memEngine) evict() {
 	if m.max <= 0 {
 		return
 	}
-	for e := m.lru.prev; e != &m.lru && m.bytes > m.max; {
-		prev := e.prev
-		if m.evictable(e) {
-			m.forget(e)
+	for misses := 0; m.bytes > m.max && misses < 4; {
+		var held int
+		for _, d := range m.dbs {
+			held += len(d.keys)
 		}
-		e = prev
+		if held == 0 {
+			return
+		}
+		pick := rand.IntN(held)
+		var d *memDB
+		for _, d = range m.dbs {
+			if pick < len(d.keys) {
+				break
+			}
+			pick -= len(d.keys)
+		}
+		var victim *entry
+		looked := 0
+		for _, e := range d.keys {
+			if m.evictable(e) && (victim == nil || e.used-victim.used > 1<<31) {
+				victim = e // older: its clock is behind, wrapping included
+			}
+			if looked++; looked >= evictSample {
+				break
+			}
+		}
+		if victim == nil {
+			misses++
+			continue
+		}
+		m.forget(victim)
 	}
 }
 
 // forget lets e go from memory (eviction, FLUSHDB).
 func (m *memEngine) forget(e *entry) {
-	m.unlink(e)
 	m.unfresh(e)
 	delete(e.db.keys, e.key)
 	delete(e.db.expires, e)

@@ -241,6 +241,49 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
+// dueRow is a row of SQLite's last commit past its expiry, with the
+// database that holds it now.
+type dueRow struct {
+	db int
+	sqlRow
+}
+
+// dueRows reads up to limit keys SQLite's last commit holds as expired,
+// soonest first, through the expiry index (one query for every database:
+// by database, SQLite would walk each one's keys). A database whose rows a
+// FLUSHDB or SWAPDB not yet committed has moved is left for a later sweep.
+func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
+	m.readMu.Lock()
+	var logical [NumDBs]int // SQLite's database → the one holding its rows now; -1 none
+	for i := range logical {
+		logical[i] = -1
+	}
+	for db := 0; db < NumDBs; db++ {
+		if sqlDB, empty := m.view(db, m.committed.Load()); !empty && sqlDB == db {
+			logical[db] = db
+		}
+	}
+	st := m.r.q("SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2")
+	st.int(1, m.s.Now)
+	st.int(2, int64(limit))
+	defer st.reset()
+	var out []dueRow
+	first := true
+	for {
+		row, err := st.step()
+		if first {
+			m.readMu.Unlock()
+			first = false
+		}
+		if err != nil || !row {
+			return out, err
+		}
+		if db := logical[st.colInt(4)]; db >= 0 {
+			out = append(out, dueRow{db, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)}})
+		}
+	}
+}
+
 func (m *memEngine) countExpiring(db int) (int64, error) {
 	rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL", nil)
 	if err != nil {
@@ -260,27 +303,24 @@ func (m *memEngine) countExpiring(db int) (int64, error) {
 // memory holds.
 func (m *memEngine) sweep(limit int) (int, error) {
 	n := 0
-	for db := 0; db < NumDBs && n < limit; db++ {
-		rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at < ?2 ORDER BY expire_at LIMIT ?3", func(st *stmt) {
-			st.int(2, m.s.Now)
-			st.int(3, int64(limit-n))
-		})
+	due, err := m.dueRows(limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range due {
+		if m.shadowed(r.db, &r.sqlRow) {
+			continue
+		}
+		e, err := m.entryAt(r.db, r.key)
 		if err != nil {
 			return n, err
 		}
-		for i := range rows {
-			if m.shadowed(db, &rows[i]) {
-				continue
-			}
-			e, err := m.entryAt(db, rows[i].key)
-			if err != nil {
-				return n, err
-			}
-			if e.typ != TypeNone && expired(e.exp, m.s.Now) {
-				m.remove(e, Expired)
-				n++
-			}
+		if e.typ != TypeNone && expired(e.exp, m.s.Now) {
+			m.remove(e, Expired)
+			n++
 		}
+	}
+	for db := 0; db < NumDBs && n < limit; db++ {
 		// Memory's keys with an expiry, a sample of them from a random
 		// point (Go's map order), as Redis's active expiry samples.
 		looked := 0

@@ -15,17 +15,14 @@ func (m *memEngine) load(db int, e *entry) error {
 	r := m.r
 	m.readMu.Lock()
 	sqlDB, empty := m.view(db, m.committed.Load())
-	if empty {
+	if empty || m.sqlKeys[sqlDB] == 0 {
 		m.readMu.Unlock()
 		return nil
 	}
-	// One read transaction, so that the row and its elements come from one
-	// commit; it takes its snapshot at the first read, under readMu.
-	if err := r.c.exec("BEGIN"); err != nil {
-		m.readMu.Unlock()
-		return err
-	}
-	defer r.c.exec("COMMIT")
+	// The row's statement stays open (not reset) until the elements are
+	// read: SQLite keeps one read transaction for the connection while a
+	// statement is active, so the row and its elements come from the
+	// commit the row's first step saw, under readMu.
 	st := r.q("SELECT type, id, coalesce(expire_at, 0), version, value FROM keys WHERE db = ?1 AND key = ?2")
 	st.int(1, int64(sqlDB))
 	st.blob(2, []byte(e.key))
@@ -52,8 +49,9 @@ func (m *memEngine) load(db int, e *entry) error {
 		e.typ = t
 		return nil
 	}
+	e.obj, err = loadObject(r, t, e.id)
 	st.reset()
-	if e.obj, err = loadObject(r, t, e.id); err != nil {
+	if err != nil {
 		return err
 	}
 	e.typ, e.elemsStored = t, true

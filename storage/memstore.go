@@ -216,8 +216,8 @@ func (m *memEngine) rollback() {
 	m.readMu.Unlock()
 	for i := range m.dbs {
 		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.sqlKeys[i] = counts[i]
 	}
-	m.lru.prev, m.lru.next = &m.lru, &m.lru
 	m.hfe = make(map[*entry]int64)
 	m.bytes = 0
 }
