@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/cellar-db/cellar/storage/object"
 )
 
 // This file holds what hashes, sets and sorted sets share: the open-key
@@ -264,24 +266,9 @@ func (s *Store) saveColl(c *Coll) error {
 	return nil
 }
 
-// elemHash orders a collection's rows: FNV-1a over the bytes, then
-// MurmurHash3's 64-bit finaliser so that the high bits are uniform (random
-// sampling seeks to a uniform point), cut to 63 bits so that it is a
-// non-negative SQLite integer. It is part of the file format: changing it
-// needs a migration that rewrites every h.
-func elemHash(b []byte) int64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return int64(h >> 1)
-}
+// elemHash orders a collection's rows (object.Hash: part of the file
+// format).
+func elemHash(b []byte) int64 { return object.Hash(b) }
 
 // randomH is a uniform point of elemHash's range.
 func randomH() int64 { return rand.Int64() }

@@ -81,8 +81,18 @@ func (m *memEngine) readRows(db int, sql string, bind func(st *stmt)) ([]sqlRow,
 	if bind != nil {
 		bind(st)
 	}
-	defer st.reset()
 	var rows []sqlRow
+	err := m.eachRow(st, func() {
+		rows = append(rows, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)})
+	})
+	return rows, err
+}
+
+// eachRow steps st, a statement of the reader, to its end, calling fn on
+// each row, and resets it. The caller holds readMu, which eachRow lets go
+// once the first step has taken the read's snapshot (memkeys.go).
+func (m *memEngine) eachRow(st *stmt, fn func()) error {
+	defer st.reset()
 	first := true
 	for {
 		row, err := st.step()
@@ -91,9 +101,9 @@ func (m *memEngine) readRows(db int, sql string, bind func(st *stmt)) ([]sqlRow,
 			first = false
 		}
 		if err != nil || !row {
-			return rows, err
+			return err
 		}
-		rows = append(rows, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)})
+		fn()
 	}
 }
 
@@ -266,22 +276,13 @@ func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
 	st := m.r.q("SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2")
 	st.int(1, m.s.Now)
 	st.int(2, int64(limit))
-	defer st.reset()
 	var out []dueRow
-	first := true
-	for {
-		row, err := st.step()
-		if first {
-			m.readMu.Unlock()
-			first = false
-		}
-		if err != nil || !row {
-			return out, err
-		}
+	err := m.eachRow(st, func() {
 		if db := logical[st.colInt(4)]; db >= 0 {
 			out = append(out, dueRow{db, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)}})
 		}
-	}
+	})
+	return out, err
 }
 
 func (m *memEngine) countExpiring(db int) (int64, error) {

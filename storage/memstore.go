@@ -205,15 +205,7 @@ func (m *memEngine) rollback() {
 	counts := make(map[int]int64)
 	m.readMu.Lock()
 	st := m.r.q("SELECT db, keys FROM dbstats")
-	for {
-		row, err := st.step()
-		if err != nil || !row {
-			break
-		}
-		counts[int(st.colInt(0))] = st.colInt(1)
-	}
-	st.reset()
-	m.readMu.Unlock()
+	m.eachRow(st, func() { counts[int(st.colInt(0))] = st.colInt(1) })
 	for i := range m.dbs {
 		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
 		m.sqlKeys[i] = counts[i]
