@@ -366,9 +366,9 @@ func (m *memEngine) sampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) {
 	}
 }
 
-// sweepFields expires the due fields of up to limit hashes memory holds.
-// (Hashes SQLite alone holds are found by opening them: a later step reads
-// hashes_by_expiry for them.)
+// sweepFields expires the due fields of up to limit hashes: those memory
+// holds (hfe), then those SQLite's last commit holds with a due field
+// (hashes_by_expiry), loaded and opened as any command opens them.
 func (m *memEngine) sweepFields(limit int) (int, error) {
 	var due []*entry
 	for e, at := range m.hfe {
@@ -384,7 +384,58 @@ func (m *memEngine) sweepFields(limit int) (int, error) {
 			return 0, err
 		}
 	}
-	return len(due), nil
+	n := len(due)
+	if n >= limit {
+		return n, nil
+	}
+	stored, err := m.dueHashes(limit - n)
+	if err != nil {
+		return n, err
+	}
+	for _, r := range stored {
+		if m.shadowed(r.db, &r.sqlRow) {
+			continue // memory decides, and hfe had it if it is due
+		}
+		if _, err := m.openColl(r.db, r.key, []Type{TypeHash}); err != nil && err != ErrWrongType {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// dueHashes reads up to limit hashes of SQLite's last commit that hold a
+// field past its expiry, with the databases that hold them now (as
+// dueRows, leaving out databases a database operation not yet committed
+// has moved).
+func (m *memEngine) dueHashes(limit int) ([]dueRow, error) {
+	m.readMu.Lock()
+	var logical [NumDBs]int
+	for db := range logical {
+		logical[db] = -1
+		if sqlDB, empty := m.view(db, m.committed.Load()); !empty && sqlDB == db {
+			logical[db] = db
+		}
+	}
+	// The due fields' hashes through the expiry index, then each one's key
+	// row by id: keys_by_id is (db, id), so the databases are listed for
+	// it to seek in each. The statement of the ids stays open meanwhile, so
+	// that every read sees the one commit (memload.go).
+	ids := m.r.q("SELECT DISTINCT id FROM hashes WHERE expire_at < ?1 LIMIT ?2")
+	ids.int(1, m.s.Now)
+	ids.int(2, int64(limit))
+	var out []dueRow
+	err := m.eachRow(ids, func() {
+		st := m.r.q("SELECT id, key, type, coalesce(expire_at, 0), db FROM keys WHERE db IN (0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15) AND id = ?1 AND type = 3")
+		st.int(1, ids.colInt(0))
+		if row, _ := st.step(); row {
+			if db := logical[st.colInt(4)]; db >= 0 {
+				out = append(out, dueRow{db, sqlRow{id: st.colInt(0), key: st.colBlob(1, nil), typ: Type(st.colInt(2)), exp: st.colInt(3)}})
+			}
+		}
+		st.reset()
+	})
+	return out, err
 }
 
 // searchDoc is SearchDoc on the engine: the hash key of database 0, read
