@@ -127,6 +127,11 @@ type memEngine struct {
 	checkpoints atomic.Uint64
 	ckptBytes   int64
 
+	// misses are the entries of missing keys loaded by the running
+	// command: without a bound, endCommand lets those still clean go, so
+	// that reads of keys that do not exist cannot grow memory.
+	misses []*entry
+
 	clock      uint32 // touch's clock
 	bytes, max int64
 
@@ -310,6 +315,9 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 	e := &entry{key: string(key), db: d}
 	if err := m.load(db, e); err != nil {
 		return nil, err
+	}
+	if e.typ == TypeNone {
+		m.misses = append(m.misses, e)
 	}
 	if els, ok := e.obj.(*object.Elems); ok && e.typ == TypeHash {
 		els.Each(func(el *object.Elem) bool {

@@ -139,6 +139,15 @@ func (m *memEngine) dbSize(db int) int64 { return m.dbs[db].count }
 // endCommand lets entries go once a command is done with them (never
 // during one: it holds entries).
 func (m *memEngine) endCommand() {
+	if m.max == 0 {
+		for _, e := range m.misses {
+			if e.typ == TypeNone && m.evictable(e) && e.db.keys[e.key] == e {
+				m.forget(e)
+			}
+		}
+	}
+	clear(m.misses)
+	m.misses = m.misses[:0]
 	if m.max > 0 && m.bytes > m.max {
 		m.evict()
 	}

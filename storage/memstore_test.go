@@ -114,3 +114,30 @@ func TestMemStringsFlushAndReload(t *testing.T) {
 		})
 	}
 }
+
+// Without a memory bound, reads of keys that do not exist leave nothing in
+// memory: a client cannot grow the engine by asking for missing keys.
+func TestMemMissesLeaveNothing(t *testing.T) {
+	s := openMemAt(t, filepath.Join(t.TempDir(), "cellar.db"), 0)
+	defer s.Close()
+	for i := 0; i < 1000; i++ {
+		if _, found, err := s.GetString(0, []byte(fmt.Sprint("missing", i)), nil); err != nil || found {
+			t.Fatalf("GET of a missing key: %v %v", found, err)
+		}
+		s.EndCommand()
+	}
+	if n := len(s.mem.dbs[0].keys); n != 0 || s.mem.bytes != 0 {
+		t.Fatalf("the engine holds %d entries, %d bytes, after reads of missing keys", n, s.mem.bytes)
+	}
+	// A deletion is kept until it is flushed, then may go too.
+	s.SetString(0, []byte("k"), []byte("v"), 0, false)
+	s.EndCommand()
+	if _, _, err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(0, []byte("k"))
+	s.EndCommand()
+	if _, ok := s.mem.dbs[0].keys["k"]; !ok {
+		t.Fatal("a deletion not yet flushed left memory")
+	}
+}
