@@ -366,10 +366,11 @@ func TestMonitorBounded(t *testing.T) {
 	needCellar(t, s)
 	m := s.raw()
 	m.expect("+OK\r\n", "MONITOR")
-	// The monitor now reads nothing. 20 000 SETs of 200 bytes make about
-	// 5 MB of MONITOR lines.
+	// The monitor now reads nothing. 20 000 SETs of 1000 bytes make about
+	// 20 MB of MONITOR lines, far more than loopback's socket buffers
+	// (autotuned to a few MB each way) and the 1 MB hard limit together.
 	w := s.raw()
-	val := strings.Repeat("v", 200)
+	val := strings.Repeat("v", 1000)
 	var batch []byte
 	for i := 0; i < 20000; i++ {
 		batch = append(batch, encode("SET", "k"+strconv.Itoa(i), val)...)
