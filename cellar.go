@@ -82,7 +82,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		HotCacheBytes:   cfg.SQLite.HotCacheBytes,
 		OverlayMaxBytes: cfg.Storage.OverlayMaxBytes,
 		Memory:          cfg.Storage.Engine == "memory",
-		MaxMemory:       cfg.Storage.MaxMemory,
+		MaxMemory:       cfg.MemoryBound(),
 	})
 	if err != nil {
 		return nil, err
@@ -126,6 +126,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Log:                  rlog,
 		FlushInterval:        cfg.Storage.FlushInterval,
 		FlushBytes:           cfg.Storage.FlushBytes,
+		MaxUnflushed:         cfg.Storage.MaxUnflushed,
 		SweepInterval:        cfg.Expiry.Interval,
 		SweepBatch:           cfg.Expiry.Batch,
 		Version:              Version,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -216,14 +217,20 @@ type OutputBufferConfig struct {
 // behind the caches above, or "memory", where the keys a client touched are
 // held in memory as whole objects and SQLite is written only by the flush
 // (docs/architecture.md, "Storage engine"). The memory engine is being
-// built: it runs strings, hashes and sets so far. MaxMemory bounds what it
-// holds, in bytes (0: no bound).
+// built beside the other: it runs every command, and the caches above
+// are not used. MaxMemory bounds what it holds, in bytes; 0 (the default)
+// takes a quarter of the memory Cellar may use (MemoryBound).
+// MaxUnflushed bounds what waits for its flushes, in bytes of redo log
+// SQLite does not cover yet: at the bound, writes wait for the flush (and
+// the loops stop reading), or, while flushes fail, writes that need room
+// are refused.
 type StorageConfig struct {
 	FlushInterval   time.Duration `koanf:"flush_interval"`
 	FlushBytes      int64         `koanf:"flush_bytes"`
 	OverlayMaxBytes int64         `koanf:"overlay_max_bytes"`
 	Engine          string        `koanf:"engine"`
 	MaxMemory       int64         `koanf:"max_memory"`
+	MaxUnflushed    int64         `koanf:"max_unflushed"`
 }
 
 // SQLiteConfig tunes the database.
@@ -302,7 +309,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "sqlite"},
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "sqlite", MaxUnflushed: 64 << 20},
 		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -326,11 +333,43 @@ func DefaultConfig() Config {
 // peaked ~300 MB higher). 0 when maxmemory_clients
 // is 0 (nothing to derive it from). SQLite's page cache lives outside Go's
 // heap.
+//
+// On the in-memory engine the keys it holds come on top: twice its bound,
+// since Go's objects for them (map slots, headers, size classes) take more
+// than the bytes the bound counts.
 func (c Config) GoMemoryLimit() int64 {
 	if c.MaxMemoryClients == 0 {
 		return 0
 	}
-	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
+	limit := c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
+	if c.Storage.Engine == "memory" {
+		limit += 2 * c.MemoryBound()
+	}
+	return limit
+}
+
+// MemoryBound is the in-memory engine's bound (storage.max_memory): as set,
+// or by default a quarter of the memory Cellar may use — the machine's, or
+// its cgroup's limit when it has a lower one (a container) — and at least
+// 64 MB. A quarter, since Go holds the keys in about twice the bytes the
+// bound counts, and clients, SQLite's page cache and the collector's
+// headroom need the rest.
+func (c Config) MemoryBound() int64 {
+	if c.Storage.MaxMemory > 0 {
+		return c.Storage.MaxMemory
+	}
+	avail := int64(actor.SystemMemory())
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		if b, err := os.ReadFile(f); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 && (avail == 0 || n < avail) {
+				avail = n // "max" (no limit) does not parse
+			}
+		}
+	}
+	if avail == 0 {
+		avail = 4 << 30 // unknown: assume a small machine
+	}
+	return max(avail/4, 64<<20)
 }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the hot
@@ -561,7 +600,9 @@ func (c Config) Validate() error {
 	case c.Storage.Engine != "sqlite" && c.Storage.Engine != "memory":
 		return bad("storage.engine", "must be sqlite or memory, not %q", c.Storage.Engine)
 	case c.Storage.MaxMemory < 0:
-		return bad("storage.max_memory", "must be 0 (no bound) or more, not %d", c.Storage.MaxMemory)
+		return bad("storage.max_memory", "must be 0 (a quarter of the memory) or more, not %d", c.Storage.MaxMemory)
+	case c.Storage.MaxUnflushed < 1<<16:
+		return bad("storage.max_unflushed", "must be at least 65536, not %d", c.Storage.MaxUnflushed)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.HotCacheBytes < 0:

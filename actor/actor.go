@@ -99,6 +99,9 @@ type Actor struct {
 	unflushedT time.Time // when the oldest unflushed record was written
 	flushAt    time.Time
 	afterFlush []func()
+	// flushFailed is, on the in-memory engine, why its last flush failed,
+	// until one succeeds (redolog.go, holdBack).
+	flushFailed error
 	// logPos is the redo log position the last commit stored; trimRunning
 	// says a trim is on the pool (redolog.go).
 	logPos      redo.Position
@@ -159,6 +162,7 @@ type stats struct {
 	lastCommitError string
 	logWrites       uint64 // rounds written to the redo log
 	flushes         uint64 // commits of the open transaction (redolog.go)
+	flushHolds      uint64 // rounds that waited for a flush (holdBack)
 	lastFlushUsec   int64
 	// pubsubDisconnects: subscribers disconnected at their output limits.
 	pubsubDisconnects uint64

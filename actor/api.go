@@ -115,6 +115,11 @@ type Config struct {
 	// once it is FlushInterval old or FlushBytes of log records ask for it.
 	FlushInterval time.Duration
 	FlushBytes    int64
+	// MaxUnflushed bounds, on the in-memory engine, what waits for a
+	// flush: the redo log SQLite does not cover yet. At the bound a round
+	// first waits for flushes (back-pressure); while flushes fail, writes
+	// that need room are refused instead (redolog.go, holdBack).
+	MaxUnflushed int64
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration
@@ -203,6 +208,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FlushBytes <= 0 {
 		c.FlushBytes = 16 << 20
+	}
+	if c.MaxUnflushed <= 0 {
+		c.MaxUnflushed = 64 << 20
 	}
 	if c.MaxQueuedBytes <= 0 {
 		c.MaxQueuedBytes = 64 << 20

@@ -122,6 +122,11 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 			return true
 		}
 	}
+	if (cmd.Is(FlagDenyOOM) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagDenyOOM != 0)) && a.refusedForRoom() {
+		reply, _ := replyFor(a.flushFailed)
+		a.reject(s, cmd, reply, w)
+		return true
+	}
 	// A read-only replica refuses clients' writes (Redis's
 	// -READONLY, checked where Redis checks it: before queuing, so a
 	// write in MULTI fails the EXEC); the master's connection is obeyed,

@@ -132,7 +132,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("used_memory_peak", ms.HeapSys)
 		kv("used_memory_peak_human", human(ms.HeapSys))
 		kv("used_memory_startup", a.startHeap)
-		sysMem := systemMemory()
+		sysMem := SystemMemory()
 		kv("total_system_memory", sysMem)
 		kv("total_system_memory_human", human(sysMem))
 		// maxmemory and its policy are stored, not applied (configparams.go).
@@ -140,6 +140,13 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory", maxmem)
 		kv("maxmemory_human", human(maxmem))
 		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
+		if a.st.InMemory() {
+			// The in-memory engine (storage.max_memory): what it holds.
+			entries, bytes, bound, _ := a.st.MemStats()
+			kv("engine_entries", entries)
+			kv("engine_bytes", bytes)
+			kv("engine_max_bytes", bound)
+		}
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_fragmentation_ratio", strconv.FormatFloat(float64(rss)/float64(max(ms.HeapAlloc, 1)), 'f', 2, 64))
@@ -205,6 +212,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("flush_waits", a.st.FlushWaits())
 			kv("flush_aside_reads", a.st.AsideReads())
 			kv("unflushed_log_bytes", a.unflushed)
+			kv("uncovered_log_bytes", a.uncovered())
+			kv("flush_holds", a.stats.flushHolds)
 			lag := int64(0)
 			if a.unflushed > 0 {
 				lag = time.Since(a.unflushedT).Milliseconds()
@@ -244,7 +253,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
 		kv("expired_keys", a.stats.expiredKeys)
-		kv("evicted_keys", 0)
+		_, _, _, evicted := a.st.MemStats()
+		kv("evicted_keys", evicted)
 		entries, bytes, hits, misses := a.st.CacheStats()
 		kv("hot_cache_keys", entries)
 		kv("hot_cache_bytes", bytes)
@@ -391,8 +401,8 @@ func residentBytes() uint64 {
 	return pages * uint64(os.Getpagesize())
 }
 
-// systemMemory is the machine's memory, from /proc/meminfo (0 if unknown).
-func systemMemory() uint64 {
+// SystemMemory is the machine's memory, from /proc/meminfo (0 if unknown).
+func SystemMemory() uint64 {
 	data, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0

@@ -173,6 +173,10 @@ func (a *Actor) landFlush(inRound bool) {
 		return
 	}
 	if err := f.Err(); err != nil {
+		if a.st.InMemory() {
+			a.flushFailing(err)
+			return
+		}
 		if inRound {
 			if a.roundErr == nil {
 				a.roundErr = err
@@ -183,10 +187,81 @@ func (a *Actor) landFlush(inRound bool) {
 		a.redo(err)
 		return
 	}
+	if a.flushFailed != nil {
+		a.log.Warn().Msg("flushes succeed again; writes are taken again")
+		a.flushFailed = nil
+	}
 	a.logPos = redo.Position(f.Pos())
 	a.stats.flushes++
 	a.stats.lastFlushUsec = f.Took().Microseconds()
 	a.lat.observe(evFlush, f.Took())
+}
+
+// uncovered is what waits for a flush: the redo log past the position
+// SQLite's last commit stored (what a restart after a crash replays).
+func (a *Actor) uncovered() int64 {
+	if !a.logging() {
+		return 0
+	}
+	return int64(a.cfg.Log.Written() - a.logPos)
+}
+
+// holdBack is the in-memory engine's back-pressure, at the start of a
+// round: once what waits for a flush reaches MaxUnflushed, the round waits
+// for flushes until it is below again, so that clients cannot outrun the
+// disk by more than the bound; meanwhile the loops' batches wait, and past
+// their budget the loops stop reading. While flushes fail (a full disk)
+// waiting would not end: writes that need room are refused instead
+// (refusedForRoom), and the next flush is tried at its interval.
+func (a *Actor) holdBack() {
+	if !a.st.InMemory() {
+		return
+	}
+	for a.flushFailed == nil && a.uncovered() >= a.cfg.MaxUnflushed {
+		if !a.st.Flying() {
+			a.startFlush()
+			if !a.st.Flying() {
+				return // nothing in memory to flush
+			}
+		}
+		a.stats.flushHolds++
+		a.landFlush(false)
+	}
+}
+
+// refusedForRoom reports whether a write that needs room is refused now:
+// the in-memory engine's flushes fail and what waits for them has reached
+// its bound. Redis refuses such writes (its denyoom commands) at
+// maxmemory; Cellar says why, with the flush's error.
+func (a *Actor) refusedForRoom() bool {
+	return a.flushFailed != nil && a.uncovered() >= a.cfg.MaxUnflushed
+}
+
+// flushFailing takes in a failed flush of the in-memory engine: its batch
+// waits in memory, first in the next flush, which is tried at the flush
+// interval; nothing is redone. Writes go on, into memory and the log,
+// until what waits reaches its bound (refusedForRoom).
+func (a *Actor) flushFailing(err error) {
+	a.stats.failedCommits++
+	a.stats.lastCommitError = err.Error()
+	a.carefulUntil = time.Now().Add(carefulFor) // INFO careful_mode
+	if a.flushFailed == nil {
+		a.log.Error().Err(err).Int64("waiting_bytes", a.uncovered()).
+			Msg("flush failed; its changes wait in memory and are written by the next one")
+	}
+	a.flushFailed = err
+}
+
+// retryFlush tries a failed flush of the in-memory engine again at once,
+// for a change that may have made room; otherwise it waits for its
+// interval.
+func (a *Actor) retryFlush() {
+	if a.flushFailed == nil {
+		return
+	}
+	a.landFlush(false)
+	a.startFlush()
+	a.landFlush(false)
 }
 
 // redo rebuilds, from the log, what SQLite lost when its open transaction

@@ -42,8 +42,11 @@ func (a *Actor) round(msgs []message) {
 	now := time.Now()
 	a.nowMs = now.UnixMilli()
 	a.roundStart = now
-	a.careful = now.Before(a.carefulUntil)
+	// Careful mode runs writes under SQLite savepoints: the in-memory
+	// engine writes no SQLite, and a failed command there changed nothing.
+	a.careful = now.Before(a.carefulUntil) && !a.st.InMemory()
 	a.beginRound()
+	a.holdBack()
 	a.expireWaiters(now)
 	if a.pause.on || a.pause.release {
 		a.endPauseIfDue(now)

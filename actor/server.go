@@ -564,7 +564,9 @@ func (a *Actor) params() []Param {
 			if err != nil || n < 0 {
 				return fmt.Errorf("must be 0 (no cap) or a number of pages, not %q", v)
 			}
-			_, err = a.st.SetMaxPageCount(n)
+			if _, err = a.st.SetMaxPageCount(n); err == nil {
+				a.retryFlush() // the cap may have made room
+			}
 			return err
 		}},
 		{Name: "maxmemory-clients", Get: func() string {

@@ -3,6 +3,7 @@ package storage
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,12 @@ func (m *memEngine) run(f *memFlight) {
 
 func (m *memEngine) write(f *memFlight) (err error) {
 	w := m.w
+	if n := m.maxPages.Load(); n != m.pagesSet {
+		if err := w.c.exec(fmt.Sprintf("PRAGMA max_page_count = %d", n)); err != nil {
+			return err
+		}
+		m.pagesSet = n
+	}
 	if err := w.q("BEGIN IMMEDIATE").exec(); err != nil {
 		return err
 	}

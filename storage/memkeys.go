@@ -126,6 +126,13 @@ type memEngine struct {
 	// size past which a flush checkpoints after its commit.
 	checkpoints atomic.Uint64
 	ckptBytes   int64
+	// maxPages is the database's size cap (SetMaxPageCount) for the
+	// flush's connection to take before its next transaction; pagesSet
+	// is the cap that connection has (the flush's alone).
+	maxPages atomic.Int64
+	pagesSet int64
+
+	evicted uint64 // keys let go for the memory bound
 
 	// misses are the entries of missing keys loaded by the running
 	// command: without a bound, endCommand lets those still clean go, so
@@ -280,6 +287,7 @@ func (m *memEngine) evict() {
 			continue
 		}
 		m.forget(victim)
+		m.evicted++
 	}
 }
 

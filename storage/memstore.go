@@ -200,6 +200,20 @@ func (m *memEngine) reload() error {
 // command there has changed nothing it can undo, and the round goes on.
 func (s *Store) InMemory() bool { return s.mem != nil }
 
+// MemStats reports what the in-memory engine holds: its entries (keys,
+// and names known to be absent), their bytes as its bound counts them, the
+// bound (0: none), and the keys it has let go for it. Zeros on the SQLite
+// engine.
+func (s *Store) MemStats() (entries int, bytes, bound int64, evicted uint64) {
+	if s.mem == nil {
+		return 0, 0, 0, 0
+	}
+	for _, d := range s.mem.dbs {
+		entries += len(d.keys)
+	}
+	return entries, s.mem.bytes, s.mem.max, s.mem.evicted
+}
+
 // rollback goes back to SQLite's last commit: every change no flush has
 // committed is forgotten, with everything memory holds (the caller redoes
 // the rounds since from the redo log, as after a rollback on SQLite). A

@@ -342,6 +342,7 @@ func Open(o Options) (*Store, error) {
 			s.Close()
 			return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
 		}
+		s.mem.maxPages.Store(o.MaxPageCount)
 	}
 	return s, nil
 }
@@ -686,6 +687,9 @@ func (s *Store) SetMaxPageCount(n int64) (int64, error) {
 	}
 	got := st.colInt(0)
 	st.reset()
+	if s.mem != nil && n >= 0 {
+		s.mem.maxPages.Store(got) // the flush's connection writes: it takes the cap
+	}
 	return got, nil
 }
 

@@ -5,18 +5,35 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellar-db/cellar"
 )
 
 // When the database cannot grow (a full disk, simulated with SQLite's
 // max_page_count), a write that needs space gets a clear error and changes
 // nothing; what was acknowledged stays; reads go on; the database stays
-// sound; and writes resume once space returns.
+// sound; and writes resume once space returns. On the in-memory engine the
+// flush fails and its changes wait in memory and the redo log; writes go on
+// until what waits reaches storage.max_unflushed (a small one here), and
+// are refused from then on.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
+	for _, engine := range []string{"sqlite", "memory"} {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			diskFull(t, startServer(t, func(c *cellar.Config) {
+				c.Storage.Engine = engine
+				c.Storage.MaxUnflushed = 128 << 10
+			}))
+		})
+	}
+}
+
+func diskFull(t *testing.T, s *testServer) {
 	needCellar(t, s)
 	r := s.raw()
 	big := strings.Repeat("x", 8000)
@@ -68,5 +85,41 @@ func TestDiskFull(t *testing.T) {
 	defer cancel()
 	if err := db.QueryRowContext(c, "PRAGMA integrity_check").Scan(&res); err != nil || res != "ok" {
 		t.Fatalf("integrity_check: %q %v", res, err)
+	}
+}
+
+// On the in-memory engine what waits for a flush is bounded
+// (storage.max_unflushed): a pipelined burst far past the bound waits for
+// flushes along the way (INFO's flush_holds counts the rounds that did),
+// every write is acknowledged, and all of it is there after a restart.
+func TestMemFlushBackPressure(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, func(c *cellar.Config) {
+		c.Storage.Engine = "memory"
+		c.Storage.MaxUnflushed = 64 << 10
+		c.Storage.FlushInterval = time.Minute // only the bound starts flushes
+	})
+	needCellar(t, s)
+	r := s.raw()
+	val := strings.Repeat("v", 1000)
+	const n = 2000 // 2 MB of values, 32 times the bound
+	var batch []byte
+	for i := 0; i < n; i++ {
+		batch = append(batch, encode("SET", fmt.Sprint("k", i), val)...)
+	}
+	r.send(batch)
+	for i := 0; i < n; i++ {
+		if got := r.read(); got != "+OK\r\n" {
+			t.Fatalf("SET %d: %q", i, got)
+		}
+	}
+	if holds, _ := strconv.Atoi(infoField(t, r, "persistence", "flush_holds")); holds == 0 {
+		t.Fatalf("2 MB of writes past a 64 KB bound and no round waited for a flush")
+	}
+	s.restart()
+	r = s.raw()
+	r.expect(fmt.Sprintf(":%d\r\n", n), "DBSIZE")
+	for i := 0; i < n; i += 97 {
+		r.expect(bulk(val), "GET", fmt.Sprint("k", i))
 	}
 }

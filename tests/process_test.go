@@ -416,6 +416,8 @@ func TestInvalidConfigExits2(t *testing.T) {
 		{[]string{"--durability", "maybe"}, "", "durability: must be always, everysec or off"},
 		{nil, "CELLAR_MAXCLIENTS=-1", "maxclients: must be at least 1"},
 		{nil, "CELLAR_STORAGE__OVERLAY_MAX_BYTES=100", "storage.overlay_max_bytes: must be at least 4096, not 100"},
+		{nil, "CELLAR_STORAGE__MAX_UNFLUSHED=100", "storage.max_unflushed: must be at least 65536, not 100"},
+		{nil, "CELLAR_STORAGE__MAX_MEMORY=-1", "storage.max_memory: must be 0 (a quarter of the memory) or more, not -1"},
 	} {
 		cmd := exec.Command(cellarBinary(t), append(c.args, "--dir", t.TempDir())...)
 		cmd.Env = append(serverEnv(), c.env)
