@@ -31,8 +31,18 @@ lint: fmt-check vet
 # -parallel 4: the black-box tests (tests/, each t.Parallel with its own
 # server) spend most of their time waiting on sockets, processes and
 # fsyncs, so four at a time keep two cores busy.
+#
+# RACE: the race detector instruments Cellar's packages and Go's standard
+# library, not modernc.org's SQLite and libc (C translated to Go, where
+# Cellar's goroutines share nothing: each connection is one goroutine's at a
+# time, handed over through Go's channels and mutexes, which stay
+# instrumented). Instrumented, every SQLite statement ran 5-10x slower and
+# the suite took 26 minutes; a race in Cellar's code still fails the test
+# that runs it.
+RACE := -race -gcflags='modernc.org/...=-race=false'
+
 test: deps lint
-	$(GO) test -race -count=1 -timeout 60m -parallel 4 ./...
+	$(GO) test $(RACE) -count=1 -timeout 60m -parallel 4 ./...
 
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s
@@ -41,7 +51,7 @@ fuzz:
 # twice as many random commands per seed as make test's (tests/harness_test.go,
 # steps), the search top-list model runs 60 steps instead of 15.
 test-long: deps
-	TEST_LONG=1 $(GO) test -race -count=1 -timeout 90m ./actor ./tests
+	TEST_LONG=1 $(GO) test $(RACE) -count=1 -timeout 90m ./actor ./tests
 
 # The long crash test: 20 kill -9 cycles per durability mode under load,
 # checking every acknowledged write after each restart (make test runs 3).

@@ -199,6 +199,9 @@ func serverEnv() []string {
 			env = append(env, kv)
 		}
 	}
+	if engine := os.Getenv("TEST_STORAGE_ENGINE"); engine != "" {
+		env = append(env, "CELLAR_STORAGE__ENGINE="+engine) // as startServer's (README, "Tests")
+	}
 	return env
 }
 

@@ -252,10 +252,12 @@ func TestTornLogTailOnRestart(t *testing.T) {
 
 // INFO persistence shows what waits for the next flush: the log bytes, how
 // long the oldest has waited, and the hot collections' key rows held in
-// memory; a flush (SAVE runs one first) brings them all to zero.
+// memory; a flush (SAVE runs one first) brings them all to zero. The
+// overlay is the SQLite engine's; TestMemInfoShowsWhatWaitsForAFlush is the
+// in-memory engine's.
 func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
 	t.Parallel()
-	p := runCellarEnv(t, []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
+	p := runCellarEnv(t, []string{"CELLAR_STORAGE__ENGINE=sqlite", "CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer c.Close()
 	must := func(err error) {
@@ -301,6 +303,35 @@ func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
 	}
 }
 
+// On the in-memory engine INFO persistence shows the log written since the
+// last flush began, what SQLite does not cover yet and how long the oldest
+// record has waited; SAVE's flush brings them to zero.
+func TestMemInfoShowsWhatWaitsForAFlush(t *testing.T) {
+	t.Parallel()
+	p := runCellarEnv(t, []string{"CELLAR_STORAGE__ENGINE=memory", "CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	defer c.Close()
+	if err := c.HSet(ctx, "hash", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"unflushed_log_bytes", "uncovered_log_bytes"} {
+		if n := infoInt(t, c, "persistence", f); n == 0 {
+			t.Fatalf("%s:0 after a write", f)
+		}
+	}
+	waitFor(t, 10*time.Second, "flush_lag_ms to grow", func() bool {
+		return infoInt(t, c, "persistence", "flush_lag_ms") > 0
+	})
+	if err := c.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"unflushed_log_bytes", "uncovered_log_bytes", "flush_lag_ms"} {
+		if n := infoInt(t, c, "persistence", f); n != 0 {
+			t.Errorf("%s:%d after SAVE, want 0", f, n)
+		}
+	}
+}
+
 // The overlay is bounded (storage.overlay_max_bytes): elements written
 // faster than flushes take them never hold more than the bound in memory —
 // past it they go into SQLite's open transaction — and every one of them
@@ -309,7 +340,7 @@ func TestOverlayStaysWithinItsBound(t *testing.T) {
 	t.Parallel()
 	const bound = 4096
 	dir := t.TempDir()
-	env := []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m", fmt.Sprintf("CELLAR_STORAGE__OVERLAY_MAX_BYTES=%d", bound)}
+	env := []string{"CELLAR_STORAGE__ENGINE=sqlite", "CELLAR_STORAGE__FLUSH_INTERVAL=1m", fmt.Sprintf("CELLAR_STORAGE__OVERLAY_MAX_BYTES=%d", bound)}
 	p := runCellarEnv(t, env, true, "--dir", dir)
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	const fields = 2000
