@@ -127,6 +127,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		FlushInterval:        cfg.Storage.FlushInterval,
 		FlushBytes:           cfg.Storage.FlushBytes,
 		MaxUnflushed:         cfg.Storage.MaxUnflushed,
+		GoMemoryLimit:        goMemoryLimit(cfg),
 		SweepInterval:        cfg.Expiry.Interval,
 		SweepBatch:           cfg.Expiry.Batch,
 		Version:              Version,
@@ -426,4 +427,13 @@ func NewLogger(cfg Config, w zerolog.LevelWriter) zerolog.Logger {
 		return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}).Level(lvl).With().Timestamp().Logger()
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+// goMemoryLimit is the Go memory limit the actor keeps, before what the
+// in-memory engine holds (0: the actor leaves the limit alone).
+func goMemoryLimit(cfg Config) int64 {
+	if !cfg.ManageGoMemory {
+		return 0
+	}
+	return cfg.GoMemoryLimit()
 }

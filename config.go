@@ -130,6 +130,11 @@ type Config struct {
 	// File is the YAML file the configuration was loaded from ("" when
 	// none); CONFIG REWRITE writes to it.
 	File string `koanf:"-"`
+	// ManageGoMemory says the server owns its process's Go memory limit
+	// (the cellar command, without GOMEMLIMIT): it keeps it at
+	// GoMemoryLimit plus what the in-memory engine holds. Servers sharing
+	// a process (tests) leave it alone.
+	ManageGoMemory bool `koanf:"-"`
 }
 
 // ReplicaConfig tunes the replica's link (package replica).
@@ -334,18 +339,14 @@ func DefaultConfig() Config {
 // is 0 (nothing to derive it from). SQLite's page cache lives outside Go's
 // heap.
 //
-// On the in-memory engine the keys it holds come on top: twice its bound,
-// since Go's objects for them (map slots, headers, size classes) take more
-// than the bytes the bound counts.
+// On the in-memory engine the keys it holds come on top, and change: with
+// ManageGoMemory the actor keeps the limit at this plus twice what the
+// engine holds (actor.Config.GoMemoryLimit).
 func (c Config) GoMemoryLimit() int64 {
 	if c.MaxMemoryClients == 0 {
 		return 0
 	}
-	limit := c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
-	if c.Storage.Engine == "memory" {
-		limit += 2 * c.MemoryBound()
-	}
-	return limit
+	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
 }
 
 // MemoryBound is the in-memory engine's bound (storage.max_memory): as set,

@@ -109,8 +109,12 @@ type Actor struct {
 	nextSweep   time.Time
 	// nextIdleCheck: when closeIdle looks for idle clients next.
 	nextIdleCheck time.Time
-	sweepMore     bool
-	lastSync      time.Time
+	// nextMemLimit: when followMemoryLimit runs next; goLimit is the Go
+	// memory limit it set last.
+	nextMemLimit time.Time
+	goLimit      int64
+	sweepMore    bool
+	lastSync     time.Time
 
 	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
 	// busy-reply-threshold in milliseconds (CONFIG SET changes it).

@@ -120,6 +120,13 @@ type Config struct {
 	// first waits for flushes (back-pressure); while flushes fail, writes
 	// that need room are refused instead (redolog.go, holdBack).
 	MaxUnflushed int64
+	// GoMemoryLimit, when set, is Go's soft memory limit before the keys
+	// the in-memory engine holds: the actor keeps the limit at it plus
+	// twice their bytes (Go's objects for them take more than the bytes
+	// the engine counts), so that the collector neither lets client
+	// garbage grow while the engine holds little nor runs without end
+	// once it holds much (memory.go, followMemoryLimit).
+	GoMemoryLimit int64
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration

@@ -54,6 +54,10 @@ func (a *Actor) housekeeping(now time.Time) {
 		a.lastSync = now
 		a.durable.syncSoon(a.syncSeq())
 	}
+	if !now.Before(a.nextMemLimit) {
+		a.nextMemLimit = now.Add(time.Second)
+		a.followMemoryLimit()
+	}
 	a.replHousekeeping(now) // PINGs and keep-alives to replicas (master.go)
 	a.sampleInstant(now)    // INFO instantaneous_* (ops.go)
 }

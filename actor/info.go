@@ -193,7 +193,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
 		kv("checkpoints", a.st.Checkpoints())
-		kv("checkpoint_in_progress", boolInt(a.ckptRunning || a.ckptRest || a.ckptAtLand))
+		kv("checkpoint_in_progress", boolInt(a.ckptRunning || a.ckptRest || a.ckptAtLand || a.st.Checkpointing()))
 		kv("wal_bytes", a.st.WALSize())
 		if l := a.cfg.Log; l != nil {
 			// The redo log: where it ends, how much of it is fsynced, and

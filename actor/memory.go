@@ -295,3 +295,18 @@ func cmdMemoryHelp(c *Ctx) error {
 		"    Prints this help.",
 	})
 }
+
+// followMemoryLimit keeps Go's soft memory limit at Config.GoMemoryLimit
+// plus twice what the in-memory engine holds, once a second; it moves
+// the limit only when that changed by more than 1/32.
+func (a *Actor) followMemoryLimit() {
+	if a.cfg.GoMemoryLimit <= 0 || !a.st.InMemory() {
+		return
+	}
+	_, bytes, _, _ := a.st.MemStats()
+	want := a.cfg.GoMemoryLimit + 2*bytes
+	if d := want - a.goLimit; d > a.goLimit/32 || -d > a.goLimit/32 {
+		debug.SetMemoryLimit(want)
+		a.goLimit = want
+	}
+}

@@ -155,9 +155,18 @@ func (m *memEngine) checkpoint() {
 	if m.s.WALSize() <= m.ckptBytes {
 		return
 	}
+	m.checkpointing.Store(true)
 	if err := m.w.c.exec("PRAGMA wal_checkpoint(TRUNCATE)"); err == nil {
 		m.checkpoints.Add(1)
 	}
+	m.checkpointing.Store(false)
+}
+
+// Checkpointing reports whether the in-memory engine's flush is
+// checkpointing the WAL right now (INFO's checkpoint_in_progress). Any
+// goroutine.
+func (s *Store) Checkpointing() bool {
+	return s.mem != nil && s.mem.checkpointing.Load()
 }
 
 // writeSegment writes one segment: the dead objects' elements go, then

@@ -124,8 +124,9 @@ type memEngine struct {
 
 	// checkpoints counts the flush's checkpoints; ckptBytes is the WAL
 	// size past which a flush checkpoints after its commit.
-	checkpoints atomic.Uint64
-	ckptBytes   int64
+	checkpoints   atomic.Uint64
+	checkpointing atomic.Bool
+	ckptBytes     int64
 	// maxPages is the database's size cap (SetMaxPageCount) for the
 	// flush's connection to take before its next transaction; pagesSet
 	// is the cap that connection has (the flush's alone).

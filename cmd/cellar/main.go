@@ -66,6 +66,7 @@ func run(args []string) int {
 	// what the settings budget instead (unless GOMEMLIMIT says otherwise).
 	if limit := cfg.GoMemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
+		cfg.ManageGoMemory = true
 	}
 	srv, err := cellar.Start(cfg, log)
 	if err != nil {
