@@ -218,12 +218,12 @@ type OutputBufferConfig struct {
 // transaction before taking the next one. The changed key rows wait in the
 // hot cache (sqlite.hot_cache_bytes bounds them).
 //
-// Engine picks the storage engine: "sqlite", where commands run on SQLite
-// behind the caches above, or "memory", where the keys a client touched are
-// held in memory as whole objects and SQLite is written only by the flush
-// (docs/architecture.md, "Storage engine"). The memory engine is being
-// built beside the other: it runs every command, and the caches above
-// are not used. MaxMemory bounds what it holds, in bytes; 0 (the default)
+// Engine picks the storage engine: "memory" (the default), where the keys
+// clients touched are held in memory as whole objects and SQLite is written
+// only by the flush (docs/architecture.md, "Storage engine"), or "sqlite",
+// where commands run on SQLite behind the caches above (the overlay and
+// sqlite.hot_cache_bytes serve it alone), kept until the memory engine
+// has replaced it everywhere. MaxMemory bounds what it holds, in bytes; 0 (the default)
 // takes a quarter of the memory Cellar may use (MemoryBound).
 // MaxUnflushed bounds what waits for its flushes, in bytes of redo log
 // SQLite does not cover yet: at the bound, writes wait for the flush (and
@@ -314,7 +314,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "sqlite", MaxUnflushed: 64 << 20},
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "memory", MaxUnflushed: 64 << 20},
 		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -371,6 +371,18 @@ func (c Config) MemoryBound() int64 {
 		avail = 4 << 30 // unknown: assume a small machine
 	}
 	return max(avail/4, 64<<20)
+}
+
+// MemoryNeeded is what the settings let Cellar hold at most, for a
+// container's memory request: Go's limit (GoMemoryLimit), twice the
+// in-memory engine's bound on top (the limit follows what the engine
+// holds), and SQLite's page cache, which lives outside Go's heap.
+func (c Config) MemoryNeeded() int64 {
+	n := c.GoMemoryLimit() + int64(c.SQLite.CacheKB)<<10
+	if c.Storage.Engine == "memory" {
+		n += 2 * c.MemoryBound()
+	}
+	return n
 }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the hot

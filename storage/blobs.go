@@ -119,8 +119,13 @@ func (s *Store) dupBlob(ref int64) (int64, error) {
 	return s.c.lastInsertRowid(), nil
 }
 
-// CollectGarbage frees the blobs whose rows are gone.
+// CollectGarbage frees the blobs whose rows are gone. On the in-memory
+// engine each flush frees them in its own transaction (freeGarbage), and
+// the actor writes nothing: an idle server then writes nothing at all.
 func (s *Store) CollectGarbage() error {
+	if s.mem != nil {
+		return nil
+	}
 	if err := s.q(qBlobFree).exec(); err != nil {
 		return err
 	}

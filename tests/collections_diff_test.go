@@ -29,8 +29,8 @@ func TestCollectionsMatchRedis(t *testing.T) {
 
 // againstRedis runs run for seeds 1 to 3, each on a fresh pair of
 // connections to Cellar and to a real redis-server, both flushed, under
-// three configurations: the defaults, and a hot cache of a few entries, an
-// overlay bound (storage.overlay_max_bytes) of a few elements and a flush
+// three configurations: the defaults (the in-memory engine); the SQLite
+// engine with a hot cache of a few entries, an overlay bound (storage.overlay_max_bytes) of a few elements and a flush
 // after every round, so that every command also meets its keys' rows and
 // elements written back at random points (evictions, the bound, flushes; see
 // docs/architecture.md, "Write path") and its data split between memory
@@ -46,7 +46,8 @@ func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed u
 		opt  func(*cellar.Config)
 	}{
 		{"defaults", func(*cellar.Config) {}},
-		{"tiny cache and overlay, flush every round", func(c *cellar.Config) {
+		{"sqlite engine, tiny cache and overlay, flush every round", func(c *cellar.Config) {
+			c.Storage.Engine = "sqlite"
 			c.SQLite.HotCacheBytes = 2 << 10
 			c.Storage.OverlayMaxBytes = 4 << 10
 			c.Storage.FlushInterval = time.Nanosecond

@@ -36,34 +36,36 @@ func TestCompat(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no compat files: %v", err)
 	}
-	redisAddr := startRedis(t)
-	s := startServer(t)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			runCompatFile(t, f, s.addr, redisAddr)
-		})
-	}
-	if s.external || os.Getenv("TEST_STORAGE_ENGINE") == "memory" {
-		return
-	}
-	// The in-memory storage engine, being built beside the SQLite one
-	// (docs/architecture.md, "Storage engine"), answers every file as
-	// Redis does too, with a memory bound of one byte (every key whose last
-	// flush has committed leaves memory after each command) and flushes
-	// 5 ms apart, so that commands meet keys that left memory and load
-	// them back (about 1 300 times over the files).
-	// A fresh redis-server: state that outlives a file (math.random's
-	// generator) must start where the first pass started.
-	redisAddr = startRedis(t)
-	m := startServer(t, func(c *cellar.Config) {
-		c.Storage.Engine = "memory"
-		c.Storage.MaxMemory = 1
-		c.Storage.FlushInterval = 5 * time.Millisecond
-	})
-	for _, f := range files {
-		t.Run("memory/"+filepath.Base(f), func(t *testing.T) {
-			runCompatFile(t, f, m.addr, redisAddr)
-		})
+	// Every file against each storage engine (docs/architecture.md,
+	// "Storage engine"): the in-memory one at its defaults; the same with
+	// a memory bound of one byte (every key whose last flush has committed
+	// leaves memory after each command) and flushes 5 ms apart, so that
+	// commands meet keys that left memory and load them back (about 1 300
+	// times over the files); and the SQLite engine. A fresh redis-server
+	// for each pass: state that outlives a file (math.random's generator)
+	// must start where the first pass started.
+	for _, pass := range []struct {
+		name string
+		opt  func(*cellar.Config)
+	}{
+		{"", func(*cellar.Config) {}},
+		{"tiny-bound/", func(c *cellar.Config) {
+			c.Storage.Engine = "memory"
+			c.Storage.MaxMemory = 1
+			c.Storage.FlushInterval = 5 * time.Millisecond
+		}},
+		{"sqlite/", func(c *cellar.Config) { c.Storage.Engine = "sqlite" }},
+	} {
+		redisAddr := startRedis(t)
+		s := startServer(t, pass.opt)
+		for _, f := range files {
+			t.Run(pass.name+filepath.Base(f), func(t *testing.T) {
+				runCompatFile(t, f, s.addr, redisAddr)
+			})
+		}
+		if s.external {
+			return // the server under test is one the tests did not start
+		}
 	}
 }
 

@@ -360,7 +360,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("the pod may run as root")
 	}
 	memReq := parseQuantity(t, get(c, "resources", "requests", "memory"))
-	if derived := cfg.GoMemoryLimit() + int64(cfg.SQLite.CacheKB)<<10; memReq < derived {
+	if derived := cfg.MemoryNeeded(); memReq < derived {
 		t.Errorf("memory request %d is below what the settings let Cellar hold (%d)", memReq, derived)
 	}
 	if lim := parseQuantity(t, get(c, "resources", "limits", "memory")); lim < memReq {
