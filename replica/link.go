@@ -85,11 +85,18 @@ func New(a *actor.Actor, cfg Config) *Manager {
 }
 
 // Follow starts a link to host:port (the actor calls it; never blocks).
-func (m *Manager) Follow(host string, port int, gen uint64) {
+// With replID, the link asks the master to continue that history after
+// offset (a master becoming a replica: its own).
+func (m *Manager) Follow(host string, port int, gen uint64, replID string, offset int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cur != nil {
 		m.cur.cancel()
+	}
+	if replID != "" {
+		// The new master's stream starts with a SELECT (Redis's and
+		// Cellar's, after a change of history).
+		m.replID, m.offset, m.db = replID, offset, 0
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{m: m, addr: net.JoinHostPort(host, strconv.Itoa(port)), gen: gen, ctx: ctx, cancel: cancel, db: m.db}
@@ -332,6 +339,9 @@ func (l *link) session() (synced bool, err error) {
 		if len(f) == 2 {
 			replID = f[1]
 		}
+		if err := m.a.ReplicaContinue(l.gen, replID, offset); err != nil {
+			return false, err
+		}
 		m.mu.Lock()
 		m.replID = replID
 		m.mu.Unlock()
@@ -403,6 +413,7 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	rd := rdb.NewReader(src)
 	var batch []*rdb.Record
 	var functions [][]byte
+	streamDB := 0 // repl-stream-db: the database the stream continues in
 	batchBytes, keys := 0, int64(0)
 	lastLog := start
 	flush := func() error {
@@ -434,6 +445,12 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 			}
 		case rdb.RecordFunction:
 			functions = append(functions, rec.Function)
+		case rdb.RecordAux:
+			if string(rec.AuxKey) == "repl-stream-db" {
+				if v, err := strconv.Atoi(string(rec.AuxValue)); err == nil && v >= 0 {
+					streamDB = v
+				}
+			}
 		}
 		if now := time.Now(); now.Sub(lastLog) >= 5*time.Second {
 			lastLog = now
@@ -458,16 +475,18 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	if err := p.failed(); err != nil {
 		return p, err // abandoned while the last batches loaded
 	}
-	if err := a.ReplicaPromote(l.gen, functions); err != nil {
+	if err := a.ReplicaPromote(l.gen, functions, replID, offset, streamDB); err != nil {
 		return p, err
 	}
 	peak := p.follow()
 	m.mu.Lock()
-	m.replID, m.offset, m.db = replID, offset, 0
+	m.replID, m.offset, m.db = replID, offset, streamDB
 	m.mu.Unlock()
 	l.read.Store(offset)
 	l.applied.Store(offset)
-	l.db = 0 // the master selects a database before its first command
+	// The stream continues in the database the RDB names (a Redis master
+	// selects one again before its first command anyway).
+	l.db = streamDB
 	took := time.Since(start)
 	read := rd.Consumed()
 	m.update(l, func(st *actor.ReplicaStatus) {
