@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,4 +334,143 @@ func TestCellarContinuesFromPromotedRedis(t *testing.T) {
 		t.Errorf("Cellar's master_replid2: %q, want the old master's %q", got, r1ID)
 	}
 	sameKeys(t, 0, r2.Addr, cel.addr)
+}
+
+// TestReplicationChains: Cellar → Cellar → Cellar and Cellar → Cellar →
+// Redis (a Cellar replica serving replicas of its own: full resyncs from
+// its snapshot while a writer runs on the top master, then its master's
+// stream passed on byte for byte, offsets the same along the chain), and
+// Cellar → Redis → Cellar. A full resync of the middle replica
+// disconnects its replicas, which resync from it. A replica whose link is
+// down refuses PSYNC with -NOMASTERLINK.
+func TestReplicationChains(t *testing.T) {
+	t.Parallel()
+	a := startServer(t)
+	needCellar(t, a)
+	ctx := context.Background()
+	ac, ac5 := a.client(), a.client(func(o *redis.Options) { o.DB = 5 })
+	redistest.Fill(t, ctx, ac, "pre:")
+	redistest.Fill(t, ctx, ac5, "pre5:")
+	ac.Set(ctx, "pre:ttl", "v", time.Hour)
+	ahost, aport, _ := net.SplitHostPort(a.addr)
+
+	// A writer on A throughout the syncs.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var written atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ac.Incr(ctx, "w:counter")
+			ac5.RPush(ctx, "w5:list", i)
+			ac.Set(ctx, fmt.Sprintf("w:%d", i%300), i, 0)
+			written.Add(1)
+		}
+	}()
+
+	b := startServer(t)
+	bc := b.client()
+	b.raw().expect(status("OK"), "CONFIG", "SET", "repl-backlog-size", "16mb")
+	if err := bc.Do(ctx, "REPLICAOF", ahost, aport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 120*time.Second, "B's link to A to come up", func() bool {
+		return masterInfo(t, bc, "replication", "master_link_status") == "up"
+	})
+	bhost, bport, _ := net.SplitHostPort(b.addr)
+	c := startServer(t)
+	cc := c.client()
+	if err := cc.Do(ctx, "REPLICAOF", bhost, bport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	red := redistest.StartTCP(t, "--replicaof", bhost, bport)
+	rc := redis.NewClient(&redis.Options{Addr: red.Addr})
+	defer rc.Close()
+	// Cellar → Redis → Cellar.
+	mid := redistest.StartTCP(t, "--replicaof", ahost, aport)
+	mc := redis.NewClient(&redis.Options{Addr: mid.Addr})
+	defer mc.Close()
+	mhost, mport, _ := net.SplitHostPort(mid.Addr)
+	d := startServer(t)
+	dc := d.client()
+	if err := dc.Do(ctx, "REPLICAOF", mhost, mport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 120*time.Second, "every link to come up", func() bool {
+		for _, r := range []*redis.Client{cc, rc, mc, dc} {
+			if masterInfo(t, r, "replication", "master_link_status") != "up" {
+				return false
+			}
+		}
+		return true
+	})
+	at := written.Load()
+	wait.For(t, 60*time.Second, "the writer to go on after the syncs", func() bool { return written.Load() > at+50 })
+
+	// Byte for byte: B passes on what A sends, at the same offsets.
+	aID := masterInfo(t, ac, "replication", "master_replid")
+	ta := startTap(t, a.addr, "?", -1)
+	tb := startTap(t, b.addr, aID, ta.offset+1)
+	if tb.reply != "+CONTINUE "+aID {
+		t.Fatalf("PSYNC %s %d to B: %q (a replica has its master's ID and offsets)", aID, ta.offset+1, tb.reply)
+	}
+	redistest.Fill(t, ctx, ac, "live:")
+	close(stop)
+	wg.Wait()
+	sameOffset(t, "every replica down both chains to reach A's offset", ac, bc, cc, rc, mc, dc)
+	n := replInt(t, ac, "replication", "master_repl_offset") - ta.offset
+	if fromA, fromB := ta.bytes(t, n), tb.bytes(t, n); !bytes.Equal(fromA, fromB) {
+		t.Fatalf("B's stream differs from A's (%d bytes)", n)
+	}
+	if got := masterInfo(t, bc, "replication", "connected_slaves"); got != "3" {
+		t.Errorf("B's connected_slaves: %q, want 3 (C, Redis, the tap)", got)
+	}
+	for _, db := range []int{0, 5} {
+		sameKeys(t, db, a.addr, b.addr)
+		sameKeys(t, db, a.addr, c.addr)
+		sameKeys(t, db, a.addr, red.Addr)
+		sameKeys(t, db, a.addr, d.addr)
+	}
+	t.Logf("%d rounds of writes on A during the syncs", written.Load())
+
+	// B resyncs in full: it follows a master that is not there while A
+	// writes more than A's backlog holds, then A again. Its replicas stay
+	// on it meanwhile; its full resync disconnects them, and they resync
+	// from it.
+	bFull := replInt(t, bc, "stats", "sync_full")
+	aFull := replInt(t, ac, "stats", "sync_full")
+	a.raw().expect(status("OK"), "CONFIG", "SET", "repl-backlog-size", "16384")
+	b.raw().expect(status("OK"), "REPLICAOF", "127.0.0.1", strconv.Itoa(freePort(t)))
+	for i := range 200 {
+		ac.Set(ctx, fmt.Sprintf("gap:%d", i), strings.Repeat("x", 200), 0)
+	}
+	if got := masterInfo(t, cc, "replication", "master_link_status"); got != "up" {
+		t.Errorf("C's link to B while B has no master: %q, want up", got)
+	}
+	b.raw().expect(status("OK"), "REPLICAOF", ahost, aport)
+	wait.For(t, 120*time.Second, "A to count B's full resync", func() bool {
+		return replInt(t, ac, "stats", "sync_full") > aFull
+	})
+	sameOffset(t, "the chain to catch up after B's full resync", ac, bc, cc, rc)
+	if got := replInt(t, bc, "stats", "sync_full"); got <= bFull {
+		t.Errorf("B's sync_full %d: its replicas should have resynced in full from it (before: %d)", got, bFull)
+	}
+	for _, db := range []int{0, 5} {
+		sameKeys(t, db, a.addr, c.addr)
+		sameKeys(t, db, a.addr, red.Addr)
+	}
+
+	// A replica with no link refuses PSYNC.
+	e := startServer(t)
+	ec := e.client()
+	if err := ec.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(freePort(t))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.raw().expect(errr("NOMASTERLINK Can't SYNC while not connected with my master"), "PSYNC", "?", "-1")
 }
