@@ -31,17 +31,31 @@ import (
 // Replicator runs the replica's link to a master (package replica). Its
 // methods are called on the actor goroutine and must not block.
 type Replicator interface {
-	// Follow starts following host:port as generation gen of the link,
-	// ending any previous link. replID and offset, when replID is not
-	// empty, are the history to ask a partial resync of (a master that
-	// becomes a replica asks with its own, Redis's
-	// replicationCacheMasterUsingMyself); otherwise the link asks with
-	// the history of the data it last synced, if any.
-	Follow(host string, port int, gen uint64, replID string, offset int64)
+	// Follow starts following a master, ending any previous link.
+	Follow(f FollowSpec)
 	// Unfollow ends the link.
 	Unfollow()
 	// Status is the link's state; it is goroutine-safe.
 	Status() ReplicaStatus
+}
+
+// FollowSpec is a REPLICAOF for the link.
+type FollowSpec struct {
+	// Host and Port are the master's; Gen the link's generation.
+	Host string
+	Port int
+	Gen  uint64
+	// ReplID and Offset, when ReplID is not empty, are the history to ask
+	// a partial resync of (a master that becomes a replica asks with its
+	// own, Redis's replicationCacheMasterUsingMyself); otherwise the link
+	// asks with the history of the data it last synced, if any.
+	ReplID string
+	Offset int64
+	// AnnounceIP and AnnouncePort are replica-announce-ip and
+	// replica-announce-port as REPLICAOF found them ("" and 0: the
+	// link's own address, and the port Cellar listens on).
+	AnnounceIP   string
+	AnnouncePort int
 }
 
 // ReplicaStatus is what INFO replication and ROLE show of the link.
@@ -144,24 +158,27 @@ func (a *Actor) replicaOf(host string, port int) {
 	a.repl.host, a.repl.port = host, port
 	a.repl.link = 0
 	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
-	gen := a.repl.gen
 	m := &a.master
+	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip")}
+	f.AnnouncePort, _ = strconv.Atoi(a.storedParamValue("replica-announce-port"))
 	switch {
 	case !wasMaster:
 		// A replica changing masters asks with the history of its data.
-		a.repl.r.Follow(host, port, gen, "", 0)
+		a.repl.r.Follow(f)
 	case m.active && a.logging():
 		// A master asks its new master to continue its own history (a
 		// replica of it promoted holds it as its second ID). The offset
 		// is known once this round's writes are in the stream, after the
 		// round (a flush, as for SAVE).
 		a.afterFlush = append(a.afterFlush, func() {
-			if a.repl.on && a.repl.gen == gen {
-				a.repl.r.Follow(host, port, gen, a.repl.replID, m.offset)
+			if a.repl.on && a.repl.gen == f.Gen {
+				f.ReplID, f.Offset = a.repl.replID, m.offset
+				a.repl.r.Follow(f)
 			}
 		})
 	default:
-		a.repl.r.Follow(host, port, gen, a.repl.replID, m.offset)
+		f.ReplID, f.Offset = a.repl.replID, m.offset
+		a.repl.r.Follow(f)
 	}
 }
 
@@ -254,9 +271,10 @@ func (a *Actor) infoReplication(kv func(k string, v any)) {
 		}
 		kv("master_link_down_since_seconds", down)
 	}
-	kv("slave_priority", 100)
+	prio, _ := strconv.Atoi(a.storedParamValue("replica-priority"))
+	kv("slave_priority", prio)
 	kv("slave_read_only", 1)
-	kv("replica_announced", 1)
+	kv("replica_announced", b2i(a.storedParamValue("replica-announced") == "yes"))
 	a.infoReplicas(kv)
 	a.infoHistory(kv)
 }

@@ -84,22 +84,36 @@ func New(a *actor.Actor, cfg Config) *Manager {
 	return m
 }
 
-// Follow starts a link to host:port (the actor calls it; never blocks).
-// With replID, the link asks the master to continue that history after
-// offset (a master becoming a replica: its own).
-func (m *Manager) Follow(host string, port int, gen uint64, replID string, offset int64) {
+// SetListenPort sets the port announced to masters (REPLCONF
+// listening-port) when replica-announce-port is 0: the port Cellar bound,
+// known once it listens (Config.ListenPort may be 0).
+func (m *Manager) SetListenPort(port int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.ListenPort = port
+}
+
+// Follow starts a link to the master f names (the actor calls it; never
+// blocks). With f.ReplID, the link asks the master to continue that
+// history after f.Offset (a master becoming a replica: its own).
+func (m *Manager) Follow(f actor.FollowSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cur != nil {
 		m.cur.cancel()
 	}
-	if replID != "" {
+	if f.ReplID != "" {
 		// The new master's stream starts with a SELECT (Redis's and
 		// Cellar's, after a change of history).
-		m.replID, m.offset, m.db = replID, offset, 0
+		m.replID, m.offset, m.db = f.ReplID, f.Offset, 0
+	}
+	port := f.AnnouncePort
+	if port == 0 {
+		port = m.cfg.ListenPort
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &link{m: m, addr: net.JoinHostPort(host, strconv.Itoa(port)), gen: gen, ctx: ctx, cancel: cancel, db: m.db}
+	l := &link{m: m, addr: net.JoinHostPort(f.Host, strconv.Itoa(f.Port)), gen: f.Gen, ctx: ctx, cancel: cancel, db: m.db,
+		announceIP: f.AnnounceIP, announcePort: port}
 	m.cur = l
 	m.status = actor.ReplicaStatus{State: "connect", LinkDownSince: time.Now(), ReplID: m.replID, Offset: m.offset, ReadOffset: m.offset}
 	m.wg.Add(1)
@@ -161,6 +175,10 @@ type link struct {
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelFunc
+	// announceIP and announcePort are what REPLCONF ip-address and
+	// listening-port tell the master.
+	announceIP   string
+	announcePort int
 
 	// read: the offset of the stream parsed; applied: the offset every
 	// command up to which the actor has run; syncRead: RDB bytes read.
@@ -307,9 +325,14 @@ func (l *link) session() (synced bool, err error) {
 			return false, fmt.Errorf("replica: the master refused AUTH: %s", r[1:])
 		}
 	}
-	// Redis ignores errors to these two (an old master may not know them).
-	if _, err := c.call("REPLCONF", "listening-port", strconv.Itoa(m.cfg.ListenPort)); err != nil {
+	// Redis ignores errors to these (an old master may not know them).
+	if _, err := c.call("REPLCONF", "listening-port", strconv.Itoa(l.announcePort)); err != nil {
 		return false, err
+	}
+	if l.announceIP != "" {
+		if _, err := c.call("REPLCONF", "ip-address", l.announceIP); err != nil {
+			return false, err
+		}
 	}
 	if _, err := c.call("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
 		return false, err
