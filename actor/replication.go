@@ -119,6 +119,17 @@ func (a *Actor) ReplicaOf(host string, port int) {
 	a.Call(func() { a.replicaOf(host, port) })
 }
 
+// replicaOfValue is CONFIG's replicaof: "host port" while a replica, ""
+// as a master (so CONFIG REWRITE persists the role, as Redis's
+// rewriteConfigReplicaOfOption does, and a Sentinel's promotion or
+// demotion survives a restart).
+func (a *Actor) replicaOfValue() string {
+	if !a.repl.on {
+		return ""
+	}
+	return a.repl.host + " " + strconv.Itoa(a.repl.port)
+}
+
 // REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF)
 func cmdReplicaOf(c *Ctx) error {
 	a := c.a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/wait"
 )
 
@@ -301,5 +302,64 @@ func TestReplicaAnnounce(t *testing.T) {
 	}
 	if got := masterInfo(t, plain.client(), "replication", "slave_priority"); got != "100" {
 		t.Errorf("slave_priority by default: %q, want 100", got)
+	}
+}
+
+// TestReplicaOfRewritten: CONFIG REWRITE keeps the role (replicaof "host
+// port" while a replica, "" as a master), so a node Sentinel promoted or
+// demoted comes back from a restart in that role.
+func TestReplicaOfRewritten(t *testing.T) {
+	t.Parallel()
+	master := startServer(t)
+	needCellar(t, master)
+	ctx := context.Background()
+	master.client().Set(ctx, "k", "v", 0)
+	host, port, _ := net.SplitHostPort(master.addr)
+
+	path := filepath.Join(t.TempDir(), "cellar.yaml")
+	if err := os.WriteFile(path, []byte("# a replica-to-be\nloglevel: warn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	loaded, err := cellar.LoadConfig([]string{"--config", path}, nil, &usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startServer(t, func(c *cellar.Config) {
+		dir, port := c.Dir, c.Port
+		*c = loaded
+		c.Dir, c.Port = dir, port
+	})
+	raw := r.raw()
+	raw.expect(array(bulk("replicaof"), bulk("")), "CONFIG", "GET", "replicaof")
+	raw.expect(status("OK"), "REPLICAOF", host, port)
+	raw.expect(array(bulk("replicaof"), bulk(host+" "+port)), "CONFIG", "GET", "replicaof")
+	raw.expect(status("OK"), "CONFIG", "REWRITE")
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "replicaof: "+host+" "+port+"\n") || !strings.Contains(string(data), "# a replica-to-be") {
+		t.Fatalf("the rewritten file:\n%s", data)
+	}
+
+	// Started from the file, it is a replica again.
+	if loaded, err = cellar.LoadConfig([]string{"--config", path}, nil, &usage); err != nil {
+		t.Fatalf("the rewritten file does not load: %v\n%s", err, data)
+	}
+	r.stop()
+	dir := r.cfg.Dir
+	r.cfg = loaded
+	r.cfg.Dir, r.cfg.Port = dir, 0
+	r.start()
+	rc := r.client()
+	wait.For(t, 120*time.Second, "the restarted node to follow the master again", func() bool {
+		return masterInfo(t, rc, "replication", "master_link_status") == "up" && rc.Get(ctx, "k").Val() == "v"
+	})
+
+	// Promoted and rewritten: a master in the file too.
+	raw = r.raw()
+	raw.expect(status("OK"), "REPLICAOF", "NO", "ONE")
+	raw.expect(status("OK"), "CONFIG", "REWRITE")
+	data, _ = os.ReadFile(path)
+	if !strings.Contains(string(data), `replicaof: ""`) {
+		t.Fatalf("after REPLICAOF NO ONE the rewritten file:\n%s", data)
 	}
 }
