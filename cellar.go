@@ -213,6 +213,9 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 			}
 		}()
 	}
+	if ta, ok := s.net.Addr().(*net.TCPAddr); ok {
+		s.repl.SetListenPort(ta.Port) // what a replica announces (port 0: the kernel's pick)
+	}
 	if cfg.ReplicaOf != "" {
 		host, port, _ := cfg.ReplicaOfAddr() // Validate checked it
 		act.ReplicaOf(host, port)

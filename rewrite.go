@@ -41,6 +41,7 @@ func millisToDuration(v string) (string, error) {
 
 var rewriteKeys = []rewriteKey{
 	{"durability", "durability", nil, "!!str"},
+	{"replicaof", "replicaof", nil, "!!str"},
 	{"requirepass", "requirepass", nil, "!!str"},
 	{"maxmemory-clients", "maxmemory_clients", nil, "!!int"},
 	{"notify-keyspace-events", "notify_keyspace_events", nil, "!!str"},

@@ -820,11 +820,11 @@ func errFtQuery(msg string) error {
 
 // Serving replicas (master.go).
 const (
-	ErrSyncAsReplica ReplyError = "ERR Cellar serves replicas only as a master (a replica of Cellar's replica is not built yet)"
-	ErrSyncNoLog     ReplyError = "ERR replicas are served from the redo log, which this server runs without"
-	ErrWaitReplica   ReplyError = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
-	ErrRdbOnlyRange  ReplyError = "ERR value is out of range, value must between 0 and 1"
-	ErrNoReplicas    ReplyError = "NOREPLICAS Not enough good replicas to write."
+	ErrNoMasterLink ReplyError = "NOMASTERLINK Can't SYNC while not connected with my master"
+	ErrSyncNoLog    ReplyError = "ERR replicas are served from the redo log, which this server runs without"
+	ErrWaitReplica  ReplyError = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	ErrRdbOnlyRange ReplyError = "ERR value is out of range, value must between 0 and 1"
+	ErrNoReplicas   ReplyError = "NOREPLICAS Not enough good replicas to write."
 )
 
 func errReplconfOption(opt []byte) error {

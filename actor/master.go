@@ -59,7 +59,27 @@ import (
 // The partial resync. The backlog is the last repl-backlog-size bytes of
 // the stream (in memory; INFO's repl_backlog_*). PSYNC <replid> <offset>
 // with this server's replication ID and an offset still in it is answered
-// "+CONTINUE <replid>" and the backlog from there.
+// "+CONTINUE <replid>" and the backlog from there; so is PSYNC with the
+// second ID (replID2, PSYNC2) for an offset up to second_repl_offset.
+//
+// A replica's stream. A Cellar replica keeps its master's stream as the
+// master sent it: package replica ends every batch of the master's
+// commands with REPLCONF cellar-relay <the batch's bytes>, which runs in
+// the same round as the commands (so a snapshot's log position still
+// meets one offset of the stream), and endStream puts those bytes in the
+// backlog and sends them to this server's own replicas (a chain) instead
+// of converting the round's records, which are the same writes. So a
+// replica's offset is its master's, byte for byte down a chain, and a
+// replica it promoted keeps the history: REPLICAOF NO ONE makes the ID it
+// followed the second ID, valid up to the offset it reached plus one
+// (Redis's shiftReplicationId), and starts a new one; the replicas of the
+// old master continue from it with +CONTINUE <new ID>. A full sync of
+// the replica takes its master's ID and offset and starts the backlog
+// there; a +CONTINUE with a new ID shifts the IDs as a promotion does.
+// Every change of history disconnects this server's replicas, which ask
+// again and learn it. A role change inside a round splits its records
+// (noteRoleChange): those made as a master are converted, those made as a
+// replica were relayed.
 //
 // Bounds: a waiting replica's stream and an online replica's unsent
 // output are bounded by the replica output class (Config.ReplicaHardLimit
@@ -100,7 +120,36 @@ type master struct {
 	minToWrite, minMaxLag int64
 	args                  [][]byte // redisForm's scratch
 	members               [][]byte
+
+	// replID2 and secondOffset are PSYNC2's second history (Redis's
+	// replid2 and second_replid_offset): the replication ID this server
+	// had before it was promoted (or before its master's ID changed),
+	// valid for a partial resync that asks for at most secondOffset.
+	// "" and -1: none.
+	replID2      string
+	secondOffset int64
+	// relay is the master's stream that this round's batches of the
+	// master's connection ran, as the master sent it (REPLCONF
+	// cellar-relay, which package replica adds after a batch's commands):
+	// a replica keeps it in its backlog and passes it on to its own
+	// replicas byte for byte, so that offsets are the same along a chain.
+	// relayDB is the database the master's connection had selected at its
+	// end.
+	relay   []byte
+	relayDB int
+	// The round's records are converted into the stream only while this
+	// server is a master: a replica relays its master's stream instead.
+	// When the role changes inside a round (switchRound, the round's
+	// number), the records logged before the change (switchAt of them)
+	// keep the role they were made in (switchOwn: a master's own).
+	// fedRound and fed count the records feedReplicas saw in a round.
+	switchRound, fedRound uint64
+	switchAt, fed         int
+	switchOwn             bool
 }
+
+// noReplID is INFO's master_replid2 when there is no second history.
+const noReplID = "0000000000000000000000000000000000000000"
 
 // Replica states, as INFO names them.
 const (
@@ -205,6 +254,16 @@ func cmdReplconf(c *Ctx) error {
 			r.ackTime = c.a.roundStart
 			c.a.checkWaits()
 			return nil // REPLCONF ACK has no reply
+		case c.argEq(j, "cellar-relay") && s.master:
+			// The master's stream the batch's commands before it came
+			// from, as it came (package replica adds it): passed on at
+			// the round's end (endStream). Only the current link's
+			// connection gets here (dispatch refuses an older one's).
+			if m := &c.a.master; m.active {
+				m.relay = append(m.relay, c.args[j+1]...)
+				m.relayDB = s.db
+			}
+			return nil
 		case c.argEq(j, "getack"):
 			return nil // only a master asks; its link answers (package replica)
 		case c.argEq(j, "rdb-only"):
@@ -229,20 +288,22 @@ func cmdPsync(c *Ctx) error {
 	if s.replica != nil {
 		return nil // already a replica: ignored, as Redis does
 	}
-	if a.repl.on {
-		return ErrSyncAsReplica
-	}
 	if !a.logging() {
 		return ErrSyncNoLog
 	}
-	psync := c.argEq(0, "psync")
 	m := &a.master
+	if a.repl.on && (!m.active || !a.repl.r.Status().LinkUp) {
+		// A replica serves replicas of its own (a chain) from the stream
+		// its master sends, so only while it has one (Redis's check).
+		return ErrNoMasterLink
+	}
+	psync := c.argEq(0, "psync")
 	if !m.active {
 		m.active, m.selDB = true, -1
 		m.lastPing = a.roundStart
 	}
-	if psync && string(c.args[1]) == a.repl.replID {
-		if from, err := parseInt(c.args[2]); err == nil && a.canContinue(from) {
+	if id := string(c.args[1]); psync && (id == a.repl.replID || (id == m.replID2 && id != "")) {
+		if from, err := parseInt(c.args[2]); err == nil && (id == a.repl.replID || from <= m.secondOffset) && a.canContinue(from) {
 			r := a.addReplica(s, true)
 			r.state = replOnline
 			r.ackTime = a.roundStart
@@ -251,7 +312,7 @@ func cmdPsync(c *Ctx) error {
 			first := m.offset - int64(len(m.backlog)) + 1
 			w.Raw(m.backlog[from-first:])
 			m.partialOK++
-			a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int64("offset", from).
+			a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int64("offset", from).Bool("second_id", id != a.repl.replID).
 				Msg("replica: partial resync accepted")
 			return nil
 		}
@@ -449,6 +510,13 @@ func (a *Actor) fullSyncDone(id uint64, w *rdb.FileWriter, pos uint64, err error
 // stream (master.round). The caller checked master.active.
 func (a *Actor) feedReplicas(rec []byte) {
 	m := &a.master
+	if m.fedRound != a.stats.rounds {
+		m.fedRound, m.fed = a.stats.rounds, 0
+	}
+	m.fed++
+	if !a.ownRecord(m.fed - 1) {
+		return // a replica's: its master's stream is relayed instead
+	}
 	if members, ok, err := splitGroup(rec, m.members[:0]); ok {
 		m.members = members
 		if err != nil {
@@ -624,17 +692,19 @@ func (a *Actor) endStream() {
 			m.round = append(m.round, getackCmd...)
 		}
 	}
-	b := m.round
-	if len(b) > 0 {
-		m.offset += int64(len(b))
-		m.backlog = append(m.backlog, b...)
-		if size := a.backlogSize(); int64(len(m.backlog)) > 2*size || int64(cap(m.backlog)) > 4*size+int64(len(b)) {
-			m.backlog = append(make([]byte, 0, size+size/2), m.backlog[int64(len(m.backlog))-min(size, int64(len(m.backlog))):]...)
-		} else if int64(len(m.backlog)) > size {
-			// Keep the bytes; only the first byte's offset moves.
-			m.backlog = m.backlog[int64(len(m.backlog))-size:]
+	if len(m.relay) > 0 {
+		// A replica's round: its master's stream, as it came. (Records
+		// of its own would follow it, but a role change folds the relay
+		// in before any: stopReplica.)
+		m.relay = append(m.relay, m.round...)
+		m.round, m.relay = m.relay, m.round[:0]
+		m.selDB = m.relayDB
+		if cap(m.relay) > maxEffectsBuf {
+			m.relay = nil
 		}
 	}
+	b := m.round
+	a.addBacklog(b)
 	pos := uint64(a.cfg.Log.Written())
 	for _, s := range m.replicas {
 		r := s.replica
@@ -666,6 +736,64 @@ func (a *Actor) endStream() {
 	}
 }
 
+// addBacklog counts b into the stream's offset and keeps it in the
+// backlog.
+func (a *Actor) addBacklog(b []byte) {
+	m := &a.master
+	if len(b) == 0 {
+		return
+	}
+	m.offset += int64(len(b))
+	m.backlog = append(m.backlog, b...)
+	if size := a.backlogSize(); int64(len(m.backlog)) > 2*size || int64(cap(m.backlog)) > 4*size+int64(len(b)) {
+		m.backlog = append(make([]byte, 0, size+size/2), m.backlog[int64(len(m.backlog))-min(size, int64(len(m.backlog))):]...)
+	} else if int64(len(m.backlog)) > size {
+		// Keep the bytes; only the first byte's offset moves.
+		m.backlog = m.backlog[int64(len(m.backlog))-size:]
+	}
+}
+
+// resetStream starts the stream kept here anew at offset: the backlog
+// is emptied (a replica's full sync, or a stream that does not meet its
+// master's).
+func (a *Actor) resetStream(offset int64, db int) {
+	m := &a.master
+	m.active, m.offset, m.selDB = true, offset, db
+	m.backlog, m.relay, m.round = m.backlog[:0], m.relay[:0], m.round[:0]
+}
+
+// dropReplicas disconnects every replica of this server (Redis's
+// disconnectSlaves): the history they follow changed, and they learn how
+// when they ask again (+CONTINUE with the new ID, or a full resync).
+func (a *Actor) dropReplicas() {
+	for len(a.master.replicas) > 0 {
+		s := a.master.replicas[0]
+		s.replica.finish = nil // a suspended PSYNC goes unanswered
+		a.kill(s)
+		a.dropReplica(s)
+	}
+}
+
+// noteRoleChange records, before the role changes, how many of the
+// round's records were made in the role before (feedReplicas).
+func (a *Actor) noteRoleChange() {
+	m := &a.master
+	if m.switchRound != a.stats.rounds {
+		m.switchRound, m.switchAt, m.switchOwn = a.stats.rounds, a.effectsMark(), !a.repl.on
+	}
+}
+
+// ownRecord reports whether the round's i-th record is this server's own
+// write, converted into the stream, rather than a replica's copy of its
+// master's, which is relayed as the master sent it.
+func (a *Actor) ownRecord(i int) bool {
+	m := &a.master
+	if m.switchRound == a.stats.rounds && i < m.switchAt {
+		return m.switchOwn
+	}
+	return !a.repl.on
+}
+
 // replHousekeeping is the replication cron's part: the PING every
 // repl-ping-replica-period seconds, and a newline a second to a replica
 // waiting for its RDB.
@@ -677,7 +805,8 @@ func (a *Actor) replHousekeeping(now time.Time) {
 	period, _ := strconv.Atoi(a.storedParamValue("repl-ping-replica-period"))
 	if now.Sub(m.lastPing) >= time.Duration(max(period, 1))*time.Second {
 		m.lastPing = now
-		m.ping = true
+		// A replica's replicas get its master's PINGs, relayed.
+		m.ping = !a.repl.on
 		for _, s := range m.replicas {
 			if s.replica.state == replWaitBgsave {
 				a.push(s, []byte("\n"), false)
@@ -798,8 +927,15 @@ func replicaAddr(s *session) string {
 
 // infoMaster writes INFO replication's master fields.
 func (a *Actor) infoMaster(kv func(k string, v any)) {
-	m := &a.master
 	kv("role", "master")
+	a.infoReplicas(kv)
+	a.infoHistory(kv)
+}
+
+// infoReplicas writes the fields about this server's replicas, a
+// master's or a replica's (a chain).
+func (a *Actor) infoReplicas(kv func(k string, v any)) {
+	m := &a.master
 	kv("connected_slaves", len(m.replicas))
 	if m.minToWrite > 0 && m.minMaxLag > 0 {
 		kv("min_slaves_good_slaves", a.goodReplicas())
@@ -808,20 +944,28 @@ func (a *Actor) infoMaster(kv func(k string, v any)) {
 	for i, s := range m.replicas {
 		r := s.replica
 		state := "wait_bgsave"
+		lag := int64(0)
 		if r.state == replOnline {
 			state = "online"
-		}
-		lag := int64(0)
-		if !r.ackTime.IsZero() {
 			lag = int64(now.Sub(r.ackTime) / time.Second)
 		}
 		kv("slave"+strconv.Itoa(i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d", replicaAddr(s), r.listenPort, state, r.ackOff, lag))
 	}
+}
+
+// infoHistory writes the replication history's fields: the IDs, the
+// offset, the backlog.
+func (a *Actor) infoHistory(kv func(k string, v any)) {
+	m := &a.master
 	kv("master_failover_state", "no-failover")
 	kv("master_replid", a.repl.replID)
-	kv("master_replid2", "0000000000000000000000000000000000000000")
+	id2, off2 := m.replID2, m.secondOffset
+	if id2 == "" {
+		id2, off2 = noReplID, -1
+	}
+	kv("master_replid2", id2)
 	kv("master_repl_offset", m.offset)
-	kv("second_repl_offset", -1)
+	kv("second_repl_offset", off2)
 	kv("repl_backlog_active", b2i(m.active))
 	kv("repl_backlog_size", a.backlogSize())
 	first := int64(0)

@@ -31,13 +31,31 @@ import (
 // Replicator runs the replica's link to a master (package replica). Its
 // methods are called on the actor goroutine and must not block.
 type Replicator interface {
-	// Follow starts following host:port as generation gen of the link,
-	// ending any previous link.
-	Follow(host string, port int, gen uint64)
+	// Follow starts following a master, ending any previous link.
+	Follow(f FollowSpec)
 	// Unfollow ends the link.
 	Unfollow()
 	// Status is the link's state; it is goroutine-safe.
 	Status() ReplicaStatus
+}
+
+// FollowSpec is a REPLICAOF for the link.
+type FollowSpec struct {
+	// Host and Port are the master's; Gen the link's generation.
+	Host string
+	Port int
+	Gen  uint64
+	// ReplID and Offset, when ReplID is not empty, are the history to ask
+	// a partial resync of (a master that becomes a replica asks with its
+	// own, Redis's replicationCacheMasterUsingMyself); otherwise the link
+	// asks with the history of the data it last synced, if any.
+	ReplID string
+	Offset int64
+	// AnnounceIP and AnnouncePort are replica-announce-ip and
+	// replica-announce-port as REPLICAOF found them ("" and 0: the
+	// link's own address, and the port Cellar listens on).
+	AnnounceIP   string
+	AnnouncePort int
 }
 
 // ReplicaStatus is what INFO replication and ROLE show of the link.
@@ -101,6 +119,17 @@ func (a *Actor) ReplicaOf(host string, port int) {
 	a.Call(func() { a.replicaOf(host, port) })
 }
 
+// replicaOfValue is CONFIG's replicaof: "host port" while a replica, ""
+// as a master (so CONFIG REWRITE persists the role, as Redis's
+// rewriteConfigReplicaOfOption does, and a Sentinel's promotion or
+// demotion survives a restart).
+func (a *Actor) replicaOfValue() string {
+	if !a.repl.on {
+		return ""
+	}
+	return a.repl.host + " " + strconv.Itoa(a.repl.port)
+}
+
 // REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF)
 func cmdReplicaOf(c *Ctx) error {
 	a := c.a
@@ -133,22 +162,60 @@ func (a *Actor) replicaOf(host string, port int) {
 	if a.repl.r == nil {
 		return
 	}
+	wasMaster := !a.repl.on
+	a.noteRoleChange()
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = true, true
 	a.repl.host, a.repl.port = host, port
 	a.repl.link = 0
 	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
-	a.repl.r.Follow(host, port, a.repl.gen)
+	m := &a.master
+	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip")}
+	f.AnnouncePort, _ = strconv.Atoi(a.storedParamValue("replica-announce-port"))
+	switch {
+	case !wasMaster:
+		// A replica changing masters asks with the history of its data.
+		a.repl.r.Follow(f)
+	case m.active && a.logging():
+		// A master asks its new master to continue its own history (a
+		// replica of it promoted holds it as its second ID). The offset
+		// is known once this round's writes are in the stream, after the
+		// round (a flush, as for SAVE).
+		a.afterFlush = append(a.afterFlush, func() {
+			if a.repl.on && a.repl.gen == f.Gen {
+				f.ReplID, f.Offset = a.repl.replID, m.offset
+				a.repl.r.Follow(f)
+			}
+		})
+	default:
+		f.ReplID, f.Offset = a.repl.replID, m.offset
+		a.repl.r.Follow(f)
+	}
 }
 
 // stopReplica is the one way out of the replica role (REPLICAOF NO ONE):
 // the link ends, the data stays, writes are accepted, and this server
-// starts a history of its own.
+// starts a history of its own, keeping the one it followed as its second
+// ID up to the offset it reached (Redis's shiftReplicationId), so that
+// replicas that followed the same master continue from it with
+// +CONTINUE. Its own replicas are disconnected to learn the new ID.
 func (a *Actor) stopReplica() {
+	a.noteRoleChange()
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = false, false
 	a.repl.link = 0
+	m := &a.master
+	// The master's stream that this round ran so far belongs to the
+	// history being closed: into the backlog with it (no replica gets
+	// it now: they are all disconnected below).
+	a.addBacklog(m.relay)
+	m.relay = m.relay[:0]
+	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
 	a.repl.replID = newReplID()
+	m.selDB = -1 // the new history starts with a SELECT
+	a.dropReplicas()
+	a.log.Info().Str("replid", a.repl.replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
+		Msg("replication: a new replication ID; the old one stays valid up to the offset reached")
 	if a.repl.r != nil {
 		a.repl.r.Unfollow()
 	}
@@ -215,23 +282,12 @@ func (a *Actor) infoReplication(kv func(k string, v any)) {
 		}
 		kv("master_link_down_since_seconds", down)
 	}
-	kv("slave_priority", 100)
+	prio, _ := strconv.Atoi(a.storedParamValue("replica-priority"))
+	kv("slave_priority", prio)
 	kv("slave_read_only", 1)
-	kv("replica_announced", 1)
-	kv("connected_slaves", 0)
-	kv("master_failover_state", "no-failover")
-	replID := st.ReplID
-	if replID == "" {
-		replID = a.repl.replID
-	}
-	kv("master_replid", replID)
-	kv("master_replid2", "0000000000000000000000000000000000000000")
-	kv("master_repl_offset", st.Offset)
-	kv("second_repl_offset", -1)
-	kv("repl_backlog_active", 0)
-	kv("repl_backlog_size", 1048576)
-	kv("repl_backlog_first_byte_offset", 0)
-	kv("repl_backlog_histlen", 0)
+	kv("replica_announced", b2i(a.storedParamValue("replica-announced") == "yes"))
+	a.infoReplicas(kv)
+	a.infoHistory(kv)
 }
 
 // replicaCall runs fn on the actor for link generation gen, refusing a
@@ -298,9 +354,18 @@ func (a *Actor) ReplicaLoad(gen uint64, recs []*rdb.Record) error {
 // staging copy, and the SQLite transaction is flushed at the end of the
 // round, so that the loaded data (which the redo log does not hold) is
 // durable before anything else is acknowledged on top of it. functions
-// are the RDB's function libraries, which replace the server's.
-func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte) error {
+// are the RDB's function libraries, which replace the server's. The data
+// now belongs to the master's history, replID at offset, with database
+// db selected by its stream: this server's replication ID and offset
+// become those (Redis's replica takes its master's), the backlog starts
+// there, and this server's own replicas, which followed another history,
+// are disconnected.
+func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte, replID string, offset int64, db int) error {
 	return a.replicaCall(gen, func() error {
+		a.dropReplicas()
+		a.repl.replID = replID
+		a.master.replID2, a.master.secondOffset = "", -1
+		a.resetStream(offset, db)
 		defer a.st.ResetTouched()
 		for db := range storage.NumDBs {
 			if err := a.st.FlushDB(db); err != nil {
@@ -314,6 +379,36 @@ func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte) error {
 			return err
 		}
 		a.afterFlush = append(a.afterFlush, func() {})
+		return nil
+	})
+}
+
+// ReplicaContinue is a partial resync's start (+CONTINUE replID): the
+// master continues the stream after offset, the end of what this server
+// has. A master that names a new replication ID (it was promoted, or
+// follows another master now) gives its old one to this server as a
+// second ID up to offset, and this server's replicas are disconnected to
+// learn it (Redis's slaveTryPartialResynchronization).
+func (a *Actor) ReplicaContinue(gen uint64, replID string, offset int64) error {
+	return a.replicaCall(gen, func() error {
+		m := &a.master
+		if got := m.offset + int64(len(m.relay)); !m.active || got != offset {
+			if m.active {
+				a.log.Warn().Int64("stream_offset", got).Int64("master_offset", offset).
+					Msg("replica: the stream kept here does not end where the master continues; starting the backlog anew")
+			}
+			a.dropReplicas()
+			a.resetStream(offset, m.selDB)
+		}
+		if replID != a.repl.replID {
+			a.addBacklog(m.relay)
+			m.relay = m.relay[:0]
+			m.replID2, m.secondOffset = a.repl.replID, m.offset+1
+			a.repl.replID = replID
+			a.dropReplicas()
+			a.log.Info().Str("replid", replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
+				Msg("replica: the master's replication ID changed; the old one stays valid up to the offset reached")
+		}
 		return nil
 	})
 }

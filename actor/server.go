@@ -505,6 +505,9 @@ func (a *Actor) busyParam(name string) Param {
 func (a *Actor) params() []Param {
 	fsync := map[Durability]string{Always: "always", Everysec: "everysec", Off: "no"}
 	own := []Param{
+		// The role, "host port" while a replica: CONFIG REWRITE keeps it
+		// (replication.go).
+		{Name: "replicaof", Get: a.replicaOfValue},
 		{Name: "durability", Get: func() string { return a.cfg.Durability.String() }, Set: func(v string) error {
 			d, err := ParseDurability(strings.ToLower(v))
 			if err == nil {

@@ -4,7 +4,10 @@
 // masterauth/masteruser, REPLCONF listening-port and capa eof psync2,
 // PSYNC), receives the RDB of a full sync (disk-based "$<len>" and
 // disk-less "EOF:<mark>" transfers) and loads it while it streams, then
-// follows the master's command stream, acknowledging its offset
+// follows the master's command stream (each batch of it ending with
+// REPLCONF cellar-relay and the batch's bytes as they came, so that the
+// actor keeps the stream in its backlog and passes it on to replicas of
+// its own: PSYNC2 and chains, actor/master.go), acknowledging its offset
 // (REPLCONF ACK every second and on GETACK) and reconnecting with back-off
 // and a partial resync (PSYNC replid offset) when the link drops.
 //

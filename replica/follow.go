@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -132,25 +133,20 @@ func (l *link) follow(c *conn, p *pipe) error {
 		batch.Args = append(batch.Args, []byte("SELECT"), []byte(strconv.Itoa(db)))
 		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
 	}
+	// raw is the batch's part of the stream, as it came: its commands'
+	// arguments alias it, and it ends the batch as the argument of
+	// REPLCONF cellar-relay, which the actor runs after them, in the same
+	// round, to keep it in its backlog and pass it on to its own replicas
+	// (actor/master.go).
+	var raw []byte
 	submit := func() error {
-		if batch.Len() == 0 && !ack {
+		if batch.Len() == 0 && len(raw) == 0 {
 			return nil
 		}
-		if batch.Len() == 0 {
-			// Only GETACKs: nothing to run. The ACK waits for the batch
-			// in flight, if any, whose end moves past them; else it goes.
-			ack = false
-			fs.bmu.Lock()
-			_, inFlight := fs.ends[seq]
-			if inFlight {
-				fs.ends[seq] = batchEnd{offset: read, ack: true}
-			}
-			fs.bmu.Unlock()
-			if !inFlight {
-				l.advance(read)
-				fs.ackSoon()
-			}
-			return nil
+		if len(raw) > 0 {
+			batch.Args = append(batch.Args, relayCmd[0], relayCmd[1], raw)
+			batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+			batch.Bytes = int64(len(raw))
 		}
 		select {
 		case fs.slots <- struct{}{}:
@@ -166,7 +162,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		fs.bmu.Unlock()
 		a.Submit(batch)
 		l.submitted, l.db = read, db
-		batch, ack = &actor.Batch{ConnID: fs.connID}, false
+		batch, ack, raw = &actor.Batch{ConnID: fs.connID}, false, nil
 		return nil
 	}
 	for {
@@ -175,18 +171,27 @@ func (l *link) follow(c *conn, p *pipe) error {
 			l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
 				Msg("replica: caught up with the master: the waitlist is applied, following")
 		}
-		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || batch.Bytes >= maxBatchBytes) {
+		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || len(raw) >= maxBatchBytes) {
 			if err := submit(); err != nil {
 				return err
 			}
 		}
-		args, n, err := readCommand(c.br)
+		if raw == nil {
+			raw = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
+		}
+		before := len(raw)
+		var args [][]byte
+		var err error
+		args, raw, err = readCommand(c.br, raw)
 		if err != nil {
 			return err
 		}
-		read += int64(n)
+		read += int64(len(raw) - before)
 		l.read.Store(read)
 		m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+		if len(args) == 0 {
+			continue // a newline (keep-alive): counted and passed on, nothing to run
+		}
 		if len(args) >= 2 && eqFold(args[0], "replconf") && eqFold(args[1], "getack") {
 			ack = true
 			continue
@@ -206,9 +211,11 @@ func (l *link) follow(c *conn, p *pipe) error {
 		}
 		batch.Args = append(batch.Args, args...)
 		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
-		batch.Bytes += int64(n)
 	}
 }
+
+// relayCmd is the command that ends every batch of the master's stream.
+var relayCmd = [2][]byte{[]byte("REPLCONF"), []byte("cellar-relay")}
 
 // Deliver receives the replies to the master's batches (actor.Sink):
 // they are dropped, and each advances the applied offset.
@@ -308,50 +315,52 @@ func (l *link) detach() {
 }
 
 // readCommand reads one command of the master's stream (a RESP array of
-// bulk strings) and returns its arguments and its size in bytes.
-func readCommand(br *bufio.Reader) (args [][]byte, n int, err error) {
+// bulk strings; a bare newline, a keep-alive, gives no arguments),
+// appending its bytes as they came to raw. The arguments alias raw's new
+// bytes (in the array returned: raw's earlier bytes are never written
+// again, so earlier commands' arguments stay valid after it grows).
+func readCommand(br *bufio.Reader, raw []byte) (args [][]byte, out []byte, err error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return nil, 0, err
+		return nil, raw, err
 	}
-	n = len(line)
+	raw = append(raw, line...)
 	if len(line) < 3 || line[0] != '*' {
 		if len(line) <= 2 { // a bare newline: keep-alive
-			return readMore(br, n)
+			return nil, raw, nil
 		}
-		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 	}
 	count, err := strconv.Atoi(string(line[1 : len(line)-2]))
 	if err != nil || count < 1 || count > maxArgs {
-		return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 	}
-	args = make([][]byte, 0, count)
+	spans := make([]int, 0, 2*count)
 	for range count {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return nil, 0, err
+			return nil, raw, err
 		}
-		n += len(line)
 		if len(line) < 4 || line[0] != '$' {
-			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+			return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 		}
 		size, err := strconv.Atoi(string(line[1 : len(line)-2]))
 		if err != nil || size < 0 || size > maxBulk {
-			return nil, 0, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+			return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 		}
-		arg := make([]byte, size+2)
-		if _, err := io.ReadFull(br, arg); err != nil {
-			return nil, 0, err
+		raw = append(raw, line...)
+		at := len(raw)
+		raw = slices.Grow(raw, size+2)[:at+size+2]
+		if _, err := io.ReadFull(br, raw[at:]); err != nil {
+			return nil, raw, err
 		}
-		n += size + 2
-		args = append(args, arg[:size:size])
+		spans = append(spans, at, at+size)
 	}
-	return args, n, nil
-}
-
-func readMore(br *bufio.Reader, before int) ([][]byte, int, error) {
-	args, n, err := readCommand(br)
-	return args, n + before, err
+	args = make([][]byte, count)
+	for i := range args {
+		args[i] = raw[spans[2*i]:spans[2*i+1]:spans[2*i+1]]
+	}
+	return args, raw, nil
 }
 
 func eqFold(b []byte, word string) bool {

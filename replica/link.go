@@ -84,15 +84,36 @@ func New(a *actor.Actor, cfg Config) *Manager {
 	return m
 }
 
-// Follow starts a link to host:port (the actor calls it; never blocks).
-func (m *Manager) Follow(host string, port int, gen uint64) {
+// SetListenPort sets the port announced to masters (REPLCONF
+// listening-port) when replica-announce-port is 0: the port Cellar bound,
+// known once it listens (Config.ListenPort may be 0).
+func (m *Manager) SetListenPort(port int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.ListenPort = port
+}
+
+// Follow starts a link to the master f names (the actor calls it; never
+// blocks). With f.ReplID, the link asks the master to continue that
+// history after f.Offset (a master becoming a replica: its own).
+func (m *Manager) Follow(f actor.FollowSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cur != nil {
 		m.cur.cancel()
 	}
+	if f.ReplID != "" {
+		// The new master's stream starts with a SELECT (Redis's and
+		// Cellar's, after a change of history).
+		m.replID, m.offset, m.db = f.ReplID, f.Offset, 0
+	}
+	port := f.AnnouncePort
+	if port == 0 {
+		port = m.cfg.ListenPort
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &link{m: m, addr: net.JoinHostPort(host, strconv.Itoa(port)), gen: gen, ctx: ctx, cancel: cancel, db: m.db}
+	l := &link{m: m, addr: net.JoinHostPort(f.Host, strconv.Itoa(f.Port)), gen: f.Gen, ctx: ctx, cancel: cancel, db: m.db,
+		announceIP: f.AnnounceIP, announcePort: port}
 	m.cur = l
 	m.status = actor.ReplicaStatus{State: "connect", LinkDownSince: time.Now(), ReplID: m.replID, Offset: m.offset, ReadOffset: m.offset}
 	m.wg.Add(1)
@@ -154,6 +175,10 @@ type link struct {
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelFunc
+	// announceIP and announcePort are what REPLCONF ip-address and
+	// listening-port tell the master.
+	announceIP   string
+	announcePort int
 
 	// read: the offset of the stream parsed; applied: the offset every
 	// command up to which the actor has run; syncRead: RDB bytes read.
@@ -300,9 +325,14 @@ func (l *link) session() (synced bool, err error) {
 			return false, fmt.Errorf("replica: the master refused AUTH: %s", r[1:])
 		}
 	}
-	// Redis ignores errors to these two (an old master may not know them).
-	if _, err := c.call("REPLCONF", "listening-port", strconv.Itoa(m.cfg.ListenPort)); err != nil {
+	// Redis ignores errors to these (an old master may not know them).
+	if _, err := c.call("REPLCONF", "listening-port", strconv.Itoa(l.announcePort)); err != nil {
 		return false, err
+	}
+	if l.announceIP != "" {
+		if _, err := c.call("REPLCONF", "ip-address", l.announceIP); err != nil {
+			return false, err
+		}
 	}
 	if _, err := c.call("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
 		return false, err
@@ -331,6 +361,9 @@ func (l *link) session() (synced bool, err error) {
 	case f[0] == "+CONTINUE":
 		if len(f) == 2 {
 			replID = f[1]
+		}
+		if err := m.a.ReplicaContinue(l.gen, replID, offset); err != nil {
+			return false, err
 		}
 		m.mu.Lock()
 		m.replID = replID
@@ -403,6 +436,7 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	rd := rdb.NewReader(src)
 	var batch []*rdb.Record
 	var functions [][]byte
+	streamDB := 0 // repl-stream-db: the database the stream continues in
 	batchBytes, keys := 0, int64(0)
 	lastLog := start
 	flush := func() error {
@@ -434,6 +468,12 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 			}
 		case rdb.RecordFunction:
 			functions = append(functions, rec.Function)
+		case rdb.RecordAux:
+			if string(rec.AuxKey) == "repl-stream-db" {
+				if v, err := strconv.Atoi(string(rec.AuxValue)); err == nil && v >= 0 {
+					streamDB = v
+				}
+			}
 		}
 		if now := time.Now(); now.Sub(lastLog) >= 5*time.Second {
 			lastLog = now
@@ -458,16 +498,18 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	if err := p.failed(); err != nil {
 		return p, err // abandoned while the last batches loaded
 	}
-	if err := a.ReplicaPromote(l.gen, functions); err != nil {
+	if err := a.ReplicaPromote(l.gen, functions, replID, offset, streamDB); err != nil {
 		return p, err
 	}
 	peak := p.follow()
 	m.mu.Lock()
-	m.replID, m.offset, m.db = replID, offset, 0
+	m.replID, m.offset, m.db = replID, offset, streamDB
 	m.mu.Unlock()
 	l.read.Store(offset)
 	l.applied.Store(offset)
-	l.db = 0 // the master selects a database before its first command
+	// The stream continues in the database the RDB names (a Redis master
+	// selects one again before its first command anyway).
+	l.db = streamDB
 	took := time.Since(start)
 	read := rd.Consumed()
 	m.update(l, func(st *actor.ReplicaStatus) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Cellar's tests and benchmarks run beside it:
 #   - from Debian's packages: redis-server (the reference the compatibility
-#     tests compare against), redis-tools (redis-cli and redis-benchmark,
+#     tests compare against), redis-sentinel (the failover drill's
+#     Sentinels), redis-tools (redis-cli and redis-benchmark,
 #     real clients), python3-redis and python3-rq (redis-py and the RQ job
 #     framework, run with Debian's /usr/bin/python3), nodejs and npm,
 #     haproxy (a real load balancer sending the PROXY protocol);
@@ -19,6 +20,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 { command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1; } || need+=(redis-tools)
 # Debian's Python packages live under Debian's interpreter, not whatever
 # python3 comes first in PATH.
