@@ -60,21 +60,6 @@ func startSentinel(t *testing.T, master string) string {
 	return addr
 }
 
-// liveInfo reads one field of INFO section from c, "" on an error (a
-// connection Sentinel's CLIENT KILL closed).
-func liveInfo(ctx context.Context, c *redis.Client, section, field string) string {
-	info, err := c.Info(ctx, section).Result()
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
 // sentinelCount is how many entries SENTINEL <what> mymaster lists.
 func sentinelCount(ctx context.Context, s *redis.SentinelClient, what string) int {
 	if what == "replicas" {
@@ -207,7 +192,7 @@ func TestSentinelFailover(t *testing.T) {
 	tookFailover := time.Since(killed)
 	nc := client(newAddr)
 	wait.For(t, 60*time.Second, "the new primary to say role:master", func() bool {
-		return liveInfo(ctx, nc, "replication", "role") == "master"
+		return infoOf(ctx, nc, "replication", "role") == "master"
 	})
 	other := r1.addr
 	if newAddr == r1.addr {
@@ -215,13 +200,13 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	oc := client(other)
 	wait.For(t, 120*time.Second, "the other replica to follow the new primary", func() bool {
-		return liveInfo(ctx, oc, "replication", "master_port") == newAddr[len("127.0.0.1:"):] &&
-			liveInfo(ctx, oc, "replication", "master_link_status") == "up"
+		return infoOf(ctx, oc, "replication", "master_port") == newAddr[len("127.0.0.1:"):] &&
+			infoOf(ctx, oc, "replication", "master_link_status") == "up"
 	})
-	if got := liveInfo(ctx, nc, "stats", "sync_partial_ok"); got != "1" {
+	if got := infoOf(ctx, nc, "stats", "sync_partial_ok"); got != "1" {
 		t.Errorf("the new primary's sync_partial_ok: %q, want 1 (the other replica continues with +CONTINUE)", got)
 	}
-	if got := liveInfo(ctx, nc, "stats", "sync_full"); got != "0" {
+	if got := infoOf(ctx, nc, "stats", "sync_full"); got != "0" {
 		t.Errorf("the new primary's sync_full: %q, want 0", got)
 	}
 
@@ -230,9 +215,9 @@ func TestSentinelFailover(t *testing.T) {
 	old := runCellar(t, true, "--port", oldPort, "--dir", primaryDir)
 	olc := client(old.addr)
 	wait.For(t, 180*time.Second, "Sentinel to turn the old primary into a replica of the new one", func() bool {
-		return liveInfo(ctx, olc, "replication", "role") == "slave" &&
-			liveInfo(ctx, olc, "replication", "master_port") == newAddr[len("127.0.0.1:"):] &&
-			liveInfo(ctx, olc, "replication", "master_link_status") == "up"
+		return infoOf(ctx, olc, "replication", "role") == "slave" &&
+			infoOf(ctx, olc, "replication", "master_port") == newAddr[len("127.0.0.1:"):] &&
+			infoOf(ctx, olc, "replication", "master_link_status") == "up"
 	})
 	after := count()
 	wait.For(t, 120*time.Second, "writes confirmed by WAIT 2 on the new primary", func() bool { return count() >= after+100 })
@@ -256,8 +241,8 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	demoted := nc
 	wait.For(t, 180*time.Second, "the demoted primary to follow the promoted one", func() bool {
-		return liveInfo(ctx, demoted, "replication", "master_port") == planned[len("127.0.0.1:"):] &&
-			liveInfo(ctx, demoted, "replication", "master_link_status") == "up"
+		return infoOf(ctx, demoted, "replication", "master_port") == planned[len("127.0.0.1:"):] &&
+			infoOf(ctx, demoted, "replication", "master_link_status") == "up"
 	})
 	pc := client(planned)
 	mid := count()
@@ -265,7 +250,7 @@ func TestSentinelFailover(t *testing.T) {
 	close(stop)
 	<-done
 	t.Logf("planned switch: %s (sync_full %s, sync_partial_ok %s on it)", planned,
-		liveInfo(ctx, pc, "stats", "sync_full"), liveInfo(ctx, pc, "stats", "sync_partial_ok"))
+		infoOf(ctx, pc, "stats", "sync_full"), infoOf(ctx, pc, "stats", "sync_partial_ok"))
 	firstNew := nodes[newAddr]
 	nc = pc
 

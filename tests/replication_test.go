@@ -174,6 +174,8 @@ func statsField(ctx context.Context, c *redis.Client, field string) string {
 	return infoOf(ctx, c, "stats", field)
 }
 
+// infoOf reads one field of INFO section from c, "" on an error (a
+// connection closed under it, such as one Sentinel's CLIENT KILL closed).
 func infoOf(ctx context.Context, c *redis.Client, section, field string) string {
 	info, err := c.Info(ctx, section).Result()
 	if err != nil {
