@@ -208,7 +208,13 @@ func writeKey(w *sqlc, k *frozenKey) error {
 		st.blob(2, []byte(k.key))
 		return st.exec()
 	}
-	st := w.q("INSERT OR REPLACE INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6, ?7)")
+	// A row SQLite has under the same id is updated in place: REPLACE
+	// would delete it and insert it again, through every index.
+	q := "INSERT OR REPLACE INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6, ?7)"
+	if k.inPlace {
+		q = "UPDATE keys SET type = ?4, expire_at = nullif(?5, 0), version = ?6, value = ?7 WHERE db = ?1 AND key = ?2 AND id = ?3"
+	}
+	st := w.q(q)
 	st.int(1, int64(k.db))
 	st.blob(2, []byte(k.key))
 	st.int(3, k.id)
@@ -228,6 +234,9 @@ func writeKey(w *sqlc, k *frozenKey) error {
 	}
 	if err := st.exec(); err != nil {
 		return err
+	}
+	if k.inPlace && w.c.changes() != 1 {
+		return fmt.Errorf("storage: the flush found no row for key %q (id %d) to update", k.key, k.id)
 	}
 	if k.delta == nil {
 		return nil

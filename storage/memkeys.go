@@ -47,6 +47,10 @@ type entry struct {
 	// the object, whether element rows exist under its id.
 	rowStored, refStored bool
 	elemsStored          bool
+	// idStored: SQLite's row for this name has this id (so the flush
+	// updates the row in place instead of replacing it, and its id index
+	// is not touched). Cleared wherever the id changes.
+	idStored bool
 
 	// In its database's fresh index (memkeyspace.go) under freshID, until
 	// the flush of generation freshGen (0: not frozen yet) lands.
@@ -396,7 +400,7 @@ func (m *memEngine) create(e *entry, t Type) {
 
 // newKey is create without the record.
 func (m *memEngine) newKey(e *entry, t Type) {
-	e.typ, e.id = t, m.s.NewID()
+	e.typ, e.id, e.idStored = t, m.s.NewID(), false
 	m.setExp(e, 0)
 	m.markFresh(e)
 	e.ver = m.s.nextVersion()
@@ -423,7 +427,7 @@ func (m *memEngine) freezeSegment() {
 // freezeEntry takes e's state for the flush, and makes what it froze
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
-	k := frozenKey{db: e.db.num, key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored}
+	k := frozenKey{db: e.db.num, key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored, inPlace: e.rowStored && e.idStored}
 	if e.fresh && e.freshGen == 0 {
 		e.freshGen = m.gen
 		m.freshFrozen = append(m.freshFrozen, e)
@@ -431,7 +435,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	switch {
 	case e.typ == TypeNone:
 		k.del = e.rowStored
-		e.rowStored, e.refStored = false, false
+		e.rowStored, e.refStored, e.idStored = false, false, false
 		return k
 	case e.typ == TypeString:
 		k.str = e.str
@@ -444,7 +448,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		}
 		e.refStored = false
 	}
-	e.rowStored = true
+	e.rowStored, e.idStored = true, true
 	return k
 }
 
@@ -489,5 +493,6 @@ type frozenKey struct {
 	count   int64
 	del     bool // the key is gone and SQLite has its row
 	keepRef bool // the row SQLite has holds a blob ref
+	inPlace bool // SQLite has the name's row, under the same id: updated in place
 	delta   any  // the object's changes (*object.Delta, ...)
 }

@@ -375,7 +375,7 @@ func (m *memEngine) dbOp(op memDBOp) {
 // moveTo gives the absent entry to the key of e, whatever e holds, under
 // the same id (RENAME, MOVE); e is left absent.
 func (m *memEngine) moveTo(e, to *entry) {
-	to.typ, to.id, to.str, to.obj = e.typ, e.id, e.str, e.obj
+	to.typ, to.id, to.str, to.obj, to.idStored = e.typ, e.id, e.str, e.obj, false
 	m.setExp(to, e.exp)
 	to.elemsStored = e.elemsStored
 	if at, ok := m.hfe[e]; ok {

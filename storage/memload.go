@@ -35,7 +35,7 @@ func (m *memEngine) load(db int, e *entry) error {
 	t := Type(st.colInt(0))
 	e.id, e.ver = st.colInt(1), st.colInt(3)
 	m.setExp(e, st.colInt(2))
-	e.rowStored = true
+	e.rowStored, e.idStored = true, true
 	if t == TypeString {
 		e.refStored = colIsRef(st, 4)
 		e.str, err = r.colValue(st, 4, nil)

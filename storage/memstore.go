@@ -119,7 +119,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 	} else {
 		if e.typ != TypeString {
 			m.dropObject(e)
-			e.typ, e.id = TypeString, m.s.NewID()
+			e.typ, e.id, e.idStored = TypeString, m.s.NewID(), false
 			m.markFresh(e)
 		}
 		if keepTTL {
