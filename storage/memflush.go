@@ -50,6 +50,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	if m.flight != nil || !(m.hasWork() || force) {
 		return nil
 	}
+	m.growPresence()
 	m.freezeSegment()
 	if pos != 0 {
 		m.pos = pos // the log's position (0: the one set, or the last stored)

@@ -138,6 +138,7 @@ type memEngine struct {
 	pagesSet int64
 
 	evicted uint64 // keys let go for the memory bound
+	reads   uint64 // loads that read SQLite (a miss the filters answer reads nothing)
 
 	// misses are the entries of missing keys loaded by the running
 	// command: without a bound, endCommand lets those still clean go, so
@@ -150,6 +151,10 @@ type memEngine struct {
 	// freshFrozen are the fresh entries frozen for the next flight, which
 	// takes them out of the fresh index when it lands.
 	freshFrozen []*entry
+
+	// pres is the filter of the names SQLite may hold (mempresence.go);
+	// nextPres a larger one being built to replace it.
+	pres, nextPres *presence
 
 	// hfe holds the hashes with field expiries, each with a time at or
 	// before its earliest (a lower bound, as Store.hfe on SQLite).
@@ -447,6 +452,9 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 			e.elemsStored = true
 		}
 		e.refStored = false
+	}
+	if !k.inPlace {
+		m.addPresence(e.key) // before the flush that writes the row commits
 	}
 	e.rowStored, e.idStored = true, true
 	return k

@@ -15,10 +15,11 @@ func (m *memEngine) load(db int, e *entry) error {
 	r := m.r
 	m.readMu.Lock()
 	sqlDB, empty := m.view(db, m.committed.Load())
-	if empty || m.sqlKeys[sqlDB] == 0 {
+	if empty || m.sqlKeys[sqlDB] == 0 || !m.pres.mayHold(e.key) {
 		m.readMu.Unlock()
 		return nil
 	}
+	m.reads++
 	// The row's statement stays open (not reset) until the elements are
 	// read: SQLite keeps one read transaction for the connection while a
 	// statement is active, so the row and its elements come from the

@@ -40,10 +40,20 @@ func (s *Store) openMem(maxBytes int64) error {
 	s.mem = newMemEngine(s, newSQLC(rc), newSQLC(wc), maxBytes)
 	s.mem.pos = pos
 	s.mem.ckptBytes = s.ckptBytes
+	var keys int64
+	for _, n := range s.mem.sqlKeys {
+		keys += n
+	}
+	s.mem.pres = newPresence(2 * keys)
+	s.mem.pres.build(s.path)
 	return nil
 }
 
 func (m *memEngine) close() {
+	m.pres.close()
+	if m.nextPres != nil {
+		m.nextPres.close()
+	}
 	m.land()
 	m.r.close()
 	m.w.close()

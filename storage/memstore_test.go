@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cellar-db/cellar/internal/wait"
 )
 
 func openMemAt(t *testing.T, path string, maxBytes int64) *Store {
@@ -139,5 +142,102 @@ func TestMemMissesLeaveNothing(t *testing.T) {
 	s.EndCommand()
 	if _, ok := s.mem.dbs[0].keys["k"]; !ok {
 		t.Fatal("a deletion not yet flushed left memory")
+	}
+}
+
+// A miss of a name SQLite has never held reads nothing once the presence
+// filter is built (mempresence.go); a name SQLite holds, or held, is read.
+// Names written after the filter's scan are found too.
+func TestMemPresenceFilter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellar.db")
+	s := openMemAt(t, path, 0)
+	for i := 0; i < 300; i++ {
+		must(t, s.Begin())
+		must(t, s.SetString(i%3, []byte(fmt.Sprint("k", i)), []byte("v"), 0, false))
+		must(t, s.EndCommand())
+	}
+	_, _, err := s.Commit()
+	must(t, err)
+	s.Close()
+
+	s = openMemAt(t, path, 1) // a bound of a byte: every key read is let go
+	defer s.Close()
+	wait.For(t, time.Minute, "the presence filter to be built", func() bool { return s.mem.pres.ready.Load() })
+	get := func(db int, key string) bool {
+		t.Helper()
+		must(t, s.Begin())
+		_, ok, err := s.GetString(db, []byte(key), nil)
+		must(t, err)
+		must(t, s.EndCommand())
+		return ok
+	}
+	reads := s.mem.reads
+	for i := 0; i < 1000; i++ {
+		if get(0, fmt.Sprint("absent", i)) {
+			t.Fatalf("absent%d found", i)
+		}
+	}
+	// 1000 absent names at 1 in ~1 700 false "maybe"s: a few reads at most.
+	if n := s.mem.reads - reads; n > 10 {
+		t.Fatalf("%d of 1000 misses of names SQLite never held read SQLite", n)
+	}
+	for i := 0; i < 300; i++ {
+		if !get(i%3, fmt.Sprint("k", i)) {
+			t.Fatalf("k%d not found in db %d", i, i%3)
+		}
+	}
+	// A name written now, flushed and let go, is read back from SQLite.
+	must(t, s.Begin())
+	must(t, s.SetString(0, []byte("new"), []byte("v"), 0, false))
+	must(t, s.EndCommand())
+	_, _, err = s.Commit()
+	must(t, err)
+	must(t, s.Begin())
+	must(t, s.EndCommand()) // the bound lets "new" go now that it is flushed
+	if _, held := s.mem.dbs[0].keys["new"]; held {
+		t.Fatal("the flushed key is still held: the test reads no SQLite")
+	}
+	if !get(0, "new") {
+		t.Fatal("a key flushed after the filter was built was not found")
+	}
+
+	// Past twice the names it was sized for, a larger filter is built
+	// beside it and takes its place; nothing SQLite holds is lost on the
+	// way, written before, during or after its scan.
+	old := s.mem.pres
+	old.cap = 10
+	write := func(name string) {
+		t.Helper()
+		must(t, s.Begin())
+		must(t, s.SetString(0, []byte(name), []byte("v"), 0, false))
+		must(t, s.EndCommand())
+		_, _, err := s.Commit()
+		must(t, err)
+	}
+	for i := 0; i < 30; i++ {
+		write(fmt.Sprint("grow", i))
+	}
+	wait.For(t, time.Minute, "the larger filter to take over", func() bool {
+		write("during")
+		return s.mem.pres != old
+	})
+	write("after")
+	reads = s.mem.reads
+	for i := 0; i < 1000; i++ {
+		if get(0, fmt.Sprint("absent", i)) {
+			t.Fatalf("absent%d found", i)
+		}
+	}
+	if n := s.mem.reads - reads; n > 10 {
+		t.Fatalf("the new filter: %d of 1000 misses read SQLite", n)
+	}
+	for _, k := range []string{"new", "grow0", "grow29", "during", "after", "k3", "k299"} {
+		db := 0
+		if k == "k299" {
+			db = 2
+		}
+		if !get(db, k) {
+			t.Fatalf("%s not found after the filter grew", k)
+		}
 	}
 }
