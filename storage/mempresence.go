@@ -164,4 +164,3 @@ func (m *memEngine) addPresence(name string) {
 		m.nextPres.add(name)
 	}
 }
-
