@@ -74,13 +74,22 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	return f
 }
 
-// run writes f in one transaction of w and commits it under readMu. It runs
-// on the offload pool and touches nothing of the actor's but f.
+// run writes f in one transaction of w and commits it under readMu, then
+// checkpoints when the WAL is due. It runs on the offload pool and touches
+// nothing of the actor's but f. The flight is done (the actor may land it,
+// and start the next) before the checkpoint: an actor waiting for room
+// (back-pressure) waits for the commit, not for the checkpoint, which the
+// next flight waits out on its own goroutine (wMu).
 func (m *memEngine) run(f *memFlight) {
+	m.wMu.Lock()
+	defer m.wMu.Unlock()
 	began := time.Now()
 	f.err = m.write(f)
 	f.took = time.Since(began)
 	close(f.done)
+	if f.err == nil {
+		m.checkpoint()
+	}
 }
 
 func (m *memEngine) write(f *memFlight) (err error) {
@@ -142,7 +151,6 @@ func (m *memEngine) write(f *memFlight) (err error) {
 		m.sqlKeys[c.db] = c.n
 	}
 	m.readMu.Unlock()
-	m.checkpoint()
 	return nil
 }
 

@@ -124,6 +124,7 @@ type memEngine struct {
 	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
 	dbops  []memDBOp  // database operations not committed yet (view)
 	w      *sqlc      // the flush's connection; the flight's while one runs
+	wMu    sync.Mutex // held while w is used: a flight, then its checkpoint
 	flight *memFlight // the flush under way
 
 	// checkpoints counts the flush's checkpoints; ckptBytes is the WAL

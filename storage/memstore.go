@@ -55,6 +55,8 @@ func (m *memEngine) close() {
 		m.nextPres.close()
 	}
 	m.land()
+	m.wMu.Lock() // a checkpoint after the last flight
+	defer m.wMu.Unlock()
 	m.r.close()
 	m.w.close()
 }

@@ -49,7 +49,13 @@ func BenchmarkSetString(b *testing.B) {
 // BenchmarkMemFlushOverwrite is the in-memory engine's flush of keys
 // SQLite already holds, each overwritten once since the last flush (the
 // case of INCR and SET over a working set): ns/op is per key flushed.
-func BenchmarkMemFlushOverwrite(b *testing.B) {
+func BenchmarkMemFlushOverwrite(b *testing.B) { benchMemFlush(b, false) }
+
+// BenchmarkMemFlushInsert is the same for keys SQLite does not hold yet,
+// in random order (SET over a growing key space).
+func BenchmarkMemFlushInsert(b *testing.B) { benchMemFlush(b, true) }
+
+func benchMemFlush(b *testing.B, fresh bool) {
 	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db"), Memory: true})
 	if err != nil {
 		b.Fatal(err)
@@ -57,11 +63,16 @@ func BenchmarkMemFlushOverwrite(b *testing.B) {
 	b.Cleanup(func() { s.Close() })
 	s.Now = 1
 	const keys = 50_000
-	key := func(i int) []byte { return fmt.Appendf(nil, "key:%012d", i) }
+	key := func(round, i int) []byte {
+		if fresh {
+			return fmt.Appendf(nil, "key:%012d", uint64(round*keys+i)*2654435761%1_000_000_007)
+		}
+		return fmt.Appendf(nil, "key:%012d", i)
+	}
 	flush := func(round int) {
 		must(b, s.Begin())
 		for i := 0; i < keys; i++ {
-			must(b, s.SetString(0, key(i), fmt.Appendf(nil, "%d", round), 0, false))
+			must(b, s.SetString(0, key(round, i), fmt.Appendf(nil, "%d", round), 0, false))
 			must(b, s.EndCommand())
 		}
 		b.StartTimer()
