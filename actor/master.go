@@ -146,6 +146,8 @@ type master struct {
 	switchRound, fedRound uint64
 	switchAt, fed         int
 	switchOwn             bool
+	// fo is a FAILOVER's progress (failover.go).
+	fo failoverState
 }
 
 // noReplID is INFO's master_replid2 when there is no second history.
@@ -200,6 +202,7 @@ var masterCommands = []*Command{
 	{Name: "sync", Summary: "Starts replication as a replica with a full resync (the protocol before PSYNC).", Handler: cmdPsync, Defers: true},
 	{Name: "wait", Summary: "Waits until replicas acknowledged the client's writes, or the timeout.", Handler: cmdWait, Defers: true},
 	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf},
+	{Name: "failover", Summary: "Switches roles with a replica that has every write: a coordinated failover.", Handler: cmdFailover},
 }
 
 // backlogSize is repl-backlog-size.
@@ -253,6 +256,7 @@ func cmdReplconf(c *Ctx) error {
 			}
 			r.ackTime = c.a.roundStart
 			c.a.checkWaits()
+			c.a.checkFailover(c.a.roundStart)
 			return nil // REPLCONF ACK has no reply
 		case c.argEq(j, "cellar-relay") && s.master:
 			// The master's stream the batch's commands before it came
@@ -288,10 +292,27 @@ func cmdPsync(c *Ctx) error {
 	if s.replica != nil {
 		return nil // already a replica: ignored, as Redis does
 	}
+	m := &a.master
+	if len(c.args) > 3 && c.argEq(0, "psync") && c.argEq(3, "failover") {
+		// The master of a FAILOVER hands over (failover.go): this replica
+		// becomes a master, and its answer below continues the old
+		// master's history as its second ID.
+		a.log.Warn().Str("replid", string(c.args[1])).Msg("replication: failover request received")
+		if !a.repl.on {
+			return ErrPsyncFailoverMaster
+		}
+		if string(c.args[1]) != a.repl.replID {
+			return ErrPsyncFailoverReplID
+		}
+		a.stopReplica()
+		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Msg("replication: MASTER MODE enabled (failover request)")
+	}
+	if m.fo.state != foNone {
+		return ErrSyncFailingOver
+	}
 	if !a.logging() {
 		return ErrSyncNoLog
 	}
-	m := &a.master
 	if a.repl.on && (!m.active || !a.repl.r.Status().LinkUp) {
 		// A replica serves replicas of its own (a chain) from the stream
 		// its master sends, so only while it has one (Redis's check).
@@ -686,7 +707,8 @@ func (a *Actor) endStream() {
 		m.ping = false
 		m.round = append(m.round, pingCmd...)
 	}
-	if m.getack {
+	if m.getack && m.fo.state == foNone {
+		// (Not during a FAILOVER: the offset stands still for it.)
 		m.getack = false
 		if len(m.replicas) > 0 {
 			m.round = append(m.round, getackCmd...)
@@ -799,14 +821,21 @@ func (a *Actor) ownRecord(i int) bool {
 // waiting for its RDB.
 func (a *Actor) replHousekeeping(now time.Time) {
 	m := &a.master
+	if m.fo.state == foWaitSync {
+		a.checkFailover(now)
+		if a.pause.release {
+			a.releasePaused(now) // it aborted
+		}
+	}
 	if !m.active || len(m.replicas) == 0 {
 		return
 	}
 	period, _ := strconv.Atoi(a.storedParamValue("repl-ping-replica-period"))
 	if now.Sub(m.lastPing) >= time.Duration(max(period, 1))*time.Second {
 		m.lastPing = now
-		// A replica's replicas get its master's PINGs, relayed.
-		m.ping = !a.repl.on
+		// A replica's replicas get its master's PINGs, relayed; none
+		// during a FAILOVER, which waits for the offset to be reached.
+		m.ping = !a.repl.on && m.fo.state == foNone
 		for _, s := range m.replicas {
 			if s.replica.state == replWaitBgsave {
 				a.push(s, []byte("\n"), false)
@@ -957,7 +986,7 @@ func (a *Actor) infoReplicas(kv func(k string, v any)) {
 // offset, the backlog.
 func (a *Actor) infoHistory(kv func(k string, v any)) {
 	m := &a.master
-	kv("master_failover_state", "no-failover")
+	kv("master_failover_state", m.fo.String())
 	kv("master_replid", a.repl.replID)
 	id2, off2 := m.replID2, m.secondOffset
 	if id2 == "" {

@@ -56,6 +56,10 @@ type FollowSpec struct {
 	// link's own address, and the port Cellar listens on).
 	AnnounceIP   string
 	AnnouncePort int
+	// Failover: this server is the old master of a FAILOVER; the link's
+	// PSYNC carries FAILOVER until the target answers, and the answer is
+	// reported (Actor.FailoverAnswered).
+	Failover bool
 }
 
 // ReplicaStatus is what INFO replication and ROLE show of the link.
@@ -133,6 +137,9 @@ func (a *Actor) replicaOfValue() string {
 // REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF)
 func cmdReplicaOf(c *Ctx) error {
 	a := c.a
+	if a.master.fo.state != foNone {
+		return ErrReplicaOfFailover
+	}
 	if c.argEq(1, "no") && c.argEq(2, "one") {
 		if a.repl.on {
 			a.log.Info().Str("master", a.repl.host+":"+strconv.Itoa(a.repl.port)).Msg("replica: REPLICAOF NO ONE: keeping the data and accepting writes as a master")
@@ -158,7 +165,10 @@ func cmdReplicaOf(c *Ctx) error {
 	return nil
 }
 
-func (a *Actor) replicaOf(host string, port int) {
+func (a *Actor) replicaOf(host string, port int) { a.replicaOfSpec(host, port, false) }
+
+// replicaOfSpec is replicaOf; failover: as the old master of a FAILOVER.
+func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 	if a.repl.r == nil {
 		return
 	}
@@ -170,7 +180,7 @@ func (a *Actor) replicaOf(host string, port int) {
 	a.repl.link = 0
 	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
 	m := &a.master
-	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip")}
+	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip"), Failover: failover}
 	f.AnnouncePort, _ = strconv.Atoi(a.storedParamValue("replica-announce-port"))
 	switch {
 	case !wasMaster:
