@@ -148,6 +148,14 @@ type master struct {
 	switchOwn             bool
 	// fo is a FAILOVER's progress (failover.go).
 	fo failoverState
+	// resumeDB is the database the stream had selected at the clean stop
+	// the state was loaded from (loadReplication): where a replica's
+	// partial resync continues if nothing selected one since.
+	resumeDB int
+	// loadedReplica: the state loaded was a replica's (its master's
+	// history); the first stream of its own, or the first replica asking,
+	// starts a history of its own unless it follows again (shiftIfLoaded).
+	loadedReplica bool
 }
 
 // noReplID is INFO's master_replid2 when there is no second history.
@@ -310,6 +318,7 @@ func cmdPsync(c *Ctx) error {
 	if m.fo.state != foNone {
 		return ErrSyncFailingOver
 	}
+	a.shiftIfLoaded()
 	if !a.logging() {
 		return ErrSyncNoLog
 	}
@@ -725,6 +734,9 @@ func (a *Actor) endStream() {
 			m.relay = nil
 		}
 	}
+	if len(m.round) > 0 && m.loadedReplica {
+		a.shiftIfLoaded()
+	}
 	b := m.round
 	a.addBacklog(b)
 	pos := uint64(a.cfg.Log.Written())
@@ -1065,13 +1077,20 @@ func (a *Actor) goodReplicas() int64 {
 }
 
 // Across a restart. A clean stop (every round flushed to SQLite, nothing
-// failed) leaves the replication ID and offset in <database>-replication;
-// the next start takes them (and removes the file, so that a crash after
-// it cannot reuse them), keeps counting the stream from that offset, and
-// so a replica that had everything (its offset the saved one) continues
-// with +CONTINUE and an empty backlog, as after a Redis master's restart.
-// After a crash there is no file: the offset of what the replicas got is
-// unknown, so the server starts a new history (a new ID; full resyncs).
+// failed) leaves the replication ID, the offset and the database the
+// stream had selected in <database>-replication; the next start takes
+// them (and removes the file, so that a crash after it cannot reuse
+// them) and keeps counting the stream from that offset. So a replica of
+// a master that had everything (its offset the saved one) continues with
+// +CONTINUE and an empty backlog, as after a Redis master's restart; and
+// a replica, whose ID and offset are its master's history as far as its
+// data goes, asks its master to continue it when it follows again (the
+// replicaof setting, or REPLICAOF), as Redis 7.0's replica does from its
+// RDB's repl-id, repl-offset and repl-stream-db: the stream continues in
+// the saved database, the master selecting none. After a crash there is
+// no file: the offset of what the replicas got (or of what a replica
+// applied) is unknown, so the server starts a new history (a new ID; full
+// resyncs).
 
 // replStatePath is where a clean stop leaves the replication state.
 func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
@@ -1080,12 +1099,16 @@ func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
 func (a *Actor) saveReplication() {
 	m := &a.master
 	l := a.cfg.Log
-	if !m.active || a.repl.on || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
+	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
 		return
 	}
 	path := a.replStatePath()
 	tmp := path + ".tmp"
-	data := fmt.Sprintf("%s %d\n", a.repl.replID, m.offset)
+	role := "master"
+	if a.repl.on {
+		role = "replica"
+	}
+	data := fmt.Sprintf("%s %d %d %s\n", a.repl.replID, m.offset, max(m.selDB, 0), role)
 	err := writeSynced(tmp, []byte(data))
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -1098,7 +1121,8 @@ func (a *Actor) saveReplication() {
 		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
 		return
 	}
-	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Msg("replication: replication ID and offset saved for the restart")
+	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Bool("replica", a.repl.on).
+		Msg("replication: replication ID and offset saved for the restart")
 }
 
 // loadReplication takes the state a clean stop left (New, with a redo log).
@@ -1115,16 +1139,44 @@ func (a *Actor) loadReplication() {
 		return
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 2 || len(f[0]) != 40 {
+	if len(f) < 2 || len(f) > 4 || len(f[0]) != 40 {
 		return
 	}
 	off, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil || off < 0 {
 		return
 	}
+	db := 0
+	if len(f) >= 3 {
+		if db, err = strconv.Atoi(f[2]); err != nil || db < 0 || db >= storage.NumDBs {
+			return
+		}
+	}
 	m := &a.master
 	a.repl.replID = f[0]
-	m.active, m.offset, m.selDB = true, off, -1
+	// As a master, the stream after the restart starts with a SELECT; as
+	// a replica, it continues in the database its master's had selected.
+	m.active, m.offset, m.selDB, m.resumeDB = true, off, -1, db
+	m.loadedReplica = len(f) == 4 && f[3] == "replica"
+}
+
+// shiftIfLoaded gives a server that stopped as a replica and started as
+// a master a history of its own before it streams anything or serves a
+// replica (Redis 7.0's loadDataFromDisk, for a master: the saved ID
+// becomes the second one, valid up to the saved offset). Until then the
+// ID is its old master's, which a REPLICAOF continues.
+func (a *Actor) shiftIfLoaded() {
+	m := &a.master
+	if !m.loadedReplica || a.repl.on {
+		return
+	}
+	m.loadedReplica = false
+	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
+	a.repl.replID = newReplID()
+	m.selDB = -1
+	a.dropReplicas()
+	a.log.Info().Str("replid", a.repl.replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
+		Msg("replication: started as a master from a replica's state: a new replication ID, the old one valid up to the saved offset")
 }
 
 func writeSynced(path string, data []byte) error {

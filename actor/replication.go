@@ -51,6 +51,8 @@ type FollowSpec struct {
 	// asks with the history of the data it last synced, if any.
 	ReplID string
 	Offset int64
+	// DB is the database the stream had selected at Offset (with ReplID).
+	DB int
 	// AnnounceIP and AnnouncePort are replica-announce-ip and
 	// replica-announce-port as REPLICAOF found them ("" and 0: the
 	// link's own address, and the port Cellar listens on).
@@ -174,6 +176,7 @@ func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 	}
 	wasMaster := !a.repl.on
 	a.noteRoleChange()
+	a.master.loadedReplica = false // its saved history is followed again
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = true, true
 	a.repl.host, a.repl.port = host, port
@@ -193,14 +196,26 @@ func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 		// round (a flush, as for SAVE).
 		a.afterFlush = append(a.afterFlush, func() {
 			if a.repl.on && a.repl.gen == f.Gen {
-				f.ReplID, f.Offset = a.repl.replID, m.offset
+				f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 				a.repl.r.Follow(f)
 			}
 		})
 	default:
-		f.ReplID, f.Offset = a.repl.replID, m.offset
+		f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 		a.repl.r.Follow(f)
 	}
+}
+
+// streamDB is the database the stream has selected at its end, as a
+// master continuing its history as a replica asks from: the one selected
+// since, else the one a clean stop saved (a replica restarted: its
+// master's stream continues there). After a master's own history the new
+// master's stream starts with a SELECT anyway.
+func (m *master) streamDB() int {
+	if m.selDB >= 0 {
+		return m.selDB
+	}
+	return m.resumeDB
 }
 
 // stopReplica is the one way out of the replica role (REPLICAOF NO ONE):

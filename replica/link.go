@@ -103,9 +103,11 @@ func (m *Manager) Follow(f actor.FollowSpec) {
 		m.cur.cancel()
 	}
 	if f.ReplID != "" {
-		// The new master's stream starts with a SELECT (Redis's and
-		// Cellar's, after a change of history).
-		m.replID, m.offset, m.db = f.ReplID, f.Offset, 0
+		// A master's own history (a new master's stream starts with a
+		// SELECT after a change of history, Redis's and Cellar's), or a
+		// replica's saved at a clean stop, which continues in the
+		// database its master's stream had selected.
+		m.replID, m.offset, m.db = f.ReplID, f.Offset, f.DB
 	}
 	port := f.AnnouncePort
 	if port == 0 {
