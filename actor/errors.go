@@ -843,6 +843,10 @@ const (
 	ErrSyncFailingOver     ReplyError = "NOMASTERLINK Can't SYNC while failing over"
 )
 
+// ErrMasterDown is a replica's refusal with replica-serve-stale-data no
+// while its link is down (replication.go).
+const ErrMasterDown ReplyError = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+
 func errReplconfOption(opt []byte) error {
 	return ReplyError("ERR Unrecognized REPLCONF option: " + string(opt))
 }

@@ -118,8 +118,10 @@ type master struct {
 	// minToWrite and minMaxLag are min-replicas-to-write and
 	// min-replicas-max-lag (applyReplParams).
 	minToWrite, minMaxLag int64
-	args                  [][]byte // redisForm's scratch
-	members               [][]byte
+	// noStale is replica-serve-stale-data no (refuseStale).
+	noStale bool
+	args    [][]byte // redisForm's scratch
+	members [][]byte
 
 	// replID2 and secondOffset are PSYNC2's second history (Redis's
 	// replid2 and second_replid_offset): the replication ID this server
@@ -1050,6 +1052,7 @@ func (a *Actor) applyReplParams() {
 	m := &a.master
 	m.minToWrite, _ = strconv.ParseInt(a.storedParamValue("min-replicas-to-write"), 10, 64)
 	m.minMaxLag, _ = strconv.ParseInt(a.storedParamValue("min-replicas-max-lag"), 10, 64)
+	m.noStale = a.storedParamValue("replica-serve-stale-data") == "no"
 }
 
 // enoughReplicas is Redis's checkGoodReplicasStatus: with

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/rdb"
 	"github.com/cellar-db/cellar/storage"
 )
@@ -244,6 +245,35 @@ func (a *Actor) stopReplica() {
 	if a.repl.r != nil {
 		a.repl.r.Unfollow()
 	}
+}
+
+// refuseStale is replica-serve-stale-data no (Redis 7.0's processCommand):
+// while a replica's link is not up — down, or syncing in full — a client's
+// command without the STALE flag (and an EXEC of a queue holding one) is
+// refused with -MASTERDOWN, where Redis checks it: after -READONLY, before
+// MULTI queues. The caller checked master.noStale.
+func (a *Actor) refuseStale(s *session, cmd *Command, w *proto.Writer) bool {
+	if !a.repl.on || s.master || a.depth > 0 {
+		return false
+	}
+	if cmd.Is(FlagStale) && (cmd.Name != "exec" || s.tx == nil || a.queueIsStale(s.tx)) {
+		return false
+	}
+	if a.repl.r.Status().LinkUp {
+		return false
+	}
+	a.reject(s, cmd, string(ErrMasterDown), w)
+	return true
+}
+
+// queueIsStale reports whether every command of tx may run on stale data.
+func (a *Actor) queueIsStale(tx *txState) bool {
+	for _, args := range tx.queue {
+		if c := a.Lookup(args[0]); c != nil && !c.Is(FlagStale) {
+			return false
+		}
+	}
+	return true
 }
 
 // ROLE
