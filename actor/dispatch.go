@@ -145,6 +145,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		a.reject(s, cmd, string(ErrNoReplicas), w)
 		return false
 	}
+	if a.master.noStale && a.refuseStale(s, cmd, w) { // replica-serve-stale-data no (replication.go)
+		return false
+	}
 	if s.tx != nil && !cmd.Immediate {
 		a.queueCommand(s, cmd, args, w)
 		a.stats.commands-- // counted when EXEC runs it, once, as Redis counts

@@ -827,6 +827,26 @@ const (
 	ErrNoReplicas   ReplyError = "NOREPLICAS Not enough good replicas to write."
 )
 
+// FAILOVER (failover.go), as Redis 7.0's replication.c.
+const (
+	ErrNoFailover          ReplyError = "ERR No failover in progress."
+	ErrFailoverTimeout     ReplyError = "ERR FAILOVER timeout must be greater than 0"
+	ErrFailoverRunning     ReplyError = "ERR FAILOVER already in progress."
+	ErrFailoverReplica     ReplyError = "ERR FAILOVER is not valid when server is a replica."
+	ErrFailoverNoReplicas  ReplyError = "ERR FAILOVER requires connected replicas."
+	ErrFailoverForce       ReplyError = "ERR FAILOVER with force option requires both a timeout and target HOST and IP."
+	ErrFailoverNotReplica  ReplyError = "ERR FAILOVER target HOST and PORT is not a replica."
+	ErrFailoverNotOnline   ReplyError = "ERR FAILOVER target replica is not online."
+	ErrReplicaOfFailover   ReplyError = "ERR REPLICAOF not allowed while failing over."
+	ErrPsyncFailoverMaster ReplyError = "ERR PSYNC FAILOVER can't be sent to a master."
+	ErrPsyncFailoverReplID ReplyError = "ERR PSYNC FAILOVER replid must match my replid."
+	ErrSyncFailingOver     ReplyError = "NOMASTERLINK Can't SYNC while failing over"
+)
+
+// ErrMasterDown is a replica's refusal with replica-serve-stale-data no
+// while its link is down (replication.go).
+const ErrMasterDown ReplyError = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+
 func errReplconfOption(opt []byte) error {
 	return ReplyError("ERR Unrecognized REPLCONF option: " + string(opt))
 }

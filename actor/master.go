@@ -118,8 +118,10 @@ type master struct {
 	// minToWrite and minMaxLag are min-replicas-to-write and
 	// min-replicas-max-lag (applyReplParams).
 	minToWrite, minMaxLag int64
-	args                  [][]byte // redisForm's scratch
-	members               [][]byte
+	// noStale is replica-serve-stale-data no (refuseStale).
+	noStale bool
+	args    [][]byte // redisForm's scratch
+	members [][]byte
 
 	// replID2 and secondOffset are PSYNC2's second history (Redis's
 	// replid2 and second_replid_offset): the replication ID this server
@@ -146,6 +148,16 @@ type master struct {
 	switchRound, fedRound uint64
 	switchAt, fed         int
 	switchOwn             bool
+	// fo is a FAILOVER's progress (failover.go).
+	fo failoverState
+	// resumeDB is the database the stream had selected at the clean stop
+	// the state was loaded from (loadReplication): where a replica's
+	// partial resync continues if nothing selected one since.
+	resumeDB int
+	// loadedReplica: the state loaded was a replica's (its master's
+	// history); the first stream of its own, or the first replica asking,
+	// starts a history of its own unless it follows again (shiftIfLoaded).
+	loadedReplica bool
 }
 
 // noReplID is INFO's master_replid2 when there is no second history.
@@ -200,6 +212,7 @@ var masterCommands = []*Command{
 	{Name: "sync", Summary: "Starts replication as a replica with a full resync (the protocol before PSYNC).", Handler: cmdPsync, Defers: true},
 	{Name: "wait", Summary: "Waits until replicas acknowledged the client's writes, or the timeout.", Handler: cmdWait, Defers: true},
 	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf},
+	{Name: "failover", Summary: "Switches roles with a replica that has every write: a coordinated failover.", Handler: cmdFailover},
 }
 
 // backlogSize is repl-backlog-size.
@@ -253,6 +266,7 @@ func cmdReplconf(c *Ctx) error {
 			}
 			r.ackTime = c.a.roundStart
 			c.a.checkWaits()
+			c.a.checkFailover(c.a.roundStart)
 			return nil // REPLCONF ACK has no reply
 		case c.argEq(j, "cellar-relay") && s.master:
 			// The master's stream the batch's commands before it came
@@ -288,10 +302,28 @@ func cmdPsync(c *Ctx) error {
 	if s.replica != nil {
 		return nil // already a replica: ignored, as Redis does
 	}
+	m := &a.master
+	if len(c.args) > 3 && c.argEq(0, "psync") && c.argEq(3, "failover") {
+		// The master of a FAILOVER hands over (failover.go): this replica
+		// becomes a master, and its answer below continues the old
+		// master's history as its second ID.
+		a.log.Warn().Str("replid", string(c.args[1])).Msg("replication: failover request received")
+		if !a.repl.on {
+			return ErrPsyncFailoverMaster
+		}
+		if string(c.args[1]) != a.repl.replID {
+			return ErrPsyncFailoverReplID
+		}
+		a.stopReplica()
+		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Msg("replication: MASTER MODE enabled (failover request)")
+	}
+	if m.fo.state != foNone {
+		return ErrSyncFailingOver
+	}
+	a.shiftIfLoaded()
 	if !a.logging() {
 		return ErrSyncNoLog
 	}
-	m := &a.master
 	if a.repl.on && (!m.active || !a.repl.r.Status().LinkUp) {
 		// A replica serves replicas of its own (a chain) from the stream
 		// its master sends, so only while it has one (Redis's check).
@@ -686,7 +718,8 @@ func (a *Actor) endStream() {
 		m.ping = false
 		m.round = append(m.round, pingCmd...)
 	}
-	if m.getack {
+	if m.getack && m.fo.state == foNone {
+		// (Not during a FAILOVER: the offset stands still for it.)
 		m.getack = false
 		if len(m.replicas) > 0 {
 			m.round = append(m.round, getackCmd...)
@@ -702,6 +735,9 @@ func (a *Actor) endStream() {
 		if cap(m.relay) > maxEffectsBuf {
 			m.relay = nil
 		}
+	}
+	if len(m.round) > 0 && m.loadedReplica {
+		a.shiftIfLoaded()
 	}
 	b := m.round
 	a.addBacklog(b)
@@ -799,14 +835,21 @@ func (a *Actor) ownRecord(i int) bool {
 // waiting for its RDB.
 func (a *Actor) replHousekeeping(now time.Time) {
 	m := &a.master
+	if m.fo.state == foWaitSync {
+		a.checkFailover(now)
+		if a.pause.release {
+			a.releasePaused(now) // it aborted
+		}
+	}
 	if !m.active || len(m.replicas) == 0 {
 		return
 	}
 	period, _ := strconv.Atoi(a.storedParamValue("repl-ping-replica-period"))
 	if now.Sub(m.lastPing) >= time.Duration(max(period, 1))*time.Second {
 		m.lastPing = now
-		// A replica's replicas get its master's PINGs, relayed.
-		m.ping = !a.repl.on
+		// A replica's replicas get its master's PINGs, relayed; none
+		// during a FAILOVER, which waits for the offset to be reached.
+		m.ping = !a.repl.on && m.fo.state == foNone
 		for _, s := range m.replicas {
 			if s.replica.state == replWaitBgsave {
 				a.push(s, []byte("\n"), false)
@@ -957,7 +1000,7 @@ func (a *Actor) infoReplicas(kv func(k string, v any)) {
 // offset, the backlog.
 func (a *Actor) infoHistory(kv func(k string, v any)) {
 	m := &a.master
-	kv("master_failover_state", "no-failover")
+	kv("master_failover_state", m.fo.String())
 	kv("master_replid", a.repl.replID)
 	id2, off2 := m.replID2, m.secondOffset
 	if id2 == "" {
@@ -1009,6 +1052,7 @@ func (a *Actor) applyReplParams() {
 	m := &a.master
 	m.minToWrite, _ = strconv.ParseInt(a.storedParamValue("min-replicas-to-write"), 10, 64)
 	m.minMaxLag, _ = strconv.ParseInt(a.storedParamValue("min-replicas-max-lag"), 10, 64)
+	m.noStale = a.storedParamValue("replica-serve-stale-data") == "no"
 }
 
 // enoughReplicas is Redis's checkGoodReplicasStatus: with
@@ -1036,13 +1080,20 @@ func (a *Actor) goodReplicas() int64 {
 }
 
 // Across a restart. A clean stop (every round flushed to SQLite, nothing
-// failed) leaves the replication ID and offset in <database>-replication;
-// the next start takes them (and removes the file, so that a crash after
-// it cannot reuse them), keeps counting the stream from that offset, and
-// so a replica that had everything (its offset the saved one) continues
-// with +CONTINUE and an empty backlog, as after a Redis master's restart.
-// After a crash there is no file: the offset of what the replicas got is
-// unknown, so the server starts a new history (a new ID; full resyncs).
+// failed) leaves the replication ID, the offset and the database the
+// stream had selected in <database>-replication; the next start takes
+// them (and removes the file, so that a crash after it cannot reuse
+// them) and keeps counting the stream from that offset. So a replica of
+// a master that had everything (its offset the saved one) continues with
+// +CONTINUE and an empty backlog, as after a Redis master's restart; and
+// a replica, whose ID and offset are its master's history as far as its
+// data goes, asks its master to continue it when it follows again (the
+// replicaof setting, or REPLICAOF), as Redis 7.0's replica does from its
+// RDB's repl-id, repl-offset and repl-stream-db: the stream continues in
+// the saved database, the master selecting none. After a crash there is
+// no file: the offset of what the replicas got (or of what a replica
+// applied) is unknown, so the server starts a new history (a new ID; full
+// resyncs).
 
 // replStatePath is where a clean stop leaves the replication state.
 func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
@@ -1051,12 +1102,16 @@ func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
 func (a *Actor) saveReplication() {
 	m := &a.master
 	l := a.cfg.Log
-	if !m.active || a.repl.on || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
+	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
 		return
 	}
 	path := a.replStatePath()
 	tmp := path + ".tmp"
-	data := fmt.Sprintf("%s %d\n", a.repl.replID, m.offset)
+	role := "master"
+	if a.repl.on {
+		role = "replica"
+	}
+	data := fmt.Sprintf("%s %d %d %s\n", a.repl.replID, m.offset, max(m.selDB, 0), role)
 	err := writeSynced(tmp, []byte(data))
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -1069,7 +1124,8 @@ func (a *Actor) saveReplication() {
 		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
 		return
 	}
-	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Msg("replication: replication ID and offset saved for the restart")
+	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Bool("replica", a.repl.on).
+		Msg("replication: replication ID and offset saved for the restart")
 }
 
 // loadReplication takes the state a clean stop left (New, with a redo log).
@@ -1086,16 +1142,44 @@ func (a *Actor) loadReplication() {
 		return
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 2 || len(f[0]) != 40 {
+	if len(f) < 2 || len(f) > 4 || len(f[0]) != 40 {
 		return
 	}
 	off, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil || off < 0 {
 		return
 	}
+	db := 0
+	if len(f) >= 3 {
+		if db, err = strconv.Atoi(f[2]); err != nil || db < 0 || db >= storage.NumDBs {
+			return
+		}
+	}
 	m := &a.master
 	a.repl.replID = f[0]
-	m.active, m.offset, m.selDB = true, off, -1
+	// As a master, the stream after the restart starts with a SELECT; as
+	// a replica, it continues in the database its master's had selected.
+	m.active, m.offset, m.selDB, m.resumeDB = true, off, -1, db
+	m.loadedReplica = len(f) == 4 && f[3] == "replica"
+}
+
+// shiftIfLoaded gives a server that stopped as a replica and started as
+// a master a history of its own before it streams anything or serves a
+// replica (Redis 7.0's loadDataFromDisk, for a master: the saved ID
+// becomes the second one, valid up to the saved offset). Until then the
+// ID is its old master's, which a REPLICAOF continues.
+func (a *Actor) shiftIfLoaded() {
+	m := &a.master
+	if !m.loadedReplica || a.repl.on {
+		return
+	}
+	m.loadedReplica = false
+	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
+	a.repl.replID = newReplID()
+	m.selDB = -1
+	a.dropReplicas()
+	a.log.Info().Str("replid", a.repl.replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
+		Msg("replication: started as a master from a replica's state: a new replication ID, the old one valid up to the saved offset")
 }
 
 func writeSynced(path string, data []byte) error {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/rdb"
 	"github.com/cellar-db/cellar/storage"
 )
@@ -51,11 +52,17 @@ type FollowSpec struct {
 	// asks with the history of the data it last synced, if any.
 	ReplID string
 	Offset int64
+	// DB is the database the stream had selected at Offset (with ReplID).
+	DB int
 	// AnnounceIP and AnnouncePort are replica-announce-ip and
 	// replica-announce-port as REPLICAOF found them ("" and 0: the
 	// link's own address, and the port Cellar listens on).
 	AnnounceIP   string
 	AnnouncePort int
+	// Failover: this server is the old master of a FAILOVER; the link's
+	// PSYNC carries FAILOVER until the target answers, and the answer is
+	// reported (Actor.FailoverAnswered).
+	Failover bool
 }
 
 // ReplicaStatus is what INFO replication and ROLE show of the link.
@@ -133,6 +140,9 @@ func (a *Actor) replicaOfValue() string {
 // REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF)
 func cmdReplicaOf(c *Ctx) error {
 	a := c.a
+	if a.master.fo.state != foNone {
+		return ErrReplicaOfFailover
+	}
 	if c.argEq(1, "no") && c.argEq(2, "one") {
 		if a.repl.on {
 			a.log.Info().Str("master", a.repl.host+":"+strconv.Itoa(a.repl.port)).Msg("replica: REPLICAOF NO ONE: keeping the data and accepting writes as a master")
@@ -158,19 +168,23 @@ func cmdReplicaOf(c *Ctx) error {
 	return nil
 }
 
-func (a *Actor) replicaOf(host string, port int) {
+func (a *Actor) replicaOf(host string, port int) { a.replicaOfSpec(host, port, false) }
+
+// replicaOfSpec is replicaOf; failover: as the old master of a FAILOVER.
+func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 	if a.repl.r == nil {
 		return
 	}
 	wasMaster := !a.repl.on
 	a.noteRoleChange()
+	a.master.loadedReplica = false // its saved history is followed again
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = true, true
 	a.repl.host, a.repl.port = host, port
 	a.repl.link = 0
 	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
 	m := &a.master
-	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip")}
+	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip"), Failover: failover}
 	f.AnnouncePort, _ = strconv.Atoi(a.storedParamValue("replica-announce-port"))
 	switch {
 	case !wasMaster:
@@ -183,14 +197,26 @@ func (a *Actor) replicaOf(host string, port int) {
 		// round (a flush, as for SAVE).
 		a.afterFlush = append(a.afterFlush, func() {
 			if a.repl.on && a.repl.gen == f.Gen {
-				f.ReplID, f.Offset = a.repl.replID, m.offset
+				f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 				a.repl.r.Follow(f)
 			}
 		})
 	default:
-		f.ReplID, f.Offset = a.repl.replID, m.offset
+		f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 		a.repl.r.Follow(f)
 	}
+}
+
+// streamDB is the database the stream has selected at its end, as a
+// master continuing its history as a replica asks from: the one selected
+// since, else the one a clean stop saved (a replica restarted: its
+// master's stream continues there). After a master's own history the new
+// master's stream starts with a SELECT anyway.
+func (m *master) streamDB() int {
+	if m.selDB >= 0 {
+		return m.selDB
+	}
+	return m.resumeDB
 }
 
 // stopReplica is the one way out of the replica role (REPLICAOF NO ONE):
@@ -219,6 +245,35 @@ func (a *Actor) stopReplica() {
 	if a.repl.r != nil {
 		a.repl.r.Unfollow()
 	}
+}
+
+// refuseStale is replica-serve-stale-data no (Redis 7.0's processCommand):
+// while a replica's link is not up — down, or syncing in full — a client's
+// command without the STALE flag (and an EXEC of a queue holding one) is
+// refused with -MASTERDOWN, where Redis checks it: after -READONLY, before
+// MULTI queues. The caller checked master.noStale.
+func (a *Actor) refuseStale(s *session, cmd *Command, w *proto.Writer) bool {
+	if !a.repl.on || s.master || a.depth > 0 {
+		return false
+	}
+	if cmd.Is(FlagStale) && (cmd.Name != "exec" || s.tx == nil || a.queueIsStale(s.tx)) {
+		return false
+	}
+	if a.repl.r.Status().LinkUp {
+		return false
+	}
+	a.reject(s, cmd, string(ErrMasterDown), w)
+	return true
+}
+
+// queueIsStale reports whether every command of tx may run on stale data.
+func (a *Actor) queueIsStale(tx *txState) bool {
+	for _, args := range tx.queue {
+		if c := a.Lookup(args[0]); c != nil && !c.Is(FlagStale) {
+			return false
+		}
+	}
+	return true
 }
 
 // ROLE

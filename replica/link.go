@@ -103,9 +103,11 @@ func (m *Manager) Follow(f actor.FollowSpec) {
 		m.cur.cancel()
 	}
 	if f.ReplID != "" {
-		// The new master's stream starts with a SELECT (Redis's and
-		// Cellar's, after a change of history).
-		m.replID, m.offset, m.db = f.ReplID, f.Offset, 0
+		// A master's own history (a new master's stream starts with a
+		// SELECT after a change of history, Redis's and Cellar's), or a
+		// replica's saved at a clean stop, which continues in the
+		// database its master's stream had selected.
+		m.replID, m.offset, m.db = f.ReplID, f.Offset, f.DB
 	}
 	port := f.AnnouncePort
 	if port == 0 {
@@ -113,7 +115,7 @@ func (m *Manager) Follow(f actor.FollowSpec) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{m: m, addr: net.JoinHostPort(f.Host, strconv.Itoa(f.Port)), gen: f.Gen, ctx: ctx, cancel: cancel, db: m.db,
-		announceIP: f.AnnounceIP, announcePort: port}
+		announceIP: f.AnnounceIP, announcePort: port, failover: f.Failover}
 	m.cur = l
 	m.status = actor.ReplicaStatus{State: "connect", LinkDownSince: time.Now(), ReplID: m.replID, Offset: m.offset, ReadOffset: m.offset}
 	m.wg.Add(1)
@@ -179,6 +181,11 @@ type link struct {
 	// listening-port tell the master.
 	announceIP   string
 	announcePort int
+	// failover: this server is the old master of a FAILOVER, and the
+	// target has not answered yet: PSYNC carries FAILOVER (Redis 7.0's
+	// syncWithMaster), and the answer goes to Actor.FailoverAnswered.
+	// The link goroutine's.
+	failover bool
 
 	// read: the offset of the stream parsed; applied: the offset every
 	// command up to which the actor has run; syncRead: RDB bytes read.
@@ -344,7 +351,15 @@ func (l *link) session() (synced bool, err error) {
 	if replID != "" {
 		psync = []string{"PSYNC", replID, strconv.FormatInt(offset+1, 10)}
 	}
-	r, err := c.call(psync...)
+	if l.failover {
+		psync = append(psync, "FAILOVER")
+	}
+	if err := c.send(psync...); err != nil {
+		l.failoverAnswered("Write error to failover target")
+		return false, err
+	}
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	r, err := c.line()
 	if err != nil {
 		return false, err
 	}
@@ -353,6 +368,9 @@ func (l *link) session() (synced bool, err error) {
 		off, perr := strconv.ParseInt(f[2], 10, 64)
 		if perr != nil {
 			return false, fmt.Errorf("replica: bad FULLRESYNC %q", r)
+		}
+		if err := l.failoverAnswered(""); err != nil {
+			return false, err
 		}
 		p, err = l.fullSync(c, f[1], off)
 		if err != nil {
@@ -363,6 +381,9 @@ func (l *link) session() (synced bool, err error) {
 			replID = f[1]
 		}
 		if err := m.a.ReplicaContinue(l.gen, replID, offset); err != nil {
+			return false, err
+		}
+		if err := l.failoverAnswered(""); err != nil {
 			return false, err
 		}
 		m.mu.Lock()
@@ -384,9 +405,23 @@ func (l *link) session() (synced bool, err error) {
 			st.ReplID, st.LinkUp, st.State, st.LastIO = replID, true, "connected", time.Now()
 		})
 	default:
+		l.failoverAnswered("Failover target rejected psync request")
 		return false, fmt.Errorf("replica: the master answered PSYNC with %q", r)
 	}
 	return true, l.follow(c, p)
+}
+
+// failoverAnswered reports the target's answer to PSYNC ... FAILOVER
+// (rejected: why it failed, "" for a sync), once.
+func (l *link) failoverAnswered(rejected string) error {
+	if !l.failover {
+		return nil
+	}
+	l.failover = false
+	if rejected != "" {
+		l.log().Warn().Str("master", l.addr).Str("reason", rejected).Msg("replica: the FAILOVER target refused the switch")
+	}
+	return l.m.a.FailoverAnswered(l.gen, rejected)
 }
 
 // fullSync receives the RDB and loads it: into the staging databases in

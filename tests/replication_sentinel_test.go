@@ -172,7 +172,9 @@ func TestSentinelFailover(t *testing.T) {
 		defer mu.Unlock()
 		return len(confirmed)
 	}
+	py := startPyWriter(t, sentinels) // redis-py's Sentinel client, beside go-redis's
 	wait.For(t, 60*time.Second, "writes confirmed by WAIT 2 before the kill", func() bool { return count() >= 200 })
+	wait.For(t, 60*time.Second, "redis-py's writes confirmed by WAIT 2 before the kill", func() bool { return py.count() >= 50 })
 
 	oldPort := primary.addr[len("127.0.0.1:"):]
 	killed := time.Now()
@@ -220,7 +222,9 @@ func TestSentinelFailover(t *testing.T) {
 			infoOf(ctx, olc, "replication", "master_link_status") == "up"
 	})
 	after := count()
+	pyAfter := py.count()
 	wait.For(t, 120*time.Second, "writes confirmed by WAIT 2 on the new primary", func() bool { return count() >= after+100 })
+	wait.For(t, 120*time.Second, "redis-py's writes confirmed by WAIT 2 on the new primary", func() bool { return py.count() >= pyAfter+50 })
 
 	// A planned switch (SENTINEL FAILOVER) while the writer goes on: the
 	// primary it demotes asks the one it promoted to continue its own
@@ -246,9 +250,12 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	pc := client(planned)
 	mid := count()
+	pyMid := py.count()
 	wait.For(t, 120*time.Second, "writes confirmed by WAIT 2 after the planned switch", func() bool { return count() >= mid+100 })
+	wait.For(t, 120*time.Second, "redis-py's writes confirmed by WAIT 2 after the planned switch", func() bool { return py.count() >= pyMid+50 })
 	close(stop)
 	<-done
+	py.halt(t)
 	t.Logf("planned switch: %s (sync_full %s, sync_partial_ok %s on it)", planned,
 		infoOf(ctx, pc, "stats", "sync_full"), infoOf(ctx, pc, "stats", "sync_partial_ok"))
 	firstNew := nodes[newAddr]
@@ -262,15 +269,24 @@ func TestSentinelFailover(t *testing.T) {
 			t.Errorf("drill:%d, confirmed by WAIT 2, is %q on the last primary (%v)", i, got, err)
 		}
 	}
-	lost := func(is []int) int {
+	for _, i := range py.confirmed {
+		got, err := nc.Get(ctx, "pydrill:"+strconv.Itoa(i)).Result()
+		if err != nil || got != strconv.Itoa(i) {
+			t.Errorf("pydrill:%d, confirmed by WAIT 2 through redis-py, is %q on the last primary (%v)", i, got, err)
+		}
+	}
+	lostOf := func(prefix string, is []int) int {
 		n := 0
 		for _, i := range is {
-			if _, err := nc.Get(ctx, "drill:"+strconv.Itoa(i)).Result(); err == redis.Nil {
+			if _, err := nc.Get(ctx, prefix+strconv.Itoa(i)).Result(); err == redis.Nil {
 				n++
 			}
 		}
 		return n
 	}
+	lost := func(is []int) int { return lostOf("drill:", is) }
+	t.Logf("redis-py's Sentinel client: %d writes confirmed by WAIT 2, all present; %d answered OK with WAIT < 2, %d of them lost; %d failed, %d of them absent",
+		len(py.confirmed), len(py.acked), lostOf("pydrill:", py.acked), len(py.failed), lostOf("pydrill:", py.failed))
 	t.Logf("failover: %s became the primary %v after the kill -9 (down-after-milliseconds 5000); "+
 		"%d writes confirmed by WAIT 2 (%d before the kill), all present; %d answered OK with WAIT < 2, %d of them lost; %d failed, %d of them absent",
 		firstNew, tookFailover.Round(100*time.Millisecond), len(confirmed), before, len(acked), lost(acked), len(failed), lost(failed))
