@@ -48,10 +48,6 @@ func TestHADeployFiles(t *testing.T) {
 		}
 	}
 
-	sentinelBin, err := exec.LookPath("redis-sentinel")
-	if err != nil {
-		t.Skip("redis-sentinel is not installed: run scripts/deps.sh (make deps)")
-	}
 	ctx := context.Background()
 	a, b := startServer(t), startServer(t)
 	needCellar(t, a)
@@ -69,23 +65,7 @@ func TestHADeployFiles(t *testing.T) {
 	if !bytes.Contains(conf, []byte("sentinel monitor cellar "+ahost+" "+aport+" 2")) {
 		t.Fatalf("sentinel.conf has no 'sentinel monitor cellar <host> <port> 2' line:\n%s", conf)
 	}
-	path := filepath.Join(dir, "sentinel.conf")
-	os.WriteFile(path, conf, 0o600)
-	out := newProcOutput()
-	cmd := exec.Command(sentinelBin, path)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("redis-sentinel's output:\n%s", out.String())
-		}
-	})
-	addr := "127.0.0.1:" + strconv.Itoa(sp)
-	wait.For(t, 20*time.Second, "redis-sentinel to answer PING", func() bool { return answersPing(t, addr) })
+	addr := runSentinel(t, filepath.Join(dir, "sentinel.conf"), conf, sp)
 	sc := redis.NewSentinelClient(&redis.Options{Addr: addr})
 	defer sc.Close()
 	wait.For(t, 60*time.Second, "Sentinel to see Cellar as a master with its replica", func() bool {

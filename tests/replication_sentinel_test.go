@@ -26,10 +26,6 @@ import (
 // "mymaster" with quorum 2, and returns its address.
 func startSentinel(t *testing.T, master string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-sentinel")
-	if err != nil {
-		t.Skip("redis-sentinel is not installed: run scripts/deps.sh (make deps)")
-	}
 	host, port, _ := net.SplitHostPort(master)
 	dir := t.TempDir()
 	sp := freePort(t)
@@ -38,8 +34,18 @@ func startSentinel(t *testing.T, master string) string {
 		"sentinel down-after-milliseconds mymaster 5000\n"+
 		"sentinel failover-timeout mymaster 60000\n"+
 		"sentinel parallel-syncs mymaster 1\n", sp, dir, host, port)
-	path := filepath.Join(dir, "sentinel.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+	return runSentinel(t, filepath.Join(dir, "sentinel.conf"), []byte(conf), sp)
+}
+
+// runSentinel writes conf to path and runs redis-sentinel on it for the
+// rest of the test; it returns the address of port, once it answers PING.
+func runSentinel(t *testing.T, path string, conf []byte, sp int) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-sentinel")
+	if err != nil {
+		t.Fatal("redis-sentinel is not installed: run scripts/deps.sh (make test does)")
+	}
+	if err := os.WriteFile(path, conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := newProcOutput()
@@ -88,7 +94,7 @@ func sentinelCount(ctx context.Context, s *redis.SentinelClient, what string) in
 func TestSentinelFailover(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel is not installed: run scripts/deps.sh (make deps)")
+		t.Fatal("redis-sentinel is not installed: run scripts/deps.sh (make test does)")
 	}
 	ctx := context.Background()
 	primaryDir := t.TempDir()
