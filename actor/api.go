@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cellar-db/cellar/proto"
 	"github.com/cellar-db/cellar/storage/redo"
 )
 
@@ -392,6 +393,48 @@ const (
 // rejectCommand does. Called by the loop.
 func (a *Actor) BusyAnswered(id uint64, n BusyNote) {
 	a.in.put(message{kind: msgBusy, id: id, busy: n})
+}
+
+// BusyCommand is BusyAnswered for WATCH, UNWATCH and DISCARD, which a
+// loop answers while a script is busy (Redis runs them then: allow_busy):
+// the actor applies what they do to the session once the script has
+// ended, in the connection's order. args is the command as sent; the
+// caller gives it up (it is copied here, as it may alias a loop's buffer).
+func (a *Actor) BusyCommand(id uint64, args [][]byte) {
+	args = cloneArgs(args)
+	a.in.put(message{kind: msgCall, fn: func() { a.busyCommand(id, args) }})
+}
+
+// busyCommand applies a command a loop answered while a script was busy
+// (BusyCommand) to the client's session, as the command would have run.
+func (a *Actor) busyCommand(id uint64, args [][]byte) {
+	s := a.sessions[id]
+	cmd := a.Lookup(args[0])
+	if s == nil || cmd == nil {
+		return
+	}
+	switch cmd.Name {
+	case "watch":
+		if s.tx != nil || s.watchDirty {
+			return
+		}
+		for _, key := range args[1:] {
+			if a.watch(s, s.db, key) != nil {
+				return
+			}
+		}
+	case "unwatch":
+		if s.tx != nil {
+			a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
+			return
+		}
+		a.unwatchAll(s)
+		s.watchDirty = false
+	case "discard":
+		if s.tx != nil {
+			a.resetTx(s)
+		}
+	}
 }
 
 // busyAnswered applies a BusyNote to the client's session.

@@ -676,9 +676,10 @@ func cmdClientUnblock(c *Ctx) error {
 		return err
 	}
 	target := c.a.sessions[uint64(id)]
-	if id <= 0 || target == nil || target.blocked == nil || target.blocked.retry == nil {
+	if id <= 0 || target == nil || target.blocked == nil || (target.blocked.retry == nil && target.blocked.onTimeout == nil) {
 		// A client waiting for SAVE is not a blocked client in Redis's
-		// sense: CLIENT UNBLOCK does not apply to it.
+		// sense: CLIENT UNBLOCK does not apply to it. WAIT (onTimeout) is:
+		// it gets its timeout reply, the replicas acknowledged so far.
 		c.w.Int(0)
 		return nil
 	}

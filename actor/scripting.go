@@ -566,6 +566,8 @@ type ScriptWatch struct {
 	// aborted: killed by SHUTDOWN NOSAVE, whatever it wrote; the round
 	// that ran it is then thrown away (nothing of it is committed).
 	aborted bool
+	// exiting: set with aborted, never cleared (the server exits).
+	exiting atomic.Bool
 }
 
 // Busy reports whether a script has run past the threshold, and whether it
@@ -624,8 +626,14 @@ func (w *ScriptWatch) Abort() bool {
 		close(w.sw.done)
 	}
 	w.aborted = true
+	w.exiting.Store(true)
 	return true
 }
+
+// Exiting reports whether SHUTDOWN NOSAVE stopped a busy script: the
+// server is exiting, and no reply is sent any more (Redis exits from
+// within the script, answering nobody). Safe from any goroutine.
+func (w *ScriptWatch) Exiting() bool { return w.exiting.Load() }
 
 // SetOnBusy sets what is called when a script goes busy (the loops' sweep
 // of the batches the actor has not begun). Safe from any goroutine.

@@ -268,6 +268,13 @@ func (c *conn) busy(args [][]byte) []byte {
 		c.note(1, actor.BusyMulti)
 		return []byte("+OK\r\n")
 	}
+	switch cmd.Name {
+	case "watch", "unwatch", "discard":
+		// allow_busy in Redis, and they run then: answered here, the
+		// actor applies them to the session after the script
+		// (Actor.BusyCommand).
+		return c.busyWatch(cmd.Name, args)
+	}
 	if cmd.Is(actor.FlagAllowBusy) {
 		return nil
 	}
@@ -281,6 +288,33 @@ func (c *conn) busy(args [][]byte) []byte {
 		c.note(0, actor.BusyFlag) // EXEC will answer EXECABORT ... previous errors
 	}
 	return busy
+}
+
+// busyWatch answers WATCH, UNWATCH or DISCARD while a script is busy, as
+// Redis runs them then: WATCH inside MULTI is refused, UNWATCH inside it
+// is queued, DISCARD outside it is refused.
+func (c *conn) busyWatch(name string, args [][]byte) []byte {
+	in := c.multi()
+	switch {
+	case name == "watch" && len(args) < 2:
+		return []byte("-ERR wrong number of arguments for 'watch' command\r\n")
+	case name != "watch" && len(args) != 1:
+		return []byte("-ERR wrong number of arguments for '" + name + "' command\r\n")
+	case name == "watch" && in:
+		return []byte("-" + string(actor.ErrWatchInMulti) + "\r\n")
+	case name == "discard" && !in:
+		return []byte("-" + string(actor.ErrDiscardNoMulti) + "\r\n")
+	}
+	c.lp.srv.act.BusyCommand(c.id, args)
+	switch {
+	case name == "discard":
+		c.busyTx = 2
+		c.noteSeq = c.nextSeq + 1
+		return []byte("+OK\r\n")
+	case name == "unwatch" && in:
+		return []byte("+QUEUED\r\n")
+	}
+	return []byte("+OK\r\n")
 }
 
 // multi reports whether the client is in MULTI, as far as the loop knows.
@@ -311,6 +345,8 @@ func (c *conn) busyLocal(args [][]byte) bool {
 	switch {
 	case cmd == nil || cmd.Name == "shutdown":
 		return false
+	case cmd.Name == "watch" || cmd.Name == "unwatch" || cmd.Name == "discard":
+		return true
 	case cmd.Name == "multi":
 		return len(args) == 1
 	case len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill"):
@@ -704,6 +740,11 @@ type eventLoop struct {
 // the doorbell rings only if no drain is already scheduled. Safe from any
 // goroutine; never blocks.
 func (lp *eventLoop) Deliver(cs []actor.Completion) {
+	if lp.srv.scripts.Exiting() {
+		// SHUTDOWN NOSAVE stopped a busy script: the server exits, and,
+		// as Redis, which exits from within the script, answers nobody.
+		return
+	}
 	lp.mu.Lock()
 	lp.mail = append(lp.mail, cs...)
 	ring := !lp.scheduled

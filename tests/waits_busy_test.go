@@ -137,3 +137,113 @@ func TestMultiWhileScriptBusy(t *testing.T) {
 	c.expect(bulk("asdf"), "PING", "asdf")
 	admin.expect(bulk("1"), "GET", "xx")
 }
+
+// SHUTDOWN NOSAVE while a script that wrote is busy (SCRIPT KILL answers
+// UNKILLABLE): the server exits, and the script's client, like Redis's,
+// gets no reply before its connection closes.
+func TestShutdownNoSaveUnkillableScript(t *testing.T) {
+	t.Parallel()
+	p := runCellarEnv(t, []string{"CELLAR_LUA__BUSY_REPLY_THRESHOLD=50ms"}, true, "--dir", t.TempDir())
+	runner, other := dialRaw(t, p.addr), dialRaw(t, p.addr)
+	runner.send(append(encode("EVAL", "redis.call('set', KEYS[1], 'y') while true do end", "1", "x"), encode("PING")...))
+	waitFor(t, 20*time.Second, "the script to be busy", func() bool {
+		c, err := dialAddr(p.addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(encode("PING"))
+		buf := make([]byte, 128)
+		n, _ := c.Read(buf)
+		return string(buf[:n]) == busyEvalReply
+	})
+	other.expect(errr("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."), "SCRIPT", "KILL")
+	other.expect(busyEvalReply, "PING")
+	other.send(encode("SHUTDOWN", "NOSAVE"))
+	runner.expectClosed()
+	if code := p.exitCode(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.stderr.String())
+	}
+}
+
+// waitBusy waits until a fresh connection's PING is answered -BUSY.
+func waitBusy(t *testing.T, addr string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "the script to be busy", func() bool {
+		c, err := dialAddr(addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(encode("PING"))
+		buf := make([]byte, 128)
+		n, _ := c.Read(buf)
+		return string(buf[:n]) == busyEvalReply
+	})
+}
+
+// WATCH, UNWATCH and DISCARD while a script is busy run at once, as in
+// Redis (allow_busy), instead of waiting for the script's end: WATCH
+// answers +OK (inside MULTI its error), UNWATCH +OK (inside MULTI it is
+// queued), DISCARD +OK inside MULTI and its error outside. What they did
+// holds after the script: a key watched meanwhile fails the EXEC once
+// another client writes it; an UNWATCH queued meanwhile runs in EXEC. The
+// same test runs against redis-server with TEST_SERVER_ADDR.
+func TestWatchWhileScriptBusy(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	admin := s.raw()
+	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
+	const killed = "-ERR Script killed by user with SCRIPT KILL... script: 694a5fe1ddb97a4c6a1bf299d9537c7d3d0f84e7, on @user_script:1.\r\n"
+	busy := func() *rawConn {
+		r := s.raw()
+		r.send(encode("EVAL", "while true do end", "0"))
+		waitBusy(t, s.addr)
+		return r
+	}
+	kill := func(r *rawConn) {
+		t.Helper()
+		admin.expect(status("OK"), "SCRIPT", "KILL")
+		if got := r.read(); got != killed {
+			t.Fatalf("killed script: got %q, want %q", got, killed)
+		}
+	}
+	c := s.raw()
+	r := busy()
+	c.expect(status("OK"), "WATCH", "x")
+	c.expect(status("OK"), "UNWATCH")
+	c.expect(errr("ERR DISCARD without MULTI"), "DISCARD")
+	c.expect(errr("ERR wrong number of arguments for 'watch' command"), "WATCH")
+	c.expect(status("OK"), "MULTI")
+	c.expect(errr("ERR WATCH inside MULTI is not allowed"), "WATCH", "x")
+	c.expect(status("QUEUED"), "UNWATCH")
+	c.expect(status("OK"), "DISCARD")
+	c.expect(errr("ERR DISCARD without MULTI"), "DISCARD")
+	c.expect(status("OK"), "WATCH", "x")
+	kill(r)
+	// x was watched while busy: a write to it fails the transaction.
+	admin.expect(status("OK"), "SET", "x", "1")
+	c.expect(status("OK"), "MULTI")
+	c.expect(status("QUEUED"), "PING")
+	c.expect(nullArray, "EXEC")
+
+	// An UNWATCH queued while busy runs in EXEC.
+	c.expect(status("OK"), "MULTI")
+	r = busy()
+	c.expect(status("QUEUED"), "UNWATCH")
+	kill(r)
+	c.expect(status("QUEUED"), "PING")
+	c.expect(array(status("OK"), status("PONG")), "EXEC")
+
+	// WATCH then UNWATCH while busy: the write no longer fails EXEC.
+	r = busy()
+	c.expect(status("OK"), "WATCH", "x")
+	c.expect(status("OK"), "UNWATCH")
+	kill(r)
+	admin.expect(status("OK"), "SET", "x", "2")
+	c.expect(status("OK"), "MULTI")
+	c.expect(status("QUEUED"), "GET", "x")
+	c.expect(array(bulk("2")), "EXEC")
+}
