@@ -146,18 +146,7 @@ func TestShutdownNoSaveUnkillableScript(t *testing.T) {
 	p := runCellarEnv(t, []string{"CELLAR_LUA__BUSY_REPLY_THRESHOLD=50ms"}, true, "--dir", t.TempDir())
 	runner, other := dialRaw(t, p.addr), dialRaw(t, p.addr)
 	runner.send(append(encode("EVAL", "redis.call('set', KEYS[1], 'y') while true do end", "1", "x"), encode("PING")...))
-	waitFor(t, 20*time.Second, "the script to be busy", func() bool {
-		c, err := dialAddr(p.addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		c.Write(encode("PING"))
-		buf := make([]byte, 128)
-		n, _ := c.Read(buf)
-		return string(buf[:n]) == busyEvalReply
-	})
+	waitBusy(t, p.addr)
 	other.expect(errr("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."), "SCRIPT", "KILL")
 	other.expect(busyEvalReply, "PING")
 	other.send(encode("SHUTDOWN", "NOSAVE"))
