@@ -179,16 +179,25 @@ func (s *Store) Checkpointing() bool {
 }
 
 // writeSegment writes one segment: the dead objects' elements go, then
-// every key's row and elements in key order (neighbouring rows share
-// pages).
+// the deleted keys' rows, then every other key's row and elements in key
+// order (neighbouring rows share pages). Deletions go first because a
+// renamed key's new row carries its old row's id: written first, its
+// REPLACE would delete the old row through keys_by_id, and the blob that
+// row refers to would never reach blob_garbage.
 func writeSegment(w *sqlc, seg *memSegment) error {
+	gone := func(k frozenKey) int {
+		if k.typ == TypeNone {
+			return 1
+		}
+		return 0
+	}
 	for _, d := range seg.drops {
 		if err := dropRows(w, d.typ, d.id); err != nil {
 			return err
 		}
 	}
 	slices.SortFunc(seg.keys, func(a, b frozenKey) int {
-		return cmp.Or(cmp.Compare(a.db, b.db), strings.Compare(a.key, b.key))
+		return cmp.Or(cmp.Compare(gone(b), gone(a)), cmp.Compare(a.db, b.db), strings.Compare(a.key, b.key))
 	})
 	for i := range seg.keys {
 		if err := writeKey(w, &seg.keys[i]); err != nil {
