@@ -79,9 +79,6 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		CacheKB:         cfg.SQLite.CacheKB,
 		CheckpointPages: cfg.SQLite.CheckpointPages,
 		MaxPageCount:    cfg.SQLite.MaxPageCount,
-		HotCacheBytes:   cfg.SQLite.HotCacheBytes,
-		OverlayMaxBytes: cfg.Storage.OverlayMaxBytes,
-		Memory:          cfg.Storage.Engine == "memory",
 		MaxMemory:       cfg.MemoryBound(),
 	})
 	if err != nil {

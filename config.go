@@ -209,33 +209,22 @@ type OutputBufferConfig struct {
 	ReplicaSoftSeconds time.Duration `koanf:"replica_soft_seconds"`
 }
 
-// StorageConfig sets how often SQLite is brought up to date with the redo
-// log. A write is durable once it is in the log; rounds of writes reach
-// SQLite in batches (flushes): at most FlushInterval apart, or sooner once
-// FlushBytes of log records wait. Between flushes, the changed elements of
-// hashes, sets and sorted sets wait in memory (the overlay), up to
-// OverlayMaxBytes; past it the actor writes them into SQLite's open
-// transaction before taking the next one. The changed key rows wait in the
-// hot cache (sqlite.hot_cache_bytes bounds them).
-//
-// Engine picks the storage engine: "memory" (the default), where the keys
-// clients touched are held in memory as whole objects and SQLite is written
-// only by the flush (docs/architecture.md, "Storage engine"), or "sqlite",
-// where commands run on SQLite behind the caches above (the overlay and
-// sqlite.hot_cache_bytes serve it alone), kept until the memory engine
-// has replaced it everywhere. MaxMemory bounds what it holds, in bytes; 0 (the default)
-// takes a quarter of the memory Cellar may use (MemoryBound).
+// StorageConfig sets the storage engine (docs/architecture.md, "Storage
+// engine"): the keys clients touched are held in memory as whole objects,
+// and SQLite is written only by the flush. A write is durable once it is
+// in the redo log; rounds of writes reach SQLite in batches (flushes): at
+// most FlushInterval apart, or sooner once FlushBytes of log records wait.
+// MaxMemory bounds what the engine holds, in bytes; 0 (the default) takes
+// a quarter of the memory Cellar may use (MemoryBound).
 // MaxUnflushed bounds what waits for its flushes, in bytes of redo log
 // SQLite does not cover yet: at the bound, writes wait for the flush (and
 // the loops stop reading), or, while flushes fail, writes that need room
 // are refused.
 type StorageConfig struct {
-	FlushInterval   time.Duration `koanf:"flush_interval"`
-	FlushBytes      int64         `koanf:"flush_bytes"`
-	OverlayMaxBytes int64         `koanf:"overlay_max_bytes"`
-	Engine          string        `koanf:"engine"`
-	MaxMemory       int64         `koanf:"max_memory"`
-	MaxUnflushed    int64         `koanf:"max_unflushed"`
+	FlushInterval time.Duration `koanf:"flush_interval"`
+	FlushBytes    int64         `koanf:"flush_bytes"`
+	MaxMemory     int64         `koanf:"max_memory"`
+	MaxUnflushed  int64         `koanf:"max_unflushed"`
 }
 
 // SQLiteConfig tunes the database.
@@ -247,9 +236,6 @@ type SQLiteConfig struct {
 	// MaxPageCount caps the database at this many pages (0: no cap); at
 	// the cap, writes fail with an error and reads go on.
 	MaxPageCount int64 `koanf:"max_page_count"`
-	// HotCacheBytes bounds Cellar's in-memory cache of string values (in
-	// front of SQLite, written through, never stale); 0 disables it.
-	HotCacheBytes int64 `koanf:"hot_cache_bytes"`
 }
 
 // OffloadConfig sizes the pool for blocking disk work.
@@ -314,8 +300,8 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, OverlayMaxBytes: 16 << 20, Engine: "memory", MaxUnflushed: 64 << 20},
-		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384, HotCacheBytes: 16 << 20},
+		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, MaxUnflushed: 64 << 20},
+		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
@@ -331,22 +317,21 @@ func DefaultConfig() Config {
 // collector (runtime/debug.SetMemoryLimit), derived from what the settings
 // let Cellar hold: client memory (maxmemory_clients) and half as much
 // again — a reply is built, then copied into the socket's buffer, and the
-// first copy is garbage until collected — the hot cache (its Go heap is
-// about 3x its accounted bytes), the overlay's elements and a base for everything else. Near it
-// the collector works harder rather than let the heap double (measured:
+// first copy is garbage until collected — and a base for everything
+// else. Near it the collector works harder rather than let the heap double (measured:
 // with twice the budget instead, the attacks in tests/clientmem_test.go
 // peaked ~300 MB higher). 0 when maxmemory_clients
 // is 0 (nothing to derive it from). SQLite's page cache lives outside Go's
 // heap.
 //
-// On the in-memory engine the keys it holds come on top, and change: with
+// The keys the storage engine holds come on top, and change: with
 // ManageGoMemory the actor keeps the limit at this plus twice what the
 // engine holds (actor.Config.GoMemoryLimit).
 func (c Config) GoMemoryLimit() int64 {
 	if c.MaxMemoryClients == 0 {
 		return 0
 	}
-	return c.MaxMemoryClients + c.MaxMemoryClients/2 + 3*c.SQLite.HotCacheBytes + c.Storage.OverlayMaxBytes + goMemoryBase
+	return c.MaxMemoryClients + c.MaxMemoryClients/2 + goMemoryBase
 }
 
 // MemoryBound is the in-memory engine's bound (storage.max_memory): as set,
@@ -378,15 +363,10 @@ func (c Config) MemoryBound() int64 {
 // in-memory engine's bound on top (the limit follows what the engine
 // holds), and SQLite's page cache, which lives outside Go's heap.
 func (c Config) MemoryNeeded() int64 {
-	n := c.GoMemoryLimit() + int64(c.SQLite.CacheKB)<<10
-	if c.Storage.Engine == "memory" {
-		n += 2 * c.MemoryBound()
-	}
-	return n
+	return c.GoMemoryLimit() + 2*c.MemoryBound() + int64(c.SQLite.CacheKB)<<10
 }
 
-// goMemoryBase is the Go heap Cellar needs besides clients and the hot
-// cache: command metadata, sessions, waiters, SQLite's driver buffers.
+// goMemoryBase is the Go heap Cellar needs besides clients and the keys: command metadata, sessions, waiters, SQLite's driver buffers.
 const goMemoryBase = 128 << 20
 
 // DBPath is the database file's path.
@@ -509,12 +489,23 @@ func knownKeys() map[string]bool {
 	return known
 }
 
+// removedKeys are keys Cellar once had, with what to do about them: a file
+// written for an older Cellar gets that rather than "unknown key".
+var removedKeys = map[string]string{
+	"storage.engine":            "removed: the in-memory engine is the only one (docs/architecture.md, \"Storage engine\"); delete the key",
+	"storage.overlay_max_bytes": "removed with the SQLite engine's overlay; storage.max_unflushed bounds what waits for a flush",
+	"sqlite.hot_cache_bytes":    "removed with the SQLite engine's hot cache; storage.max_memory bounds what Cellar holds",
+}
+
 // checkKeys refuses keys Cellar does not have (a typo in the YAML file or an
 // environment variable), naming them.
 func checkKeys(k *koanf.Koanf) error {
 	known := knownKeys()
 	var unknown []string
 	for _, key := range k.Keys() {
+		if why, ok := removedKeys[key]; ok {
+			return &ConfigError{Msg: key + ": " + why}
+		}
 		// rename_commands is a map whose keys are command names.
 		if !known[key] && !strings.HasPrefix(key, "rename_commands.") {
 			unknown = append(unknown, key)
@@ -608,18 +599,12 @@ func (c Config) Validate() error {
 		return bad("storage.flush_interval", "must be more than 0 and at most 1m, not %s", c.Storage.FlushInterval)
 	case c.Storage.FlushBytes < 1<<20:
 		return bad("storage.flush_bytes", "must be at least 1048576, not %d", c.Storage.FlushBytes)
-	case c.Storage.OverlayMaxBytes < 4096:
-		return bad("storage.overlay_max_bytes", "must be at least 4096, not %d", c.Storage.OverlayMaxBytes)
-	case c.Storage.Engine != "sqlite" && c.Storage.Engine != "memory":
-		return bad("storage.engine", "must be sqlite or memory, not %q", c.Storage.Engine)
 	case c.Storage.MaxMemory < 0:
 		return bad("storage.max_memory", "must be 0 (a quarter of the memory) or more, not %d", c.Storage.MaxMemory)
 	case c.Storage.MaxUnflushed < 1<<16:
 		return bad("storage.max_unflushed", "must be at least 65536, not %d", c.Storage.MaxUnflushed)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
-	case c.SQLite.HotCacheBytes < 0:
-		return bad("sqlite.hot_cache_bytes", "must be 0 (no cache) or more, not %d", c.SQLite.HotCacheBytes)
 	case c.SQLite.MaxPageCount < 0:
 		return bad("sqlite.max_page_count", "must be 0 (no cap) or more, not %d", c.SQLite.MaxPageCount)
 	case c.SQLite.CheckpointPages < 16:

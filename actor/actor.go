@@ -77,19 +77,6 @@ type Actor struct {
 	clientsPct string
 	snap       snapshots
 
-	// After a storage failure (disk full, I/O error) the actor runs
-	// carefully for a while: each batch commits on its own and each write
-	// command runs under a savepoint, so a write that fails is refused
-	// alone and reads go on. careful says whether this round does.
-	carefulUntil time.Time
-	careful      bool
-
-	// ckptRunning: phase 1 of a checkpoint runs on the pool; ckptRest:
-	// it is done and phase 2 is due between rounds.
-	ckptRunning, ckptRest bool
-	// ckptAtLand: phase 2 waits for a flush to land (checkpointRest).
-	ckptAtLand bool
-
 	durable *syncer
 	// eff is the round's effects for the redo log (effects.go).
 	eff effects
@@ -193,6 +180,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		sessions: map[uint64]*session{},
 	}
 	a.track.maxKeys = cfg.TrackingTableMaxKeys
+	st.OnCheckpoint = func(took time.Duration) { a.lat.observe(evCheckpoint, took) }
 	flags, err := ParseNotifyFlags(cfg.NotifyKeyspaceEvents)
 	if err != nil {
 		return nil, fmt.Errorf("actor: notify-keyspace-events: %w", err)
@@ -294,9 +282,6 @@ func (a *Actor) Run() {
 			t0 := time.Now()
 			a.round(msgs)
 			a.lat.observe(evRound, time.Since(t0))
-		}
-		if a.ckptRest {
-			a.checkpointRest()
 		}
 		a.armTimer()
 	}

@@ -1,11 +1,8 @@
 package actor
 
 import (
-	"errors"
 	"math"
 	"math/bits"
-
-	"github.com/cellar-db/cellar/storage"
 )
 
 // Bitmaps and bit fields are strings: SETBIT, BITFIELD and BITOP read and
@@ -103,9 +100,6 @@ func cmdSetBit(c *Ctx) error {
 	if err != nil || on&^1 != 0 {
 		return ErrBitValue
 	}
-	if done, err := setBitInPlace(c, off, on == 1); done || err != nil {
-		return err
-	}
 	v, grown, err := c.growBits(c.args[1], off)
 	if err != nil {
 		return err
@@ -126,47 +120,11 @@ func cmdSetBit(c *Ctx) error {
 	return nil
 }
 
-// setBitInPlace is SETBIT on a string long enough to live in a blob of its
-// own, reading and writing just the byte of the bit (storage/inplace.go);
-// done is false when the ordinary path must run instead (a shorter or
-// cached value, growth, another type, no key).
-func setBitInPlace(c *Ctx, off uint64, on bool) (done bool, err error) {
-	var b [1]byte
-	i, mask := int64(off>>3), byte(1)<<(7-off&7)
-	size, inPlace, err := c.st.StringAt(c.db, c.args[1], i, b[:])
-	if err != nil || !inPlace || i >= size {
-		return false, err
-	}
-	old := b[0]&mask != 0
-	if old != on {
-		b[0] ^= mask
-		if done, err := c.st.PatchString(c.db, c.args[1], storage.Patch{Off: i, B: b[:]}); err != nil || !done {
-			return false, err
-		}
-	}
-	c.w.Int(b2i(old))
-	return true, nil
-}
-
 // GETBIT key offset
 func cmdGetBit(c *Ctx) error {
 	off, err := c.bitOffset(c.args[2], false, 0)
 	if err != nil {
 		return err
-	}
-	var b [1]byte
-	size, inPlace, err := c.st.StringAt(c.db, c.args[1], int64(off>>3), b[:])
-	if err != nil {
-		return err
-	}
-	if inPlace {
-		c.countLookup(c.args[1], true, nil)
-		bit := int64(0)
-		if int64(off>>3) < size && b[0]&(1<<(7-off&7)) != 0 {
-			bit = 1
-		}
-		c.w.Int(bit)
-		return nil
 	}
 	v, _, err := c.scratchString(c.args[1], true)
 	if err != nil {
@@ -519,9 +477,6 @@ func bitfield(c *Ctx, readOnly bool) error {
 	if writes && readOnly {
 		return ErrBitfieldRO
 	}
-	if done, err := bitfieldInPlace(c, ops, writes, highest); done || err != nil {
-		return err
-	}
 	var v []byte
 	grown := false
 	if !writes {
@@ -546,60 +501,6 @@ func bitfield(c *Ctx, readOnly bool) error {
 		return c.st.SetString(c.db, c.args[1], v, 0, true)
 	}
 	return nil
-}
-
-// bitfieldInPlace runs BITFIELD on a string long enough to live in a blob
-// of its own without reading or rewriting all of it: each operation reads
-// the (at most 9) bytes of its field, seeing the bytes earlier operations
-// wrote, and the bytes changed are written back in place at the end
-// (storage/inplace.go). done is false when the ordinary path must run
-// instead (a shorter or cached value, growth, another type, no key).
-func bitfieldInPlace(c *Ctx, ops []bitfieldOp, writes bool, highest uint64) (done bool, err error) {
-	key := c.args[1]
-	size, inPlace, err := c.st.StringAt(c.db, key, 0, nil)
-	if err != nil || !inPlace || (writes && int64(highest>>3) >= size) {
-		return false, err
-	}
-	if !writes {
-		c.countLookup(key, true, nil)
-	}
-	written := map[int64]byte{} // bytes changed so far
-	var win [9]byte
-	changed := false
-	c.w.Array(len(ops))
-	for i := range ops {
-		op := &ops[i]
-		first := int64(op.offset >> 3)
-		if _, _, err := c.st.StringAt(c.db, key, first, win[:]); err != nil {
-			return true, err
-		}
-		for j := range win {
-			if b, ok := written[first+int64(j)]; ok {
-				win[j] = b
-			}
-		}
-		local := op.offset - uint64(first)*8
-		if op.apply(c, win[:], local) {
-			changed = true
-		}
-		if op.write {
-			for j := int64(0); j < int64(local+uint64(op.width)+7)/8; j++ {
-				written[first+j] = win[j]
-			}
-		}
-	}
-	if !changed {
-		return true, nil
-	}
-	patches := make([]storage.Patch, 0, len(written))
-	for off, b := range written {
-		patches = append(patches, storage.Patch{Off: off, B: []byte{b}})
-	}
-	if ok, err := c.st.PatchString(c.db, key, patches...); err != nil || !ok {
-		// Checked in range above, in the same command: cannot happen.
-		return true, errors.Join(err, errInPlaceLost)
-	}
-	return true, nil
 }
 
 // apply runs the operation on v, its field at bit offset of v (which

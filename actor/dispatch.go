@@ -10,8 +10,7 @@ import (
 // EVAL the calls of its script), each one level deeper. Every level has a
 // frame of its own — the Ctx its handler sees and the scratch buffers that
 // handler may use — so a nested command never clobbers the state of the
-// command that runs it; with careful mode, each level's savepoint nests in
-// the one above (storage.Store.Savepoint).
+// command that runs it.
 
 // frame is one level of command execution.
 type frame struct {
@@ -124,6 +123,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	}
 	if (cmd.Is(FlagDenyOOM) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagDenyOOM != 0)) && a.refusedForRoom() {
 		reply, _ := replyFor(a.flushFailed)
+		a.stats.failedWrites++
 		a.reject(s, cmd, reply, w)
 		return true
 	}
@@ -170,18 +170,9 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: w, st: a.st, db: s.db, now: a.nowMs, noBlock: noBlock, woken: woken}
 	start := len(w.Buf)
 	f.replyStart, f.pushAt = start, start
-	guard := a.careful && cmd.Is(FlagWrite)
-	if guard {
-		if err := a.st.Savepoint(); err != nil {
-			reply, _ := replyFor(err)
-			w.Error(reply)
-			a.roundErr = err
-			return true
-		}
-	}
-	// What the command changed is acted on once, after its savepoint is
-	// released or undone below (touched.go); then the keys it read are
-	// remembered for a tracking client (tracking.go).
+	// What the command changed is acted on once it is done (touched.go);
+	// then the keys it read are remembered for a tracking client
+	// (tracking.go).
 	defer a.commandDone(s)
 	began := time.Now()
 	err := c.run()
@@ -207,31 +198,14 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		if cmd.Is(FlagWrite) {
 			a.stats.writes++
 		}
-		if guard {
-			if rerr := a.st.Release(); rerr != nil {
-				a.roundErr = rerr
-			}
-		}
 		return keyspace || c.keyspace
 	}
+	// The storage engine writes SQLite only in flushes: a failure here (a
+	// key that could not be loaded) has changed nothing, and fails the
+	// command alone.
 	w.Buf = w.Buf[:start] // drop anything half written
-	reply, fatal := replyFor(err)
-	if a.st.InMemory() {
-		// The in-memory engine writes no SQLite: a failure (a key that
-		// could not be loaded) fails the command alone.
-		fatal = false
-	}
+	reply, _ := replyFor(err)
 	w.Error(reply)
 	a.countError(reply)
-	switch {
-	case guard && fatal && a.st.Undo():
-		// Only this write is refused; the batch goes on.
-		a.stats.failedWrites++
-		a.carefulUntil = time.Now().Add(carefulFor)
-	case guard && !fatal:
-		a.st.Release()
-	case fatal:
-		a.roundErr = err
-	}
 	return keyspace || c.keyspace
 }

@@ -162,22 +162,8 @@ func (a *Actor) dropEffects() {
 	}
 }
 
-// effectsMark is where the records stand, for effectsBack.
+// effectsMark is where the records stand.
 func (a *Actor) effectsMark() int { return len(a.eff.ends) }
-
-// effectsBack forgets the records gathered since mark (a batch whose
-// savepoint was undone).
-func (a *Actor) effectsBack(mark int) {
-	e := &a.eff
-	if mark >= len(e.ends) {
-		return
-	}
-	end := 0
-	if mark > 0 {
-		end = e.ends[mark-1]
-	}
-	e.buf, e.ends = e.buf[:end], e.ends[:mark]
-}
 
 // group folds the records gathered since mark into one group record (the
 // commands EXEC or a script ran: one unit of durability). A member that is

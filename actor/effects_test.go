@@ -306,47 +306,6 @@ func TestEffectsExpiredDelFirst(t *testing.T) {
 	expectRecords(t, h.takeRecords(), "0 DEL r", "0 DEL w", "0 APPEND w zz")
 }
 
-// A write undone in careful mode (its savepoint rolled back) records
-// nothing, nor the expired key it met; the next write records as usual.
-func TestEffectsUndoneWrite(t *testing.T) {
-	h := newHarness(t, Config{SweepInterval: time.Hour})
-	h.open(1)
-	h.recording()
-	at := time.Now().UnixMilli() + 1
-	h.submit(1, []string{"SET", "gone", "1", "PXAT", strconv.FormatInt(at, 10)})
-	h.next()
-	h.takeRecords()
-	wait.For(t, 5*time.Second, "the expiry to pass", func() bool { return time.Now().UnixMilli() > at+1 })
-	var limit int64
-	h.a.Call(func() {
-		h.a.carefulUntil = time.Now().Add(time.Hour)
-		pages, err := h.a.st.MaxPageCount()
-		if err != nil {
-			t.Error(err)
-		}
-		limit = pages
-		if _, err := h.a.st.SetMaxPageCount(1); err != nil { // clamped to the current size
-			t.Error(err)
-		}
-	})
-	big := strings.Repeat("x", 200_000)
-	h.submit(1, []string{"APPEND", "gone", big})
-	if got := string(h.next().Reply); !strings.Contains(got, "disk is full") {
-		t.Fatalf("APPEND at the cap: %q", got)
-	}
-	expectRecords(t, h.takeRecords())
-	h.a.Call(func() {
-		if _, err := h.a.st.SetMaxPageCount(limit); err != nil {
-			t.Error(err)
-		}
-	})
-	// The undone APPEND's deletion of the expired key was undone with it:
-	// the key is there for the next command to find expired.
-	h.submit(1, []string{"SET", "ok", "1"}, []string{"GET", "gone"})
-	h.expect(1, "+OK\r\n$-1\r\n")
-	expectRecords(t, h.takeRecords(), "0 SET ok 1", "0 DEL gone")
-}
-
 func TestEffectRoundTrip(t *testing.T) {
 	args := [][]byte{[]byte("SET"), []byte(""), bytes.Repeat([]byte{0xff}, 300)}
 	for _, c := range []struct {

@@ -550,10 +550,6 @@ func errPFDebugUnknown(sub []byte) error {
 	return ReplyError("ERR Unknown PFDEBUG subcommand '" + cString(sub, 1<<30) + "'")
 }
 
-// errInPlaceLost is BITFIELD's failure should a string checked for an
-// in-place write no longer take it within the same command (it cannot).
-var errInPlaceLost = errors.New("actor: an in-place string write found the string changed")
-
 // errPFSelfTest is PFSELFTEST's failure.
 func errPFSelfTest(msg string) error { return ReplyError("ERR " + msg) }
 

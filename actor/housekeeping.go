@@ -36,16 +36,7 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.sweepMore = true // an index still filling: go on next round
 		}
 	}
-	if a.roundErr == nil && !flying {
-		// Free the blobs of large values whose rows went (storage/blobs.go).
-		if err := a.st.CollectGarbage(); err != nil {
-			a.roundErr = err
-		}
-	}
 	a.trimLog()
-	if !a.ckptRunning && !a.ckptRest && !a.ckptAtLand && a.st.NeedsCheckpoint() {
-		a.startCheckpoint()
-	}
 	if a.cfg.IdleTimeout > 0 && !now.Before(a.nextIdleCheck) {
 		a.nextIdleCheck = now.Add(time.Second)
 		a.closeIdle(now)

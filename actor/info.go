@@ -140,13 +140,11 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory", maxmem)
 		kv("maxmemory_human", human(maxmem))
 		kv("maxmemory_policy", a.storedParamValue("maxmemory-policy"))
-		if a.st.InMemory() {
-			// The in-memory engine (storage.max_memory): what it holds.
-			entries, bytes, bound, _ := a.st.MemStats()
-			kv("engine_entries", entries)
-			kv("engine_bytes", bytes)
-			kv("engine_max_bytes", bound)
-		}
+		// The storage engine (storage.max_memory): what it holds.
+		entries, bytes, bound, _ := a.st.MemStats()
+		kv("engine_entries", entries)
+		kv("engine_bytes", bytes)
+		kv("engine_max_bytes", bound)
 		kv("mem_clients_normal", a.cfg.Clients.Used())
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_fragmentation_ratio", strconv.FormatFloat(float64(rss)/float64(max(ms.HeapAlloc, 1)), 'f', 2, 64))
@@ -193,7 +191,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("last_fsync_time", y.lastSyncT.Load())
 		kv("fsync_status", status)
 		kv("checkpoints", a.st.Checkpoints())
-		kv("checkpoint_in_progress", boolInt(a.ckptRunning || a.ckptRest || a.ckptAtLand || a.st.Checkpointing()))
+		kv("checkpoint_in_progress", boolInt(a.st.Checkpointing()))
 		kv("wal_bytes", a.st.WALSize())
 		if l := a.cfg.Log; l != nil {
 			// The redo log: where it ends, how much of it is fsynced, and
@@ -204,13 +202,8 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			kv("redo_log_writes", a.stats.logWrites)
 			kv("flushes", a.stats.flushes)
 			kv("last_flush_usec", a.stats.lastFlushUsec)
-			// A flush commits on the offload pool; a command that needs
-			// SQLite meanwhile waits for it (storage/flush.go), unless it
-			// is a lookup of a key the flush does not write
-			// (storage/aside.go).
+			// A flush commits on the offload pool (storage/memflush.go).
 			kv("flush_in_progress", boolInt(a.st.Flying()))
-			kv("flush_waits", a.st.FlushWaits())
-			kv("flush_aside_reads", a.st.AsideReads())
 			kv("unflushed_log_bytes", a.unflushed)
 			kv("uncovered_log_bytes", a.uncovered())
 			kv("flush_holds", a.stats.flushHolds)
@@ -220,15 +213,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			}
 			kv("flush_lag_ms", lag)
 		}
-		// The overlay: what waits in memory for the next flush
-		// (storage/writeback.go, storage/elems.go).
-		rows, elems, bytes := a.st.Overlay()
-		kv("overlay_keys", rows)
-		kv("overlay_elements", elems)
-		kv("overlay_bytes", bytes)
 		kv("failed_commits", a.stats.failedCommits)
 		kv("failed_writes", a.stats.failedWrites)
-		kv("careful_mode", boolInt(time.Now().Before(a.carefulUntil)))
+		kv("flush_failing", boolInt(a.flushFailed != nil))
 	case "stats":
 		var in, out, rejected uint64
 		var held int64
@@ -255,11 +242,6 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("expired_keys", a.stats.expiredKeys)
 		_, _, _, evicted := a.st.MemStats()
 		kv("evicted_keys", evicted)
-		entries, bytes, hits, misses := a.st.CacheStats()
-		kv("hot_cache_keys", entries)
-		kv("hot_cache_bytes", bytes)
-		kv("hot_cache_hits", hits)
-		kv("hot_cache_misses", misses)
 		kv("keyspace_hits", a.stats.keyspaceHits)
 		kv("keyspace_misses", a.stats.keyspaceMisses)
 		kv("pubsub_channels", len(a.ps.tables[subChannel]))

@@ -16,17 +16,17 @@ import (
 // a second's samples keep the highest). Cellar's events are the ones that
 // can stall clients: "command" and "fast-command" (a command's execution,
 // as in Redis), "actor-round" (a whole round of the actor: every command
-// run in it and the redo log write), "flush" (committing the open SQLite
-// transaction, on the actor), "checkpoint" (phase 1 on the offload pool)
-// and "checkpoint-finish" (phase 2, on the actor), "fsync" (the redo
-// log's or the WAL's fsync on the offload pool, which replies wait for
-// with durability always), and "expire-cycle" (a slice of the active
-// expiry, as in Redis).
+// run in it and the redo log write), "flush" (a flush's SQLite commit, on
+// the offload pool: a round waits for it only at storage.max_unflushed),
+// "checkpoint" (a WAL checkpoint after a flush, on the offload pool),
+// "fsync" (the redo log's or the WAL's fsync on the offload pool, which
+// replies wait for with durability always), and "expire-cycle" (a slice
+// of the active expiry, as in Redis).
 //
 // The timings of rounds, flushes, fsyncs and checkpoints also go to
 // histograms (always, threshold or not) that the metrics endpoint reads.
-// Samples and histograms are goroutine-safe: fsyncs and checkpoint phase
-// 1 are timed on offload workers.
+// Samples and histograms are goroutine-safe: fsyncs and checkpoints are
+// timed on offload workers.
 
 const (
 	evCommand = iota
@@ -35,12 +35,11 @@ const (
 	evFlush
 	evFsync
 	evCheckpoint
-	evCheckpointFinish
 	evExpireCycle
 	numEvents
 )
 
-var eventNames = [numEvents]string{"command", "fast-command", "actor-round", "flush", "fsync", "checkpoint", "checkpoint-finish", "expire-cycle"}
+var eventNames = [numEvents]string{"command", "fast-command", "actor-round", "flush", "fsync", "checkpoint", "expire-cycle"}
 
 const latencySamples = 160
 
@@ -357,8 +356,8 @@ func cmdLatencyDoctor(c *Ctx) error {
 		if seen["actor-round"] {
 			b.WriteString("- A round of the actor runs every command that arrived together; long rounds come from slow commands (see the Slow Log) or from long scripts.\n")
 		}
-		if seen["flush"] || seen["checkpoint-finish"] {
-			b.WriteString("- Flushes and checkpoint ends run on the actor: a smaller storage.flush_interval or storage.flush_bytes makes each flush shorter; a smaller sqlite.checkpoint_pages makes checkpoints shorter.\n")
+		if seen["flush"] {
+			b.WriteString("- Flushes run on the offload pool, and rounds wait for them once storage.max_unflushed of the redo log waits: a smaller storage.flush_interval or storage.flush_bytes makes each flush shorter.\n")
 		}
 		if seen["fsync"] || seen["checkpoint"] {
 			b.WriteString("- Slow fsyncs and checkpoints point at the disk: with durability always every write waits for an fsync; consider a faster disk, or durability everysec.\n")

@@ -141,7 +141,7 @@ func cmdMemoryStats(c *Ctx) error {
 		keys += a.st.DBSize(db)
 	}
 	dbBytes := fileSize(a.st.Path())
-	_, hotBytes, _, _ := a.st.CacheStats()
+	_, engineBytes, _, _ := a.st.MemStats()
 	clients := a.cfg.Clients.Used()
 	overhead := int64(a.startHeap) + clients
 	perKey := int64(0)
@@ -183,7 +183,7 @@ func cmdMemoryStats(c *Ctx) error {
 		{"go.sys", int64(ms.Sys)},
 		{"go.gc.count", int64(ms.NumGC)},
 		{"go.memory-limit", debug.SetMemoryLimit(-1)},
-		{"hot-cache.bytes", hotBytes},
+		{"engine.bytes", engineBytes},
 		{"clients.limit", a.cfg.Clients.Limit()},
 		{"sqlite.database.bytes", dbBytes},
 		{"sqlite.wal.bytes", a.st.WALSize()},
@@ -300,7 +300,7 @@ func cmdMemoryHelp(c *Ctx) error {
 // plus twice what the in-memory engine holds, once a second; it moves
 // the limit only when that changed by more than 1/32.
 func (a *Actor) followMemoryLimit() {
-	if a.cfg.GoMemoryLimit <= 0 || !a.st.InMemory() {
+	if a.cfg.GoMemoryLimit <= 0 {
 		return
 	}
 	_, bytes, _, _ := a.st.MemStats()

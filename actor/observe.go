@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 )
 
 // Observation is what the metrics endpoint reads from the actor at a
@@ -78,7 +77,7 @@ func (a *Actor) Observe(ctx context.Context) (*Observation, error) {
 		for k, v := range a.errorStats {
 			o.Errors[k] = v
 		}
-		o.Writable = a.durable.failure() == nil && !time.Now().Before(a.carefulUntil)
+		o.Writable = a.durable.failure() == nil && a.flushFailed == nil
 	})
 	if err != nil {
 		return nil, err

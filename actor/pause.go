@@ -162,11 +162,7 @@ func (a *Actor) releasePaused(now time.Time) {
 	a.pause.sessions = 0
 	for i, b := range held {
 		held[i] = nil
-		if a.careful {
-			a.runCareful(b, now)
-		} else {
-			a.runBatch(b, now)
-		}
+		a.runBatch(b, now)
 		if len(a.blk.ready) > 0 {
 			a.serveReady()
 		}

@@ -165,26 +165,11 @@ func (a *Actor) startFlush() {
 // they are redone here.
 func (a *Actor) landFlush(inRound bool) {
 	f := a.st.Land()
-	if took, err, ran := a.st.TakeCheckpointRest(); ran {
-		a.ckptAtLand = false
-		a.restDone(took, err)
-	}
 	if f == nil {
 		return
 	}
 	if err := f.Err(); err != nil {
-		if a.st.InMemory() {
-			a.flushFailing(err)
-			return
-		}
-		if inRound {
-			if a.roundErr == nil {
-				a.roundErr = err
-			}
-			return
-		}
-		a.st.Rollback()
-		a.redo(err)
+		a.flushFailing(err)
 		return
 	}
 	if a.flushFailed != nil {
@@ -214,9 +199,6 @@ func (a *Actor) uncovered() int64 {
 // waiting would not end: writes that need room are refused instead
 // (refusedForRoom), and the next flush is tried at its interval.
 func (a *Actor) holdBack() {
-	if !a.st.InMemory() {
-		return
-	}
 	for a.flushFailed == nil && a.uncovered() >= a.cfg.MaxUnflushed {
 		if !a.st.Flying() {
 			a.startFlush()
@@ -244,7 +226,6 @@ func (a *Actor) refusedForRoom() bool {
 func (a *Actor) flushFailing(err error) {
 	a.stats.failedCommits++
 	a.stats.lastCommitError = err.Error()
-	a.carefulUntil = time.Now().Add(carefulFor) // INFO careful_mode
 	if a.flushFailed == nil {
 		a.log.Error().Err(err).Int64("waiting_bytes", a.uncovered()).
 			Msg("flush failed; its changes wait in memory and are written by the next one")

@@ -42,9 +42,6 @@ func (a *Actor) round(msgs []message) {
 	now := time.Now()
 	a.nowMs = now.UnixMilli()
 	a.roundStart = now
-	// Careful mode runs writes under SQLite savepoints: the in-memory
-	// engine writes no SQLite, and a failed command there changed nothing.
-	a.careful = now.Before(a.carefulUntil) && !a.st.InMemory()
 	a.beginRound()
 	a.holdBack()
 	a.expireWaiters(now)
@@ -57,11 +54,7 @@ func (a *Actor) round(msgs []message) {
 		case msgOpen:
 			a.openSession(m.open, now)
 		case msgBatch:
-			if a.careful {
-				a.runCareful(m.batch, now)
-			} else {
-				a.runBatch(m.batch, now)
-			}
+			a.runBatch(m.batch, now)
 		case msgClosed:
 			a.endSession(m.id)
 		case msgCall:
@@ -126,16 +119,11 @@ func (a *Actor) finishRound() {
 // (PING, SELECT, ...) stand.
 func (a *Actor) failRound(err error) { a.failRecs(err, 0) }
 
-// carefulFor is how long the actor stays careful after a storage failure.
-const carefulFor = 10 * time.Second
-
-// failRecs fails the replies recorded from recs[from] on (see failRound),
-// and makes the actor careful for a while.
+// failRecs fails the replies recorded from recs[from] on (see failRound).
 func (a *Actor) failRecs(err error, from int) {
 	reply, _ := replyFor(err)
 	a.stats.failedCommits++
 	a.stats.lastCommitError = err.Error()
-	a.carefulUntil = time.Now().Add(carefulFor)
 	a.log.Error().Err(err).Int("commands", len(a.recs)-from).Msg("commit failed; its writes are refused")
 	w := proto.Writer{}
 	for i := from; i < len(a.recs); {
@@ -174,39 +162,6 @@ func deliver(rs []routed, scratch *[]Completion) {
 		*scratch = group[:0]
 		rs = rest
 	}
-}
-
-// runCareful runs a batch under a savepoint of its own (careful mode): if
-// it fails, only its writes are undone and its replies retracted.
-func (a *Actor) runCareful(b *Batch, now time.Time) {
-	if a.roundErr != nil {
-		a.runBatch(b, now) // the round is failing: its replies say so
-		return
-	}
-	from, mark := len(a.recs), a.effectsMark()
-	if err := a.st.Savepoint(); err != nil {
-		a.roundErr = err
-		a.runBatch(b, now)
-		return
-	}
-	a.runBatch(b, now)
-	if a.roundErr == nil {
-		if err := a.st.Release(); err == nil {
-			return
-		} else {
-			a.roundErr = err
-		}
-	}
-	err := a.roundErr
-	a.roundErr = nil
-	a.effectsBack(mark)
-	if !a.st.Undo() {
-		// SQLite abandoned the transaction: the round fails whole.
-		a.roundErr = err
-		return
-	}
-	a.reloadFunctions()
-	a.failRecs(err, from)
 }
 
 // runBatch executes one connection's batch and queues its completion.

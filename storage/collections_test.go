@@ -311,31 +311,6 @@ func TestZSetLexSameScore(t *testing.T) {
 	}
 }
 
-// TestZSetPlansUseIndexes pins the access paths the complexity promises
-// rest on: point lookups on the primary key, ranges and ranks on the score
-// index, never a scan of the table.
-func TestZSetPlansUseIndexes(t *testing.T) {
-	s := openTest(t)
-	for _, q := range []*query{qZScore, qHExists, qZBelow, qZAbove, qZTieBelow, qZTieAbove, qZScore2[0], qZScore2[1], qZRank[0], qZRank[1], qZCountScore, qZMinimum, qZMaximum, qZLex[1][0], qZLex[2][1], qHGet, qSIsMember, hashElems.scan, setElems.nth, qZEnd[0], qZEnd[1]} {
-		st, err := s.c.prepare("EXPLAIN QUERY PLAN " + q.sql)
-		must(t, err)
-		var plan []string
-		for {
-			row, err := st.step()
-			must(t, err)
-			if !row {
-				break
-			}
-			plan = append(plan, string(st.colBlob(3, nil)))
-		}
-		st.close()
-		p := strings.Join(plan, "; ")
-		if !strings.Contains(p, "SEARCH") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "SCAN ") {
-			t.Errorf("%s\n  plan: %s", q.sql, p)
-		}
-	}
-}
-
 // TestExpiredCollectionIsGone: an expired collection is never visible, and
 // its elements go with it (lazily on access, or by the sweeper).
 func TestExpiredCollectionIsGone(t *testing.T) {

@@ -6,22 +6,11 @@ import (
 )
 
 // BenchmarkListPop measures a queue's pop from the head of a long list, in
-// transactions of 1024 pops as the actor's flushes group them, with the
-// list's key row in the hot cache (the server's case: its pops leave stale
-// rows for the write-back) and without a cache (each pop deletes its row).
+// transactions of 1024 pops as the actor's flushes group them.
 //
 //	go test ./storage -run '^$' -bench ListPop -benchtime 200000x
 func BenchmarkListPop(b *testing.B) {
-	for _, c := range []struct {
-		name  string
-		cache int64
-	}{{"cached", 64 << 20}, {"uncached", 0}} {
-		b.Run(c.name, func(b *testing.B) { benchListPop(b, c.cache) })
-	}
-}
-
-func benchListPop(b *testing.B, cache int64) {
-	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db"), HotCacheBytes: cache})
+	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -451,3 +451,12 @@ func (m *memEngine) searchDoc(key []byte, fn func(field, value []byte)) (bool, e
 	})
 	return true, nil
 }
+
+// RemoveRead removes elements of c that the caller just read (SPOP, the
+// pops of sorted sets): es as the read returned them.
+func (s *Store) RemoveRead(c *Coll, es []Elem) error {
+	for i := range es {
+		s.mem.removeElem(c, es[i].Member)
+	}
+	return nil
+}

@@ -17,6 +17,9 @@ import (
 // again, whole and first, by the next one: the batch is immutable and the
 // memory holds everything after it, so nothing is redone from the log.
 
+// dbCount is a database's key count, stored by a flush in dbstats.
+type dbCount struct{ db, n int64 }
+
 // memFlight is one flush: the batch, frozen, and what it covers.
 type memFlight struct {
 	gen    uint64
@@ -165,8 +168,12 @@ func (m *memEngine) checkpoint() {
 		return
 	}
 	m.checkpointing.Store(true)
+	began := time.Now()
 	if err := m.w.c.exec("PRAGMA wal_checkpoint(TRUNCATE)"); err == nil {
 		m.checkpoints.Add(1)
+		if fn := m.s.OnCheckpoint; fn != nil {
+			fn(time.Since(began))
+		}
 	}
 	m.checkpointing.Store(false)
 }
@@ -175,7 +182,7 @@ func (m *memEngine) checkpoint() {
 // checkpointing the WAL right now (INFO's checkpoint_in_progress). Any
 // goroutine.
 func (s *Store) Checkpointing() bool {
-	return s.mem != nil && s.mem.checkpointing.Load()
+	return s.mem.checkpointing.Load()
 }
 
 // writeSegment writes one segment: the dead objects' elements go, then

@@ -208,18 +208,11 @@ func (m *memEngine) reload() error {
 	return nil
 }
 
-// InMemory reports whether the Store runs the in-memory engine: a failed
-// command there has changed nothing it can undo, and the round goes on.
-func (s *Store) InMemory() bool { return s.mem != nil }
-
 // MemStats reports what the in-memory engine holds: its entries (keys,
 // and names known to be absent), their bytes as its bound counts them, the
 // bound (0: none), and the keys it has let go for it. Zeros on the SQLite
 // engine.
 func (s *Store) MemStats() (entries int, bytes, bound int64, evicted uint64) {
-	if s.mem == nil {
-		return 0, 0, 0, 0
-	}
 	for _, d := range s.mem.dbs {
 		entries += len(d.keys)
 	}

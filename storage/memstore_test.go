@@ -12,7 +12,7 @@ import (
 
 func openMemAt(t *testing.T, path string, maxBytes int64) *Store {
 	t.Helper()
-	s, err := Open(Options{Path: path, Memory: true, MaxMemory: maxBytes})
+	s, err := Open(Options{Path: path, MaxMemory: maxBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

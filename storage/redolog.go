@@ -1,7 +1,5 @@
 package storage
 
-import "fmt"
-
 // The redo log's position in the database. Cellar records the effects of
 // every round's writes in its redo log (package storage/redo). The commit
 // that makes a round's writes part of the database stores, in the same
@@ -12,7 +10,6 @@ import "fmt"
 
 var (
 	qLoadRedoPos = newQuery("SELECT value FROM counters WHERE name = 'redo_position'")
-	qSaveRedoPos = newQuery("UPDATE counters SET value = ?1 WHERE name = 'redo_position'")
 )
 
 // RedoPosition is the redo log position the committed database covers.
@@ -32,18 +29,6 @@ func (s *Store) RedoPosition() (uint64, error) {
 // SetRedoPosition records, in the open transaction, the position the
 // database covers once it commits.
 func (s *Store) SetRedoPosition(p uint64) error {
-	if s.mem != nil {
-		s.mem.pos, s.mem.posSet = p, true // stored by the next flush
-		return nil
-	}
-	if !s.inTx {
-		return fmt.Errorf("storage: redo position set outside a transaction")
-	}
-	st := s.q(qSaveRedoPos)
-	st.int(1, int64(p))
-	if err := st.exec(); err != nil {
-		return err
-	}
-	s.dirty = true
+	s.mem.pos, s.mem.posSet = p, true // stored by the next flush
 	return nil
 }

@@ -4,12 +4,5 @@ package storage
 // everything it caches, so that every key is next read from the database
 // (DEBUG RELOAD: Redis saves its RDB file and loads it back).
 func (s *Store) Reload() error {
-	if s.mem != nil {
-		return s.mem.reload()
-	}
-	if err := s.writeBack(); err != nil {
-		return err
-	}
-	s.cache.clear()
-	return nil
+	return s.mem.reload()
 }

@@ -45,7 +45,6 @@ var (
 	qSearchAliasSave = newQuery("INSERT INTO search_aliases (alias, name) VALUES (?1, ?2) ON CONFLICT (alias) DO UPDATE SET name = excluded.name")
 	qSearchAliasDel  = newQuery("DELETE FROM search_aliases WHERE alias = ?1")
 	qSearchAliasDrop = newQuery("DELETE FROM search_aliases WHERE name = ?1")
-	qSearchDocLookup = newQuery("SELECT type, id, coalesce(expire_at, 0) FROM keys WHERE db = 0 AND key = ?1")
 )
 
 // SearchIndexRow is one stored index definition: its name, its table
@@ -235,26 +234,7 @@ func (s *Store) DropSearchTables(id int64) error {
 // the key is missing, expired or not a hash. It never deletes an expired
 // key (its deletion, when it comes, is a change of its own).
 func (s *Store) SearchDoc(key []byte, fn func(field, value []byte)) (found bool, err error) {
-	if s.mem != nil {
-		return s.mem.searchDoc(key, fn)
-	}
-	st := s.q(qSearchDocLookup)
-	st.blob(1, key)
-	row, err := st.step()
-	if err != nil || !row {
-		st.reset()
-		return false, err
-	}
-	t, id, exp := Type(st.colInt(0)), st.colInt(1), st.colInt(2)
-	st.reset()
-	if t != TypeHash || expired(exp, s.Now) {
-		return false, nil
-	}
-	err = s.Elements(&Coll{DB: 0, Type: TypeHash, ID: id}, func(e *Elem) bool {
-		fn(e.Member, e.Value)
-		return true
-	})
-	return err == nil, err
+	return s.mem.searchDoc(key, fn)
 }
 
 // SearchRow is the current row of a search query; valid during the
@@ -289,7 +269,6 @@ const maxSearchStmts = 256
 // searchStmt returns the prepared statement for sql over the search
 // tables, prepared once and kept (when keep) until the tables change.
 func (s *Store) searchStmt(sql string, keep bool) (*stmt, error) {
-	s.c.ready() // a flush may have the connection (flush.go)
 	if st := s.searchStmts[sql]; st != nil {
 		return st, nil
 	}

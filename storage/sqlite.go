@@ -66,31 +66,6 @@ func cbytes(p uintptr, n int) []byte {
 type conn struct {
 	tls *libc.TLS
 	db  uintptr
-	// lent is the flush the connection is lent to (flush.go): every use
-	// waits for it to come back first (ready). failed is a failed flush's
-	// error, which every step returns until the actor's Rollback.
-	lent   *Flush
-	failed error
-}
-
-// ready waits for a lent connection to come back.
-func (c *conn) ready() {
-	if c.lent != nil {
-		c.wait()
-	}
-}
-
-// wait waits for the flush the connection is lent to, and lands it.
-func (c *conn) wait() {
-	f := c.lent
-	select {
-	case <-f.done:
-	default:
-		f.s.flushWaits++
-		<-f.done
-	}
-	c.lent = nil
-	f.s.land(f)
 }
 
 // openConn opens path with the given SQLITE_OPEN_* flags.
@@ -131,10 +106,6 @@ func (c *conn) err(rc int32) error {
 
 // exec runs one or more SQL statements that return no rows.
 func (c *conn) exec(sql string) error {
-	c.ready()
-	if c.failed != nil {
-		return c.failed
-	}
 	z, err := libc.CString(sql)
 	if err != nil {
 		return err
@@ -162,19 +133,16 @@ func (c *conn) close() error {
 
 // lastInsertRowid is the rowid of the last row inserted into a rowid table.
 func (c *conn) lastInsertRowid() int64 {
-	c.ready()
 	return sqlite3.Xsqlite3_last_insert_rowid(c.tls, c.db)
 }
 
 // changes is the number of rows the last INSERT, UPDATE or DELETE changed.
 func (c *conn) changes() int64 {
-	c.ready()
 	return sqlite3.Xsqlite3_changes64(c.tls, c.db)
 }
 
 // autocommit reports whether no transaction is open.
 func (c *conn) autocommit() bool {
-	c.ready()
 	return sqlite3.Xsqlite3_get_autocommit(c.tls, c.db) != 0
 }
 
@@ -184,9 +152,6 @@ type stmt struct {
 	h    uintptr
 	sql  string
 	bufs []cbuf
-	// failed is an error that the next step returns without running the
-	// statement (Store.q sets it when work it had to do first failed).
-	failed error
 }
 
 type cbuf struct {
@@ -199,7 +164,6 @@ type cbuf struct {
 const largeBind = 1 << 20
 
 func (c *conn) prepare(sql string) (*stmt, error) {
-	c.ready()
 	z, err := libc.CString(sql)
 	if err != nil {
 		return nil, err
@@ -264,17 +228,6 @@ func (s *stmt) blob(i int, b []byte) {
 
 // step advances the statement: true when a row is ready.
 func (s *stmt) step() (bool, error) {
-	if s.failed != nil {
-		err := s.failed
-		s.failed = nil
-		return false, err
-	}
-	if s.c.lent != nil {
-		s.c.wait()
-	}
-	if s.c.failed != nil {
-		return false, s.c.failed
-	}
 	switch rc := sqlite3.Xsqlite3_step(s.c.tls, s.h); rc {
 	case sqlite3.SQLITE_ROW:
 		return true, nil
@@ -297,7 +250,6 @@ func (s *stmt) exec() error {
 // reset makes the statement ready to run again and releases large bind
 // buffers, so one huge value does not pin its copy for the process's life.
 func (s *stmt) reset() {
-	s.failed = nil
 	sqlite3.Xsqlite3_reset(s.c.tls, s.h)
 	for i := range s.bufs {
 		if s.bufs[i].cap > largeBind {
@@ -333,9 +285,4 @@ func (s *stmt) colBlob(i int, dst []byte) []byte {
 		return dst
 	}
 	return append(dst, cbytes(p, n)...)
-}
-
-// colLen is the length in bytes of column i.
-func (s *stmt) colLen(i int) int {
-	return int(sqlite3.Xsqlite3_column_bytes(s.c.tls, s.h, int32(i)))
 }

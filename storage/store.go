@@ -1,14 +1,13 @@
 package storage
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"syscall"
+	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -77,16 +76,7 @@ type Options struct {
 	// MaxPageCount caps the database file at this many pages
 	// (SQLite's max_page_count); 0 leaves it unlimited.
 	MaxPageCount int64
-	// HotCacheBytes bounds the in-memory cache of string values (cache.go);
-	// 0 disables it.
-	HotCacheBytes int64
-	// OverlayMaxBytes bounds the pending elements (elems.go); 0 means
-	// maxPendingElems.
-	OverlayMaxBytes int64
-	// Memory selects the in-memory engine (memkeys.go), which is being
-	// built beside the SQLite one and runs only what memstore.go covers.
-	Memory bool
-	// MaxMemory bounds what the in-memory engine holds, in bytes; 0 for no
+	// MaxMemory bounds what the engine holds in memory, in bytes; 0 for no
 	// bound.
 	MaxMemory int64
 }
@@ -94,15 +84,20 @@ type Options struct {
 // Store is the keyspace in one SQLite database. See the package doc for who
 // may call what.
 type Store struct {
+	// OnCheckpoint, when set, is told how long each WAL checkpoint took.
+	// It is called on the flush's goroutine; set it before the first
+	// write.
+	OnCheckpoint func(took time.Duration)
+
 	// RecordNew makes writes record Created in the change record when
 	// they create a key (keyspace notifications' "new" event; the owner
 	// sets it while someone wants those, so that nobody else pays).
 	RecordNew bool
 
 	path string
-	mem  *memEngine // the in-memory engine, when Options.Memory
-	// landedMem is a flush of the in-memory engine that Commit ran and
-	// nobody has landed (Land returns it).
+	mem  *memEngine // the engine: the keyspace in memory (memkeys.go)
+	// landedMem is a flush that Commit ran and nobody has landed (Land
+	// returns it).
 	landedMem *Flush
 	c         *conn
 	stmts     []*stmt // prepared lazily, indexed by query.idx
@@ -115,11 +110,9 @@ type Store struct {
 
 	nextID    int64
 	hfe       map[int64]int64 // hashes with field expiries: id -> earliest (hashfe.go)
-	ordRows   []ordRow        // OrderedElements' scratch
-	ordArena  []byte
 	keyCounts [allDBs]int64
 	keyDeltas [allDBs]int64
-	saved     []savepoint // each open Savepoint, innermost last
+	saved     int // open Savepoints
 
 	// version is the last key version handed out, versionMark the
 	// high-water mark persisted for it (versions.go).
@@ -140,154 +133,31 @@ type Store struct {
 
 	wal walFile
 
-	ckpt        *Checkpointer
-	ckptBytes   int64
-	checkpoints uint64
-
-	cache   *hotCache
-	pending []*centry // collection key rows ahead of SQLite (writeback.go)
-	pendSeq uint64    // counts the entries that became pending
-	// pendingExp is the earliest expiry among pending entries (0: none);
-	// it may be earlier than any, never later.
-	pendingExp int64
-	scratch    []byte
-
-	// Element writes waiting for the flush, by collection id and element
-	// (elems.go), their size, and buffers for their keys and batches.
-	elems     map[string]*pelem
-	elemColls map[int64]*collPend // the same, by collection
-	elemBytes int64
-	elemMax   int64 // Options.OverlayMaxBytes; tests make it small
-	skipMax   int32 // maxSkipped; tests make it small
-	ekbuf     []byte
-	elemSpare []*pelem
-	// The elements the flying flush took, and whether its transaction or
-	// the open one changed elements by SQL (aside.go).
-	flyingElems              map[string]*pelem
-	flyingColls              map[int64]*collPend
-	txElemSQL, flightElemSQL elemSQL
-
-	// restAtLand: a checkpoint's phase 2 waits for the next landing;
-	// rest is how it went there (checkpoint.go).
-	restAtLand bool
-	rest       *restOutcome
+	ckptBytes int64
 
 	searchStmts map[string]*stmt // statements over the search tables (search.go)
-
-	// Flushes on another goroutine (flush.go): their view of the
-	// connection and their own statements, the flush landed and not yet
-	// taken (Land), and whether a Begin waits for the connection.
-	fc         *conn
-	fstmts     map[*query]*stmt
-	landed     *Flush
-	lazyBegin  bool
-	flushWaits uint64   // times a use of the connection waited for a flush
-	spare      rowBatch // buffers for the next write-back or flush
-
-	// Reads aside a flush (aside.go): the read-only connection and its
-	// statements, the keys the open transaction and the flying one
-	// changed, and the lookups answered aside.
-	rc         *conn
-	rstmts     map[*query]*stmt
-	txKeys     changedKeys
-	flightKeys changedKeys
-	asideReads uint64
 }
 
-// query is a SQL statement known at compile time. Each is prepared once per
-// Store, on first use, and kept.
+// query is a SQL statement known at compile time, run on the actor's
+// connection. Each is prepared once per Store, on first use, and kept.
 type query struct {
 	sql string
 	idx int
-	// keys: the statement reads or writes the keys table (or is
-	// transaction control), so pending key rows are written first
-	// (writeback.go).
-	keys bool
-	// aside: a lookup of the row of the key bound to ?1 and ?2 that reads
-	// nothing a write to another key changes, so it may run on the reader
-	// while a flush has the connection (aside.go).
-	aside bool
-	// elems: the statement reads or writes an element table, so pending
-	// elements are written first (elems.go); not for the point lookups
-	// whose callers look at the pending elements themselves.
-	elems bool
-	// elemWrite: the statement may change an element (aside.go).
-	elemWrite bool
 }
 
 var queries []*query
 
 func newQuery(sql string) *query {
-	q := &query{sql: sql, idx: len(queries), keys: needsRows(sql), elems: namesElems.MatchString(sql)}
-	q.elemWrite = q.elems && writesSQL.MatchString(sql)
+	q := &query{sql: sql, idx: len(queries)}
 	queries = append(queries, q)
 	return q
 }
 
-// newAsideQuery is newQuery for a lookup of one key's row that may run
-// aside a flush (query.aside).
-func newAsideQuery(sql string) *query {
-	q := newQuery(sql)
-	q.aside = true
-	return q
-}
-
-// newElemLookup is newQuery for a lookup of one element whose callers
-// look at the pending elements first (query.elems).
-func newElemLookup(sql string) *query {
-	q := newQuery(sql)
-	q.elems = false
-	return q
-}
-
-// namesElems matches SQL that names an element table, writesSQL SQL that
-// may change rows.
-var (
-	namesElems = regexp.MustCompile(`(?i)\b(hashes|sets|zsets)\b`)
-	writesSQL  = regexp.MustCompile(`(?i)^\s*(INSERT|UPDATE|DELETE|REPLACE|WITH)\b`)
-)
-
-// q returns the prepared statement for qq, ready to bind. A statement on
-// the keys table first brings SQLite's key rows up to date (writeback.go),
-// one on an element table its elements (elems.go); should that fail, the
-// statement's first step returns the error.
-func (s *Store) q(qq *query) *stmt {
-	st := s.prepared(qq)
-	if qq.keys && len(s.pending) > 0 {
-		st.failed = s.writeBack()
-	}
-	if qq.elems && len(s.elems) > 0 && st.failed == nil {
-		st.failed = s.settleElems()
-	}
-	if qq.elemWrite {
-		s.txElemSQL.all = true
-	}
-	return st
-}
-
-// qKey returns the prepared statement for qq with ?1 and ?2 bound to db
-// and key, for a statement that reads or writes that key's row of the keys
-// table and no other. Unlike q, it writes the pending rows back first only
-// when SQLite's copy of that very row may be behind (hotCache.stale): a
-// point statement on another key's row cannot tell, so a burst of misses
-// no longer pays for the write-back of every hot key in between, and a
-// hot key written many times between flushes reaches SQLite once.
-func (s *Store) qKey(qq *query, db int, key []byte) *stmt {
-	if st := s.aside(qq, db, key); st != nil {
-		return st
-	}
-	st := s.prepared(qq)
-	if len(s.pending) > 0 && s.cache.stale(db, key) {
-		st.failed = s.writeBack()
-	}
-	st.int(1, int64(db))
-	st.blob(2, key)
-	return st
-}
+// q returns the prepared statement for qq, ready to bind.
+func (s *Store) q(qq *query) *stmt { return s.prepared(qq) }
 
 // prepared returns qq's prepared statement.
 func (s *Store) prepared(qq *query) *stmt {
-	s.c.ready()
 	if qq.idx < len(s.stmts) && s.stmts[qq.idx] != nil {
 		return s.stmts[qq.idx]
 	}
@@ -327,23 +197,16 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", o.Path, err)
 	}
-	s := &Store{path: o.Path, c: c, ckpt: &Checkpointer{path: o.Path}, cache: newHotCache(o.HotCacheBytes), elemMax: cmp.Or(o.OverlayMaxBytes, maxPendingElems), skipMax: maxSkipped}
-	s.fc, s.fstmts = &conn{tls: c.tls, db: c.db}, map[*query]*stmt{}
+	s := &Store{path: o.Path, c: c}
 	if err := s.init(o); err != nil {
 		c.close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
 	}
-	if err := s.openReader(); err != nil {
+	if err := s.openMem(o.MaxMemory); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
 	}
-	if o.Memory {
-		if err := s.openMem(o.MaxMemory); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("storage: %s: %w", o.Path, err)
-		}
-		s.mem.maxPages.Store(o.MaxPageCount)
-	}
+	s.mem.maxPages.Store(o.MaxPageCount)
 	return s, nil
 }
 
@@ -419,10 +282,6 @@ func (s *Store) checkWAL() error {
 var (
 	qMaxID     = newQuery("SELECT coalesce(max(id), 0) FROM keys WHERE db = ?1")
 	qLoadStats = newQuery("SELECT db, keys FROM dbstats")
-	qSaveStats = newQuery("INSERT INTO dbstats (db, keys) VALUES (?1, ?2) ON CONFLICT (db) DO UPDATE SET keys = excluded.keys")
-	qBegin     = newQuery("BEGIN")
-	qCommit    = newQuery("COMMIT")
-	qRollback  = newQuery("ROLLBACK")
 	qSavepoint = newQuery("SAVEPOINT cmd")
 	qRelease   = newQuery("RELEASE cmd")
 	qUndo      = newQuery("ROLLBACK TO cmd")
@@ -458,12 +317,8 @@ func (s *Store) loadCounters() error {
 // next open, or is checkpointed here when possible.
 func (s *Store) Close() error {
 	if s.mem != nil {
-		s.mem.close()
-		s.mem, s.inTx = nil, false // what follows closes the rest
-	}
-	s.Land()
-	if s.inTx {
-		s.Rollback()
+		s.mem.close() // lands the flight, closes the engine's connections
+		s.mem = nil
 	}
 	for _, st := range s.stmts {
 		if st != nil {
@@ -471,16 +326,10 @@ func (s *Store) Close() error {
 		}
 	}
 	s.stmts = nil
-	for _, st := range s.fstmts {
-		st.close()
-	}
-	s.fstmts = nil
 	s.closeSearchStmts()
-	s.closeReader()
 	s.wal.close()
-	// The actor's connection must be the last one open, so that closing it
+	// The actor's connection is the last one open, so that closing it
 	// checkpoints the whole WAL and removes it.
-	s.ckpt.close()
 	return s.c.close()
 }
 
@@ -489,178 +338,53 @@ func (s *Store) Path() string { return s.path }
 
 // Begin opens the transaction that the actor's next round runs in.
 func (s *Store) Begin() error {
-	if s.mem != nil {
-		s.inTx = true
-		return nil
-	}
-	if s.inTx {
-		return nil
-	}
-	if s.c.lent != nil {
-		// A flush has the connection: BEGIN goes once it is back (land).
-		s.inTx, s.dirty, s.lazyBegin = true, false, true
-		return nil
-	}
-	if err := s.q(qBegin).exec(); err != nil {
-		return err
-	}
-	s.inTx, s.dirty = true, false
+	s.inTx = true
 	return nil
 }
 
 // Commit ends the round's transaction. wrote reports whether it changed
 // anything; seq then names the commit for SyncWAL and durability tracking.
 func (s *Store) Commit() (wrote bool, seq uint64, err error) {
-	if s.mem != nil {
-		return s.mem.commit()
-	}
-	if !s.inTx {
-		return false, s.commits, nil
-	}
-	// The actor ends every command (EndCommand); this is for any other
-	// caller, so that no count is ever committed unsaved.
-	if err := s.EndCommand(); err != nil {
-		s.Rollback()
-		return false, s.commits, err
-	}
-	if err := s.writeBack(); err != nil {
-		s.Rollback()
-		return false, s.commits, err
-	}
-	if err := s.settleElems(); err != nil {
-		s.Rollback()
-		return false, s.commits, err
-	}
-	defer s.ResetTouched()
-	mark := s.versionMark
-	if s.dirty {
-		var err error
-		if mark, err = s.saveVersion(); err != nil {
-			s.Rollback()
-			return false, s.commits, err
-		}
-		for db := range s.keyDeltas {
-			if s.keyDeltas[db] == 0 {
-				continue
-			}
-			st := s.q(qSaveStats)
-			st.int(1, int64(db))
-			st.int(2, s.keyCounts[db]+s.keyDeltas[db])
-			if err := st.exec(); err != nil {
-				s.Rollback()
-				return false, s.commits, err
-			}
-		}
-	}
-	if err := s.q(qCommit).exec(); err != nil {
-		s.Rollback()
-		return false, s.commits, err
-	}
-	s.inTx = false
-	s.saved = s.saved[:0]
-	s.txKeys.reset() // committed: any connection sees it (aside.go)
-	s.txElemSQL.reset()
-	if !s.dirty {
-		return false, s.commits, nil
-	}
-	s.versionMark = mark
-	for db := range s.keyDeltas {
-		s.keyCounts[db] += s.keyDeltas[db]
-		s.keyDeltas[db] = 0
-	}
-	s.dirty = false
-	s.commits++
-	return true, s.commits, nil
+	return s.mem.commit()
 }
 
 // Rollback abandons the round's transaction and its counter changes.
 func (s *Store) Rollback() {
-	if s.mem != nil {
-		s.dropOpen()
-		s.ResetTouched()
-		s.mem.rollback()
-		return
-	}
-	s.c.ready()
-	if s.c.failed != nil {
-		// A failed flush's: this is the rollback it waited for, and the
-		// caller redoes (or a restart replays) what it held.
-		s.c.failed, s.landed = nil, nil
-	}
-	s.lazyBegin = false
-	if !s.c.autocommit() {
-		s.q(qRollback).exec()
-	}
-	s.inTx, s.dirty = false, false
-	s.keyDeltas = [allDBs]int64{}
-	s.saved = s.saved[:0] // a rollback ends every savepoint
-	s.discardPending()
-	s.cache.clear() // it may hold what was just rolled back
 	s.dropOpen()
 	s.ResetTouched()
-	s.txKeys.reset()
-	s.txElemSQL.reset()
-	// The hashes with field expiries, as the database has them again (on
-	// an error the sweep still finds every due field by its index).
-	s.loadFieldExpiries()
+	s.mem.rollback()
 }
 
-// Savepoint marks the state a single command can be undone to (Undo), and
-// Release forgets the mark. The actor uses them after storage failures, so
-// that one failing write is refused alone, atomically, without taking the
-// round's other commands with it. Savepoints nest (a command run inside a
-// command, as by EXEC, has its own inside its caller's): Release and Undo
-// always act on the innermost one.
+// Savepoint marks the state of the actor's own SQLite statements (function
+// libraries, search tables: they are written on its connection, not by
+// the flush) that Undo goes back to, and Release forgets the mark.
+// FUNCTION RESTORE uses them: a restore applies whole or not at all.
+// Savepoints nest; Release and Undo act on the innermost one.
 func (s *Store) Savepoint() error {
-	if err := s.writeBack(); err != nil {
-		return err
-	}
-	if err := s.settleElems(); err != nil {
-		return err
-	}
 	if err := s.q(qSavepoint).exec(); err != nil {
 		return err
 	}
-	s.saved = append(s.saved, savepoint{deltas: s.keyDeltas, touch: s.touchMark()})
+	s.saved++
 	return nil
 }
 
 // Release forgets the innermost Savepoint, keeping what was done since.
 func (s *Store) Release() error {
-	if len(s.saved) > 0 {
-		s.saved = s.saved[:len(s.saved)-1]
+	if s.saved > 0 {
+		s.saved--
 	}
 	return s.q(qRelease).exec()
 }
 
 // Undo rolls back to the innermost Savepoint and forgets it. It reports
-// false when SQLite has already abandoned the whole transaction (it does so
-// for some failures), in which case the caller must treat the round as
-// failed.
+// false when SQLite has already abandoned the transaction (it does so for
+// some failures), in which case the caller must treat the round as failed.
 func (s *Store) Undo() bool {
-	if s.c.autocommit() || len(s.saved) == 0 {
+	if s.c.autocommit() || s.saved == 0 {
 		return false
 	}
-	if s.q(qUndo).exec() != nil || s.q(qRelease).exec() != nil {
-		return false
-	}
-	sp := s.saved[len(s.saved)-1]
-	s.saved = s.saved[:len(s.saved)-1]
-	s.keyDeltas = sp.deltas
-	s.discardPending() // all written after the Savepoint
-	s.cache.clear()    // it may hold what was just undone
-	// What the undone command had yet to save goes; a command that runs
-	// commands (EXEC, EVAL) changes nothing itself, so the open
-	// collections are all the undone one's.
-	s.dropOpen()
-	s.truncateTouched(sp.touch)
-	return true
-}
-
-// savepoint is what Undo restores besides SQLite's own state.
-type savepoint struct {
-	deltas [allDBs]int64
-	touch  touchMark
+	s.saved--
+	return s.q(qUndo).exec() == nil && s.q(qRelease).exec() == nil
 }
 
 // MaxPageCount is the database size cap in pages.
@@ -687,7 +411,7 @@ func (s *Store) SetMaxPageCount(n int64) (int64, error) {
 	}
 	got := st.colInt(0)
 	st.reset()
-	if s.mem != nil && n >= 0 {
+	if n >= 0 {
 		s.mem.maxPages.Store(got) // the flush's connection writes: it takes the cap
 	}
 	return got, nil
@@ -695,10 +419,7 @@ func (s *Store) SetMaxPageCount(n int64) (int64, error) {
 
 // InTx reports whether a round's transaction is open.
 func (s *Store) InTx() bool {
-	if s.mem != nil {
-		return s.mem.hasWork()
-	}
-	return s.inTx
+	return s.mem.hasWork()
 }
 
 // Dirty reports whether the open transaction has written anything.
@@ -709,9 +430,6 @@ func (s *Store) Commits() uint64 { return s.commits }
 
 // DiskFull reports whether err is SQLite running out of space.
 func DiskFull(err error) bool { return primary(err) == codeFull }
-
-// IOError reports whether err is an I/O error from SQLite.
-func IOError(err error) bool { return primary(err) == codeIOErr }
 
 // walFile keeps an fd on the WAL so that its fsync can run on another
 // goroutine while the actor goes on committing. SQLite holds no POSIX locks

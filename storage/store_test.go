@@ -10,14 +10,9 @@ import (
 	"testing"
 )
 
-// testHotCache is the hot cache the tests' stores run with: small, so that
-// the cached paths, the write-back of collection rows (writeback.go) and
-// eviction all run, as in the server.
-const testHotCache = 64 << 10
-
 func openTest(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db"), HotCacheBytes: testHotCache})
+	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,83 +297,4 @@ func BenchmarkSetStringBatch16(b *testing.B) {
 		s.SetString(0, key, val, 0, false)
 	}
 	s.Commit()
-}
-
-// BenchmarkSetStringHot overwrites keys that are already strings (cached),
-// in transactions of 100, as pipelined SETs of a warm key space do.
-func BenchmarkSetStringHot(b *testing.B) {
-	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "cellar.db"), HotCacheBytes: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	val := bytes.Repeat([]byte("x"), 64)
-	keys := make([][]byte, 10000)
-	inTx(b, s, func() {
-		for i := range keys {
-			keys[i] = []byte(fmt.Sprintf("key:%012d", i))
-			must(b, s.SetString(0, keys[i], val, 0, false))
-		}
-	})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%100 == 0 {
-			if i > 0 {
-				s.Commit()
-			}
-			s.Begin()
-		}
-		val[0] = byte(i)
-		s.SetString(0, keys[(i*7919)%len(keys)], val, 0, false)
-	}
-	s.Commit()
-}
-
-// Savepoints nest: undoing the inner one keeps what was done under the
-// outer one, and the key count follows; a release of the inner keeps its
-// work for the outer to undo or keep.
-func TestNestedSavepoints(t *testing.T) {
-	s := openTest(t)
-	get := func(key string) bool {
-		t.Helper()
-		_, ok, err := s.GetString(0, []byte(key), nil)
-		must(t, err)
-		return ok
-	}
-	inTx(t, s, func() {
-		must(t, s.Savepoint())
-		must(t, s.SetString(0, []byte("outer"), []byte("1"), 0, false))
-		must(t, s.Savepoint())
-		must(t, s.SetString(0, []byte("inner"), []byte("2"), 0, false))
-		if !s.Undo() {
-			t.Fatal("inner Undo failed")
-		}
-		if get("inner") || !get("outer") || s.DBSize(0) != 1 {
-			t.Fatalf("after the inner undo: inner %v outer %v dbsize %d", get("inner"), get("outer"), s.DBSize(0))
-		}
-		must(t, s.Savepoint())
-		must(t, s.SetString(0, []byte("kept"), []byte("3"), 0, false))
-		must(t, s.Release())
-		must(t, s.Release())
-		must(t, s.Savepoint())
-		must(t, s.SetString(0, []byte("undone"), []byte("4"), 0, false))
-		must(t, s.Savepoint())
-		must(t, s.SetString(0, []byte("undone too"), []byte("5"), 0, false))
-		must(t, s.Release())
-		if !s.Undo() {
-			t.Fatal("outer Undo failed")
-		}
-	})
-	for key, want := range map[string]bool{"outer": true, "inner": false, "kept": true, "undone": false, "undone too": false} {
-		if get(key) != want {
-			t.Errorf("%s present %v, want %v", key, !want, want)
-		}
-	}
-	if s.DBSize(0) != 2 {
-		t.Fatalf("DBSIZE %d, want 2", s.DBSize(0))
-	}
-	if s.Undo() {
-		t.Fatal("Undo with no savepoint open succeeded")
-	}
 }

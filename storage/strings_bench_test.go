@@ -56,7 +56,7 @@ func BenchmarkMemFlushOverwrite(b *testing.B) { benchMemFlush(b, false) }
 func BenchmarkMemFlushInsert(b *testing.B) { benchMemFlush(b, true) }
 
 func benchMemFlush(b *testing.B, fresh bool) {
-	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db"), Memory: true})
+	s, err := Open(Options{Path: filepath.Join(b.TempDir(), "bench.db")})
 	if err != nil {
 		b.Fatal(err)
 	}

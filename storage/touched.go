@@ -123,10 +123,6 @@ func (s *Store) record(db int, key []byte, kind Change, other int) {
 		k = s.touchKeys[start:len(s.touchKeys):len(s.touchKeys)]
 	}
 	s.touches = append(s.touches, Touch{DB: db, Key: k, Kind: kind, Other: other})
-	s.txKeys.mark(db, key) // aside.go
-	if kind == MovedFrom || kind == MovedTo {
-		s.txKeys.mark(other, key)
-	}
 }
 
 // recordNew records that key was created in db, when RecordNew asks for it.
@@ -150,8 +146,6 @@ func (s *Store) ResetTouched() {
 
 // touchMark is a point of the record to go back to (Savepoint, Undo).
 type touchMark struct{ n, keys int }
-
-func (s *Store) touchMark() touchMark { return touchMark{len(s.touches), len(s.touchKeys)} }
 
 // truncateTouched drops the entries made since m.
 func (s *Store) truncateTouched(m touchMark) {

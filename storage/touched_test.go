@@ -231,78 +231,20 @@ func TestChangeRecord(t *testing.T) {
 	check("SWAPDB", func() { must(t, s.SwapDB(0, 5)) }, "0/ swapped 5")
 	check("SWAPDB of a database with itself", func() { must(t, s.SwapDB(2, 2)) }, nothing...)
 
-	// The sweeper's deletions.
-	check("expiry sweep", func() {
-		must(t, s.SetString(1, b("x"), b("v"), s.Now+1, false))
-		must(t, s.SetString(1, b("y"), b("v"), s.Now+2, false))
-		s.ResetTouched()
-		s.Now += 5
-		n, err := s.SweepExpired(10)
-		must(t, err)
-		if n != 2 {
-			t.Fatalf("swept %d", n)
-		}
-	}, "1/x expired", "1/y expired")
-}
-
-// TestChangeRecordUndone: what is undone leaves the record with it.
-func TestChangeRecordUndone(t *testing.T) {
-	s := openTest(t)
-	set := func(k string) { must(t, s.SetString(0, []byte(k), []byte("v"), 0, false)) }
-
-	// A rolled-back round records nothing, collections included.
-	must(t, s.Begin())
-	set("a")
-	c := openColl(t, s, "h", TypeHash)
-	_, err := s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
-	must(t, err)
-	s.Rollback()
-	if got := takeRecord(s); got != nil {
-		t.Fatalf("after Rollback: %q", got)
-	}
-	must(t, s.Begin())
-	must(t, s.EndCommand()) // the rolled-back collection is not saved now
-	if _, ok, _ := s.Lookup(0, []byte("h")); ok {
-		t.Fatal("a rolled-back collection was saved")
-	}
-
-	// A command undone to its savepoint takes its entries away, and only
-	// its own.
-	set("b")
-	must(t, s.Savepoint())
-	set("c")
-	c = openColl(t, s, "h", TypeHash)
-	_, err = s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
-	must(t, err)
-	if !s.Undo() {
-		t.Fatal("Undo failed")
+	// The sweeper's deletions, in no particular order (Redis's sweep
+	// samples keys at random).
+	s.ResetTouched()
+	must(t, s.SetString(1, b("x"), b("v"), s.Now+1, false))
+	must(t, s.SetString(1, b("y"), b("v"), s.Now+2, false))
+	s.ResetTouched()
+	s.Now += 5
+	if n, err := s.SweepExpired(10); err != nil || n != 2 {
+		t.Fatalf("swept %d, %v", n, err)
 	}
 	must(t, s.EndCommand())
-	if got := takeRecord(s); !slices.Equal(got, []string{"0/b written"}) {
-		t.Fatalf("after Undo: %q", got)
-	}
-
-	// A released savepoint keeps them.
-	must(t, s.Savepoint())
-	set("d")
-	must(t, s.Release())
-	if got := takeRecord(s); !slices.Equal(got, []string{"0/d written"}) {
-		t.Fatalf("after Release: %q", got)
-	}
-
-	// Commit ends the record with its transaction, and saves a
-	// collection nobody ended.
-	set("e")
-	c = openColl(t, s, "h2", TypeHash)
-	_, err = s.HashSet(c, []byte("f"), []byte("v"), HashReplace)
-	must(t, err)
-	if _, _, err := s.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got := takeRecord(s); got != nil {
-		t.Fatalf("after Commit: %q", got)
-	}
-	if c, err := s.OpenColl(0, []byte("h2"), TypeHash); err != nil || c == nil || c.Len != 1 {
-		t.Fatalf("collection saved by Commit: %+v %v", c, err)
+	got := takeRecord(s)
+	slices.Sort(got)
+	if want := []string{"1/x expired", "1/y expired"}; !slices.Equal(got, want) {
+		t.Errorf("expiry sweep: recorded %q, want %q", got, want)
 	}
 }

@@ -22,8 +22,6 @@ const versionBlock = 1 << 16
 
 var (
 	qLoadVersion = newQuery("SELECT value FROM counters WHERE name = 'version'")
-	qSaveVersion = newQuery("UPDATE counters SET value = ?1 WHERE name = 'version'")
-	qKeyVersion  = newAsideQuery("SELECT version, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND key = ?2")
 )
 
 // nextVersion hands out a key version, larger than every one before it,
@@ -51,30 +49,8 @@ func (s *Store) loadVersion() error {
 	return nil
 }
 
-// saveVersion raises the persisted high-water mark, inside the transaction
-// about to commit, when versions above it were handed out; it returns the
-// mark that holds once that commit succeeds.
-func (s *Store) saveVersion() (mark int64, err error) {
-	if s.version <= s.versionMark {
-		return s.versionMark, nil
-	}
-	mark = s.version + versionBlock
-	st := s.q(qSaveVersion)
-	st.int(1, mark)
-	return mark, st.exec()
-}
-
 // KeyVersion is the version of a live key (found false when it is missing
 // or expired). It only reads: an expired key is not deleted here.
 func (s *Store) KeyVersion(db int, key []byte) (v int64, found bool, err error) {
-	if s.mem != nil {
-		return s.mem.keyVersion(db, key)
-	}
-	st := s.qKey(qKeyVersion, db, key)
-	defer st.reset()
-	row, err := st.step()
-	if err != nil || !row || expired(st.colInt(1), s.Now) {
-		return 0, false, err
-	}
-	return st.colInt(0), true, nil
+	return s.mem.keyVersion(db, key)
 }

@@ -29,14 +29,9 @@ func TestCollectionsMatchRedis(t *testing.T) {
 
 // againstRedis runs run for seeds 1 to 3, each on a fresh pair of
 // connections to Cellar and to a real redis-server, both flushed, under
-// three configurations: the defaults (the in-memory engine); the SQLite
-// engine with a hot cache of a few entries, an overlay bound (storage.overlay_max_bytes) of a few elements and a flush
-// after every round, so that every command also meets its keys' rows and
-// elements written back at random points (evictions, the bound, flushes; see
-// docs/architecture.md, "Write path") and its data split between memory
-// and SQLite; and the in-memory engine with a memory bound of one byte
-// and a flush after every round, so that every command meets its keys
-// cold (loaded back from SQLite), hot, or in a flush under way
+// two configurations: the defaults; and a memory bound of one byte with a
+// flush after every round, so that every command meets its keys cold
+// (loaded back from SQLite), hot, or in a flush under way
 // (docs/architecture.md, "Storage engine").
 func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed uint64)) {
 	t.Helper()
@@ -46,14 +41,7 @@ func againstRedis(t *testing.T, run func(t *testing.T, cel, red *rawConn, seed u
 		opt  func(*cellar.Config)
 	}{
 		{"defaults", func(*cellar.Config) {}},
-		{"sqlite engine, tiny cache and overlay, flush every round", func(c *cellar.Config) {
-			c.Storage.Engine = "sqlite"
-			c.SQLite.HotCacheBytes = 2 << 10
-			c.Storage.OverlayMaxBytes = 4 << 10
-			c.Storage.FlushInterval = time.Nanosecond
-		}},
-		{"memory engine, tiny bound, flush every round", func(c *cellar.Config) {
-			c.Storage.Engine = "memory"
+		{"tiny bound, flush every round", func(c *cellar.Config) {
 			c.Storage.MaxMemory = 1
 			c.Storage.FlushInterval = time.Nanosecond
 		}},

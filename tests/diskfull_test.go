@@ -16,21 +16,15 @@ import (
 // When the database cannot grow (a full disk, simulated with SQLite's
 // max_page_count), a write that needs space gets a clear error and changes
 // nothing; what was acknowledged stays; reads go on; the database stays
-// sound; and writes resume once space returns. On the in-memory engine the
-// flush fails and its changes wait in memory and the redo log; writes go on
-// until what waits reaches storage.max_unflushed (a small one here), and
-// are refused from then on.
+// sound; and writes resume once space returns. The flush fails and its
+// changes wait in memory and the redo log; writes go on until what waits
+// reaches storage.max_unflushed (a small one here), and are refused from
+// then on.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	for _, engine := range []string{"sqlite", "memory"} {
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			diskFull(t, startServer(t, func(c *cellar.Config) {
-				c.Storage.Engine = engine
-				c.Storage.MaxUnflushed = 128 << 10
-			}))
-		})
-	}
+	diskFull(t, startServer(t, func(c *cellar.Config) {
+		c.Storage.MaxUnflushed = 128 << 10
+	}))
 }
 
 func diskFull(t *testing.T, s *testServer) {
@@ -64,7 +58,7 @@ func diskFull(t *testing.T, s *testServer) {
 	r.expect(":1\r\n", "DEL", "kept19")
 	other := s.raw()
 	other.expect(bulk(big), "GET", "kept0")
-	if got := other.do("INFO", "persistence"); !strings.Contains(got, "careful_mode:1") || !strings.Contains(got, "failed_writes:") {
+	if got := other.do("INFO", "persistence"); !strings.Contains(got, "flush_failing:1") || !strings.Contains(got, "failed_writes:") {
 		t.Fatalf("INFO persistence: %q", got)
 	}
 	// Space returns.
@@ -88,14 +82,13 @@ func diskFull(t *testing.T, s *testServer) {
 	}
 }
 
-// On the in-memory engine what waits for a flush is bounded
+// What waits for a flush is bounded
 // (storage.max_unflushed): a pipelined burst far past the bound waits for
 // flushes along the way (INFO's flush_holds counts the rounds that did),
 // every write is acknowledged, and all of it is there after a restart.
 func TestMemFlushBackPressure(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, func(c *cellar.Config) {
-		c.Storage.Engine = "memory"
 		c.Storage.MaxUnflushed = 64 << 10
 		c.Storage.FlushInterval = time.Minute // only the bound starts flushes
 	})

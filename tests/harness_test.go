@@ -71,9 +71,6 @@ func startServer(t testing.TB, opts ...func(*cellar.Config)) *testServer {
 	cfg.Dir = t.TempDir()
 	cfg.LogLevel = "warn"
 	cfg.ShutdownTimeout = 10 * time.Second
-	if engine := os.Getenv("TEST_STORAGE_ENGINE"); engine != "" {
-		cfg.Storage.Engine = engine // the storage engine under test (README, "Tests")
-	}
 	for _, o := range opts {
 		o(&cfg)
 	}

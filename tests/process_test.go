@@ -199,9 +199,6 @@ func serverEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	if engine := os.Getenv("TEST_STORAGE_ENGINE"); engine != "" {
-		env = append(env, "CELLAR_STORAGE__ENGINE="+engine) // as startServer's (README, "Tests")
-	}
 	return env
 }
 
@@ -418,7 +415,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 		{[]string{"--port", "99999"}, "", "port: must be between 0 and 65535, not 99999"},
 		{[]string{"--durability", "maybe"}, "", "durability: must be always, everysec or off"},
 		{nil, "CELLAR_MAXCLIENTS=-1", "maxclients: must be at least 1"},
-		{nil, "CELLAR_STORAGE__OVERLAY_MAX_BYTES=100", "storage.overlay_max_bytes: must be at least 4096, not 100"},
+		{nil, "CELLAR_STORAGE__ENGINE=sqlite", `storage.engine: removed: the in-memory engine is the only one (docs/architecture.md, "Storage engine"); delete the key`},
 		{nil, "CELLAR_STORAGE__MAX_UNFLUSHED=100", "storage.max_unflushed: must be at least 65536, not 100"},
 		{nil, "CELLAR_STORAGE__MAX_MEMORY=-1", "storage.max_memory: must be 0 (a quarter of the memory) or more, not -1"},
 	} {

@@ -250,65 +250,12 @@ func TestTornLogTailOnRestart(t *testing.T) {
 	}
 }
 
-// INFO persistence shows what waits for the next flush: the log bytes, how
-// long the oldest has waited, and the hot collections' key rows held in
-// memory; a flush (SAVE runs one first) brings them all to zero. The
-// overlay is the SQLite engine's; TestMemInfoShowsWhatWaitsForAFlush is the
-// in-memory engine's.
-func TestInfoShowsWhatWaitsForAFlush(t *testing.T) {
-	t.Parallel()
-	p := runCellarEnv(t, []string{"CELLAR_STORAGE__ENGINE=sqlite", "CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
-	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
-	defer c.Close()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(c.SAdd(ctx, "set", "a").Err())
-	// Looking up a key the cache does not know is a statement on the keys
-	// table: it writes the set's row back first.
-	must(c.HSet(ctx, "hash", "f", "v").Err())
-	if n := infoInt(t, c, "persistence", "overlay_keys"); n != 1 {
-		t.Fatalf("overlay_keys:%d, want 1 (the new hash)", n)
-	}
-	must(c.SAdd(ctx, "set", "b").Err()) // both cached: nothing written back
-	must(c.HSet(ctx, "hash", "g", "v").Err())
-	if n := infoInt(t, c, "persistence", "overlay_keys"); n != 2 {
-		t.Fatalf("overlay_keys:%d, want 2 (the set and the hash)", n)
-	}
-	// The members and fields wait as elements: a statement on the keys
-	// table writes back the key rows, not them.
-	if n := infoInt(t, c, "persistence", "overlay_elements"); n != 4 {
-		t.Fatalf("overlay_elements:%d, want 4 (a, b, f and g)", n)
-	}
-	if n := infoInt(t, c, "persistence", "overlay_bytes"); n <= 0 {
-		t.Fatalf("overlay_bytes:%d with two rows and three elements waiting", n)
-	}
-	if n := infoInt(t, c, "persistence", "unflushed_log_bytes"); n == 0 {
-		t.Fatal("unflushed_log_bytes:0 after four writes")
-	}
-	waitFor(t, 10*time.Second, "flush_lag_ms to grow", func() bool {
-		return infoInt(t, c, "persistence", "flush_lag_ms") > 0
-	})
-	must(c.Save(ctx).Err())
-	for _, f := range []string{"overlay_keys", "overlay_elements", "overlay_bytes", "unflushed_log_bytes", "flush_lag_ms"} {
-		if n := infoInt(t, c, "persistence", f); n != 0 {
-			t.Errorf("%s:%d after SAVE, want 0", f, n)
-		}
-	}
-	if c.SCard(ctx, "set").Val() != 2 || c.HLen(ctx, "hash").Val() != 2 {
-		t.Fatal("counts changed by the flush")
-	}
-}
-
-// On the in-memory engine INFO persistence shows the log written since the
+// INFO persistence shows the log written since the
 // last flush began, what SQLite does not cover yet and how long the oldest
 // record has waited; SAVE's flush brings them to zero.
 func TestMemInfoShowsWhatWaitsForAFlush(t *testing.T) {
 	t.Parallel()
-	p := runCellarEnv(t, []string{"CELLAR_STORAGE__ENGINE=memory", "CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
+	p := runCellarEnv(t, []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}, true, "--dir", t.TempDir())
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer c.Close()
 	if err := c.HSet(ctx, "hash", "f", "v").Err(); err != nil {
@@ -330,64 +277,6 @@ func TestMemInfoShowsWhatWaitsForAFlush(t *testing.T) {
 			t.Errorf("%s:%d after SAVE, want 0", f, n)
 		}
 	}
-}
-
-// The overlay is bounded (storage.overlay_max_bytes): elements written
-// faster than flushes take them never hold more than the bound in memory —
-// past it they go into SQLite's open transaction — and every one of them
-// reads back, before and after a kill -9.
-func TestOverlayStaysWithinItsBound(t *testing.T) {
-	t.Parallel()
-	const bound = 4096
-	dir := t.TempDir()
-	env := []string{"CELLAR_STORAGE__ENGINE=sqlite", "CELLAR_STORAGE__FLUSH_INTERVAL=1m", fmt.Sprintf("CELLAR_STORAGE__OVERLAY_MAX_BYTES=%d", bound)}
-	p := runCellarEnv(t, env, true, "--dir", dir)
-	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
-	const fields = 2000
-	peak := 0
-	for i := range fields {
-		f := fmt.Sprintf("field:%04d", i)
-		if err := c.HSet(ctx, "h", f, f).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.ZAdd(ctx, "z", redis.Z{Score: float64(i), Member: f}).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if i%50 == 0 {
-			peak = max(peak, infoInt(t, c, "persistence", "overlay_bytes"))
-		}
-	}
-	// The bound is checked before an element is added: one more may be
-	// over it; and overlay_bytes counts the two key rows waiting in the
-	// hot cache too (each well under 256 bytes with its bookkeeping).
-	if peak == 0 || peak > bound+3*256 {
-		t.Fatalf("overlay_bytes peaked at %d, bound %d", peak, bound)
-	}
-	check := func(c *redis.Client) {
-		t.Helper()
-		if n := c.HLen(ctx, "h").Val(); n != fields {
-			t.Fatalf("HLEN %d, want %d", n, fields)
-		}
-		if n := c.ZCard(ctx, "z").Val(); n != fields {
-			t.Fatalf("ZCARD %d, want %d", n, fields)
-		}
-		for _, i := range []int{0, fields / 2, fields - 1} {
-			f := fmt.Sprintf("field:%04d", i)
-			if v := c.HGet(ctx, "h", f).Val(); v != f {
-				t.Fatalf("HGET h %s = %q", f, v)
-			}
-			if s := c.ZScore(ctx, "z", f).Val(); s != float64(i) {
-				t.Fatalf("ZSCORE z %s = %v", f, s)
-			}
-		}
-	}
-	check(c)
-	c.Close()
-	p.kill9()
-	q := runCellarEnv(t, env, true, "--dir", dir)
-	c = redis.NewClient(&redis.Options{Addr: q.addr, MaxRetries: -1})
-	defer c.Close()
-	check(c)
 }
 
 // An idle Cellar writes nothing: with no client sending commands there is
