@@ -8,9 +8,7 @@ import (
 // Bitmaps and bit fields are strings: SETBIT, BITFIELD and BITOP read and
 // write the same bytes GET, SETRANGE and APPEND do, bit 0 being the most
 // significant bit of the first byte. They go through the string path
-// (GetString, SetString), so a write rewrites the value — except SETBIT,
-// GETBIT and BITFIELD on a string too large for the hot cache, which read
-// and write just their bytes in place (storage/inplace.go).
+// (GetString, SetString), so a write rewrites the value.
 var bitmapCommands = []*Command{
 	{Name: "setbit", Summary: "Sets or clears one bit of a string key, growing it as needed.", Handler: cmdSetBit},
 	{Name: "getbit", Summary: "Returns one bit of a string key.", Handler: cmdGetBit},

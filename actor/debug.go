@@ -67,9 +67,9 @@ func cmdDebug(c *Ctx) error {
 				return ErrDebugReloadOption
 			}
 		}
-		// Every write is already in the database: RELOAD writes back what
-		// the hot cache holds and empties it, so that every key is read
-		// back from SQLite (whatever the options: nothing is unsaved).
+		// Every write is in the redo log: RELOAD flushes and lets every
+		// key leave memory, so that each is loaded back from SQLite
+		// (whatever the options: nothing is unsaved).
 		if err := c.st.Reload(); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ var debugHelp = []string{
 	"OBJECT <key>",
 	"    Show low level info about the `key` and associated value.",
 	"RELOAD [option ...]",
-	"    Write back what the hot cache holds and empty it: every key is then read",
+	"    Flush every write and let every key leave memory: each is then loaded",
 	"    back from the database (Cellar keeps every write there; the options change nothing).",
 	"SET-ACTIVE-EXPIRE <0|1>",
 	"    Setting it to 0 disables expiring keys in background when they are not",

@@ -80,16 +80,13 @@ import (
 //     in the client's order. The keyspace at that point of the replay is
 //     the one the retry saw, so it takes the same element from the same
 //     key.
-//   - a command that was undone (careful mode's Undo) left no change in the
-//     record, since keys touched runs after Release or Undo; and when the
-//     round is doomed, keys touched drops the record unread: neither
-//     produces records.
+//   - when the round is doomed, keys touched drops the record unread: it
+//     produces no records.
 //   - while replaying, nothing is recorded.
 //
 // Records gather per round in one buffer. The round engine calls
-// takeEffects after its commit succeeded (once per committed transaction:
-// per batch in careful mode) and hands the records to the redo log, and
-// dropEffects when the transaction was rolled back. Recording is off until
+// takeEffects once the round succeeded and hands the records to the redo
+// log, and dropEffects when the round was thrown away. Recording is off until
 // recordEffects turns it on: with no redo log, nothing takes the records.
 //
 // Determinism needs the same configuration on replay as when the records

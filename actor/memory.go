@@ -14,7 +14,7 @@ import (
 // disk, not in the process's heap as Redis's does; so MEMORY USAGE is the
 // bytes a key takes in the database (estimated from its rows, with
 // nested values sampled as Redis samples them), and MEMORY STATS reports
-// the Go heap, the client buffers, the hot cache and SQLite's files next
+// the Go heap, the client buffers, the storage engine and SQLite's files next
 // to Redis's fields that apply.
 
 // Estimated SQLite overheads: a key's row (the record header, the db and
@@ -232,7 +232,7 @@ func cmdMemoryDoctor(c *Ctx) error {
 		issues = append(issues, fmt.Sprintf(" * Clients: client buffers hold %d bytes, more than half of maxmemory_clients (%d). Clients that do not read their replies, or huge pipelines, are the usual cause; past the limit the biggest client is evicted.", a.cfg.Clients.Used(), lim))
 	}
 	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit != 1<<63-1 && int64(ms.HeapAlloc) > limit*9/10 {
-		issues = append(issues, fmt.Sprintf(" * Go heap: %d bytes in use, near the collector's soft limit (%d); the collector is working hard. Check the client buffers and the hot cache's size.", ms.HeapAlloc, limit))
+		issues = append(issues, fmt.Sprintf(" * Go heap: %d bytes in use, near the collector's soft limit (%d); the collector is working hard. Check the client buffers and storage.max_memory.", ms.HeapAlloc, limit))
 	}
 	if wal := a.st.WALSize(); wal > 1<<30 {
 		issues = append(issues, fmt.Sprintf(" * SQLite WAL: %d bytes. Checkpoints are not keeping up (see LATENCY DOCTOR and the checkpoint metrics).", wal))

@@ -16,28 +16,27 @@ import (
 // on SQLite's WAL. With one, the log is what makes a write durable, and
 // SQLite is brought up to date in batches:
 //
-//  1. SQLite's transaction stays open across rounds. A round that fails
-//     takes it with it: it is rolled back, and the rounds before since the
-//     last flush, all in the log, are redone from it (redo). (A savepoint
-//     per round would undo the round alone, but costs a copy of every page
-//     a round first touches, which made a pipelined MSET 3.5x slower;
-//     failures are rare, and careful mode after one runs each batch under
-//     a savepoint of its own.)
+//  1. commands change the keyspace in memory only (storage's engine); a
+//     round that fails (a key that could not be loaded) forgets what
+//     memory holds that no flush committed, and the rounds since the last
+//     flush, all in the log, are redone from it (redo);
 //  2. at the end of a round its records are written to the log with one
 //     write(2) (redo.Log.Write), and the round's replies leave (with
 //     durability always, once a log fsync covers them: the syncer fsyncs
 //     the log, not the WAL);
 //  3. every FlushInterval, or once FlushBytes of records wait, and before
-//     a snapshot, a checkpoint's second phase or a stop, the transaction
-//     commits with the log position it reaches (flush): SQLite then covers
-//     the log up to there.
+//     a snapshot or a stop, what changed is flushed to SQLite on the
+//     offload pool with the log position it reaches: SQLite then covers the
+//     log up to there. What waits for flushes is bounded (MaxUnflushed,
+//     holdBack); a failed flush is written again by the next one
+//     (flushFailing).
 //
-// A killed process loses the open transaction; start-up replays the log
-// from the position the database covers (ReplayLog), and so does a failed
-// flush. SQLite's WAL is not fsynced per commit: after a power loss SQLite
-// may lose its last commits too, and the replay covers them. The log
-// before a position can go once the flush that stored it is durable in
-// SQLite: trimLog fsyncs the WAL, then truncates.
+// A killed process loses what memory held; start-up replays the log from
+// the position the database covers (ReplayLog). SQLite's WAL is not
+// fsynced per commit: after a power loss SQLite may lose its last commits
+// too, and the replay covers them. The log before a position can go once
+// the flush that stored it is durable in SQLite: trimLog fsyncs the WAL,
+// then truncates.
 
 // logging reports whether durability rests on a redo log (and rounds
 // flush to SQLite in batches).

@@ -6,11 +6,9 @@ import (
 	"github.com/cellar-db/cellar/proto"
 )
 
-// The round engine: a round takes everything in the inbox, runs it in one
-// transaction (with a redo log, the one that stays open until the next
-// flush, redolog.go), ends it (commits, or logs its effects), and hands the
-// completions to the loops as durability allows. Careful after a storage failure, each batch runs under a
-// savepoint of its own, so that a batch that fails is refused alone.
+// The round engine: a round takes everything in the inbox, runs it on the
+// keyspace in memory, ends it (logs its effects, redolog.go; without a log,
+// commits), and hands the completions to the loops as durability allows.
 
 // routed is a completion with the sink it goes to. w is set while the
 // batch is suspended on a waiter registered in the current round (the

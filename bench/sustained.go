@@ -13,8 +13,8 @@ type sustainedCfg struct {
 }
 
 // sustained writes far more than any buffer holds: redis-benchmark SETs
-// over a keyspace much larger than Cellar's hot cache, at pipeline 16, for
-// long enough that flushes, checkpoints and write-back run many times over.
+// over a large keyspace at pipeline 16, for long enough that flushes and
+// checkpoints run many times over.
 // It reports sustained ops/s and the peak RSS seen during the run (sampled
 // every 100 ms), and then checks that Cellar's file is complete: after a
 // graceful stop and a restart in the same directory, DBSIZE is what it was

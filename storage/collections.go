@@ -1,9 +1,8 @@
 package storage
 
 // This file holds what hashes, sets and sorted sets share: the open-key
-// handle (Coll) that keeps the element count in the key's row, the element
-// hash that orders rows for SCAN cursors and random sampling, and the hooks
-// keys.go calls to drop and copy elements.
+// handle (Coll) and the element hash that orders rows for SCAN cursors
+// and random sampling.
 //
 // Layout (migration 3): one table per type, keyed by (id, h, element) with
 // h = elemHash(element). The count of elements is the keys row's value
@@ -13,8 +12,8 @@ package storage
 // Coll is a hash, set or sorted set key opened by one command. The command
 // changes elements through the Store's element methods, which keep Len up
 // to date and note the Coll as changed; when the command ends, EndCommand
-// stores the new count, bumps the key's version, records the change, and
-// deletes the key if it became empty. A Coll is valid only within the
+// bumps the key's version, records the change, and deletes the key if it
+// became empty. A Coll is valid only within the
 // command that opened it.
 type Coll struct {
 	DB       int
@@ -27,7 +26,7 @@ type Coll struct {
 	created  bool   // the key row was inserted by this command
 	replaced bool   // created over a live key (ReplaceColl)
 	modified bool   // an element changed in place (a value, a score)
-	open     bool   // in Store.open, waiting for EndCommand
+	open     bool   // changed, waiting for EndCommand
 	e        *entry // the in-memory engine's entry of the key
 }
 

@@ -1,9 +1,7 @@
 package storage
 
-// Hashes: one row per field in the hashes table, (id, h, field) -> value.
-// Every operation on a field is a point lookup on the primary key; an HSET
-// of a value held inline waits for the flush (elems.go), so the lookups
-// look at the pending fields first.
+// Hashes: an object.Elems in memory; one row per field in the hashes
+// table, (id, h, field) -> value, written by the flush.
 
 // HashGet appends the value of field to dst; found is false when the hash
 // has no such field.

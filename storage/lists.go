@@ -16,21 +16,8 @@ const (
 var ErrIndexRange = errors.New("storage: index out of range")
 
 // A list's elements live in list_items under the key's id, at contiguous
-// integer positions (see migration 2). The key row carries no list metadata:
-// the head and tail are the first and last positions of the index, read
-// together with the key in one statement, so there is nothing to keep in
-// step and nothing to go stale.
-// A pop from a cached list reads its element and leaves the row in SQLite:
-// the cached entry counts it as stale (centry.lstale/rstale), outside
-// head..tail where no list statement but the unbounded ones looks, and the
-// write-back deletes the stale rows in one range per end (settle). A queue's
-// pop then costs one index lookup. Everything that could see a stale row
-// settles first: the write-back runs before any statement on the keys
-// table (so before an uncached list's bounds are read from its rows, and
-// before every key-level command), and the list commands whose statements
-// are not bounded by head..tail, or that move rows, settle their list
-// (settleList). A stale row's blob ref goes to the garbage when the row is
-// deleted, never before, so it stays valid while the row exists.
+// integer positions (see migration 2); in memory a list is an object.List
+// (memlist.go says how the two map).
 
 // ListLen is the length of the list at key: 0 when missing, ErrWrongType
 // for another type.

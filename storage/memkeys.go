@@ -35,12 +35,22 @@ import (
 type entry struct {
 	key string
 	db  *memDB
-	typ Type
+	str []byte // a string's value; never written to (object package doc)
+	obj memObject
 	exp int64 // unix ms; 0: persistent
 	ver int64
 	id  int64
-	str []byte // a string's value; never written to (object package doc)
-	obj memObject
+
+	// In its database's fresh index (memkeyspace.go) under freshID, until
+	// the flush of generation freshGen (0: not frozen yet) lands.
+	freshID  int64
+	freshGen uint64
+
+	gen  uint64 // the flush that took its last change (0: none since it was loaded)
+	size int64  // what it counts in memEngine.bytes
+
+	used uint32 // the engine's clock when it was last used (approximate LRU)
+	typ  Type
 
 	// What SQLite holds for this name as of the last freeze: whether it
 	// has a keys row, and whether that row's value is a blob ref; and, for
@@ -51,18 +61,8 @@ type entry struct {
 	// updates the row in place instead of replacing it, and its id index
 	// is not touched). Cleared wherever the id changes.
 	idStored bool
-
-	// In its database's fresh index (memkeyspace.go) under freshID, until
-	// the flush of generation freshGen (0: not frozen yet) lands.
-	fresh    bool
-	freshID  int64
-	freshGen uint64
-
-	dirty bool   // in db.dirty: the row or the object changed since the last freeze
-	gen   uint64 // the flush that took its last change (0: none since it was loaded)
-	size  int64  // what it counts in memEngine.bytes
-
-	used uint32 // the engine's clock when it was last used (approximate LRU)
+	fresh    bool // in the fresh index (above)
+	dirty    bool // in db.dirty: the row or the object changed since the last freeze
 }
 
 // memObject is a collection the engine holds: one of package object's
@@ -181,7 +181,7 @@ const (
 	dbSwap
 )
 
-// entryOverhead is what an entry costs beyond its key's and value's bytes
+// memEntryOverhead is what an entry costs beyond its key's and value's bytes
 // (the struct, its map slot, the string header), for max memory.
 const memEntryOverhead = 160
 

@@ -7,13 +7,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The Store's operations on the in-memory engine (Options.Memory): the same
-// contract as the SQLite engine's, run on the entries of memkeys.go. Each
-// Store method that has a version here calls it first when the engine is
-// on.
+// The Store's operations on the engine's entries (memkeys.go): each Store
+// method hands over to its version here or in the other mem*.go files.
 
-// errMemUnsupported is an operation the in-memory engine does not run yet.
-var errMemUnsupported = errors.New("storage: not supported by the in-memory engine yet")
+// errMemUnsupported is an operation the engine does not run through the
+// generic collection handle (lists and streams have operations of their
+// own).
+var errMemUnsupported = errors.New("storage: not supported on this type through a collection handle")
 
 // openMem opens the engine's two connections on the Store's file.
 func (s *Store) openMem(maxBytes int64) error {

@@ -1,9 +1,7 @@
 package storage
 
-// Sets: one row per member in the sets table, (id, h, member). Membership
-// is a point lookup on the primary key; a new member and a removed one
-// wait for the flush (elems.go), so the lookup looks at the pending members
-// first.
+// Sets: an object.Elems in memory; one row per member in the sets table,
+// (id, h, member), written by the flush.
 
 // SetHas reports whether member is in the set.
 func (s *Store) SetHas(c *Coll, member []byte) (bool, error) {

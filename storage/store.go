@@ -222,7 +222,7 @@ func (s *Store) init(o Options) error {
 		PRAGMA cache_size = -%d;
 		PRAGMA temp_store = MEMORY;
 		PRAGMA foreign_keys = OFF;`, cache)
-	// Checkpoints are Cellar's business (checkpoint.go), never a commit's.
+	// Checkpoints are the flush's business (memflush.go), never a commit's.
 	s.ckptBytes = int64(o.CheckpointPages) * 4096
 	if s.ckptBytes <= 0 {
 		s.ckptBytes = 1000 * 4096

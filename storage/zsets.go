@@ -4,14 +4,10 @@ import (
 	"math"
 )
 
-// Sorted sets: one row per member in the zsets table, (id, h, member) ->
-// score, plus the index zsets_by_score on (id, score, member), which gives
-// Redis's order (score, then member bytes) for ranges, ranks and pops.
-// Member lookups (ZSCORE, ZADD, ZREM) are point lookups on the primary key;
-// a member's new score waits for the flush (elems.go), so the lookups look
-// at the pending members first. Score ranges are index seeks. Ranks and rank offsets are counted along the
-// index: SQLite's B-trees keep no subtree counts, so ZRANK and ZRANGE with a
-// large offset cost O(rank) (see README, Performance).
+// Sorted sets: an object.ZSet in memory (members plus a score index in
+// Redis's order: score, then member bytes); one row per member in the
+// zsets table, (id, h, member) -> score, with the index zsets_by_score on
+// (id, score, member), written by the flush.
 
 var (
 	zCols = "SELECT h, member, score FROM zsets WHERE id = ?1"

@@ -366,9 +366,8 @@ func TestBitAndLCSLimits(t *testing.T) {
 	}
 }
 
-// TestLargeBitmapMatchesRedis works on bitmaps too large for the hot cache
-// (128 KB and 1 MB), where SETBIT and GETBIT read and write one byte in
-// place (storage/inplace.go): random SETBIT and GETBIT over them, mixed
+// TestLargeBitmapMatchesRedis works on large bitmaps (128 KB and 1 MB),
+// whose values live in SQLite's blobs table: random SETBIT and GETBIT over them, mixed
 // with the commands that read or rewrite the whole value (BITCOUNT, GET,
 // SETRANGE, APPEND, BITFIELD), must answer as Redis does, and the bytes
 // must be Redis's after a restart.

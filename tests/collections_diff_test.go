@@ -351,7 +351,7 @@ func (g *cmdGen) next() ([]string, bool) {
 // again goes to the end of its insertion order, as in Redis's listpack,
 // byte for byte — set again by a later command, and within one pipelined
 // batch, where the field's removal is still waiting in memory for the
-// flush (storage/elems.go), under both configurations of againstRedis.
+// flush, under both configurations of againstRedis.
 func TestHashFieldOrderAfterRemoval(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
