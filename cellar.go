@@ -148,9 +148,12 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
 
 		StoredParams: map[string]string{
-			"slowlog-log-slower-than":   strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
-			"slowlog-max-len":           strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
-			"latency-monitor-threshold": strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+			"slowlog-log-slower-than":         strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
+			"slowlog-max-len":                 strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
+			"latency-monitor-threshold":       strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+			"repl-diskless-sync":              yesNo(cfg.Master.DisklessSync),
+			"repl-diskless-sync-delay":        strconv.FormatInt(int64(cfg.Master.DisklessSyncDelay/time.Second), 10),
+			"repl-diskless-sync-max-replicas": strconv.Itoa(cfg.Master.DisklessSyncMaxReplicas),
 		},
 		RewriteConfig: s.rewriter(),
 		ConfigFile:    cfg.File,
@@ -344,6 +347,13 @@ func openRedoLog(cfg Config, store *storage.Store, log zerolog.Logger) (*redo.Lo
 		log.Warn().Str("recovery", rec.String()).Msg("redo log recovered")
 	}
 	return l, nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // shutdownSoon starts a graceful shutdown on its own goroutine (the SHUTDOWN
