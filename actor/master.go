@@ -61,7 +61,10 @@ import (
 // RDB, and the stream since that offset; from then on the replica is
 // online. The RDB goes as "$<len>\r\n<bytes>", or, when the job started
 // as a diskless one, as Redis's diskless form "$EOF:<40 random hex
-// characters>\r\n<bytes><the same 40 characters>" (appendRDB). Either way
+// characters>\r\n<bytes><the same 40 characters>" (appendRDB), and then
+// the stream since waits for the replica's first REPLCONF ACK, as Redis
+// waits (repl_start_cmd_stream_on_ack): nothing follows the mark until the
+// replica has found it. Either way
 // the RDB is built whole in memory before it is sent; the EOF form is
 // what would let it stream. While it waits the replica gets a newline
 // every second (Redis's keep-alive before the reply), which no offset
@@ -203,6 +206,10 @@ type replica struct {
 	// Redis's WAIT_BGSAVE_START).
 	asked   time.Time
 	started bool
+	// streamOnAck: its RDB went in the diskless form, and the stream
+	// since (pend) waits for its first REPLCONF ACK, as in Redis: a
+	// replica finds the end mark more simply with nothing glued after it.
+	streamOnAck bool
 }
 
 // replMark is where the stream stood at a round's end.
@@ -293,6 +300,15 @@ func cmdReplconf(c *Ctx) error {
 				r.ackOff = off
 			}
 			r.ackTime = c.a.roundStart
+			if r.streamOnAck {
+				// The first acknowledgement after a diskless sync: the
+				// stream since its RDB goes now.
+				r.streamOnAck = false
+				if len(r.pend) > 0 {
+					c.a.push(s, r.pend, false)
+				}
+				r.pend = nil
+			}
 			c.a.checkWaits()
 			c.a.checkFailover(c.a.roundStart)
 			return nil // REPLCONF ACK has no reply
@@ -613,9 +629,15 @@ func (a *Actor) fullSyncDone(ids []uint64, eof bool, w *rdb.FileWriter, pos uint
 			out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
 		}
 		out = appendRDB(out, file, eof)
-		out = append(out, r.pend[mk.offset-r.pendFrom:]...)
+		rest := r.pend[mk.offset-r.pendFrom:]
+		if eof {
+			r.pend, r.streamOnAck = append([]byte(nil), rest...), true
+		} else {
+			out = append(out, rest...)
+			r.pend = nil
+		}
 		finish := r.finish
-		r.finish, r.pend, r.marks = nil, nil, nil
+		r.finish, r.marks = nil, nil
 		r.state, r.ackTime = replOnline, a.roundStart
 		finish(out)
 		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Bool("diskless", eof).
@@ -848,7 +870,10 @@ func (a *Actor) endStream() {
 		r := s.replica
 		switch r.state {
 		case replOnline:
-			if len(b) > 0 {
+			if r.streamOnAck {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			} else if len(b) > 0 {
 				a.push(s, append([]byte(nil), b...), false)
 			}
 		case replWaitBgsave:
@@ -857,12 +882,7 @@ func (a *Actor) endStream() {
 			}
 			r.pend = append(r.pend, b...)
 			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
-			if lim := a.cfg.ReplicaHardLimit; lim > 0 && int64(len(r.pend)) > lim {
-				a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", len(r.pend)).
-					Msg("closing replica whose stream reached the replica output hard limit during its full resync")
-				r.finish = nil
-				a.kill(s)
-			}
+			a.boundPend(s)
 		}
 	}
 	m.round = m.round[:0]
@@ -871,6 +891,19 @@ func (a *Actor) endStream() {
 	}
 	if len(m.waits) > 0 {
 		a.checkWaits()
+	}
+}
+
+// boundPend applies the replica output hard limit to the stream replica
+// s has not been sent yet (during its full sync, or before its first
+// acknowledgement after a diskless one).
+func (a *Actor) boundPend(s *session) {
+	r := s.replica
+	if lim := a.cfg.ReplicaHardLimit; lim > 0 && int64(len(r.pend)) > lim {
+		a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", len(r.pend)).
+			Msg("closing replica whose stream reached the replica output hard limit during its full resync")
+		r.finish = nil
+		a.kill(s)
 	}
 }
 

@@ -185,8 +185,19 @@ func TestDisklessSyncForms(t *testing.T) {
 	check("capa eof, diskless no", true, "length")
 	r.expect(status("OK"), "CONFIG", "SET", "repl-diskless-sync", "yes")
 	check("capa eof, diskless yes again", true, "eof")
-	if got := masterInfo(t, c, "stats", "sync_full"); got != "4" {
-		t.Errorf("sync_full: %s, want 4", got)
+
+	// After the diskless form the stream waits for the replica's first
+	// REPLCONF ACK, then comes whole.
+	hr := dialReplica(t, srv.addr, true)
+	off, form, _ := hr.fullSync()
+	c.Set(ctx, "after", "sync", 0)
+	hr.c.Write(encode("REPLCONF", "ACK", strconv.FormatInt(off, 10)))
+	hr.until(encode("set", "after", "sync"))
+	if form != "eof" {
+		t.Errorf("the fifth sync came in the %s form", form)
+	}
+	if got := masterInfo(t, c, "stats", "sync_full"); got != "5" {
+		t.Errorf("sync_full: %s, want 5", got)
 	}
 }
 
