@@ -162,6 +162,10 @@ type MasterConfig struct {
 	// that many waiting the sync starts before the delay (0: no such
 	// count).
 	DisklessSyncMaxReplicas int `koanf:"diskless_sync_max_replicas"`
+	// ShutdownWait is shutdown-timeout, whole seconds: how long SHUTDOWN,
+	// SIGTERM and SIGINT wait (writes held) for lagging replicas to
+	// acknowledge every write before the graceful stop; 0 does not wait.
+	ShutdownWait time.Duration `koanf:"shutdown_wait"`
 }
 
 // SlowlogConfig is the slow log's settings.
@@ -341,7 +345,7 @@ func DefaultConfig() Config {
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20},
-		Master:               MasterConfig{DisklessSync: true, DisklessSyncDelay: 5 * time.Second},
+		Master:               MasterConfig{DisklessSync: true, DisklessSyncDelay: 5 * time.Second, ShutdownWait: 10 * time.Second},
 		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
 		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
@@ -601,6 +605,8 @@ func (c Config) Validate() error {
 		return bad("master.diskless_sync_delay", "must be 0 or a whole number of seconds, not %s", c.Master.DisklessSyncDelay)
 	case c.Master.DisklessSyncMaxReplicas < 0:
 		return bad("master.diskless_sync_max_replicas", "must be 0 (no such count) or more, not %d", c.Master.DisklessSyncMaxReplicas)
+	case c.Master.ShutdownWait < 0 || c.Master.ShutdownWait%time.Second != 0:
+		return bad("master.shutdown_wait", "must be 0 (no wait) or a whole number of seconds, not %s", c.Master.ShutdownWait)
 	case c.Replica.BacklogMaxBytes <= 0:
 		return bad("replica.backlog_max_bytes", "must be more than 0, not %d", c.Replica.BacklogMaxBytes)
 	case c.ReplicaOf != "" && func() bool { _, _, err := c.ReplicaOfAddr(); return err != nil }():

@@ -76,6 +76,7 @@ var rewriteKeys = []rewriteKey{
 	{"repl-diskless-sync", "master.diskless_sync", yesNoToBool, "!!bool"},
 	{"repl-diskless-sync-delay", "master.diskless_sync_delay", secondsToDuration, "!!str"},
 	{"repl-diskless-sync-max-replicas", "master.diskless_sync_max_replicas", nil, "!!int"},
+	{"shutdown-timeout", "master.shutdown_wait", secondsToDuration, "!!str"},
 }
 
 // rewriteConfig writes values (CONFIG's current values by parameter name)

@@ -76,6 +76,7 @@ type Actor struct {
 	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
 	clientsPct string
 	snap       snapshots
+	down       shuttingDown // a SHUTDOWN waiting for replicas (shutdown.go)
 
 	// After a storage failure (disk full, I/O error) the actor runs
 	// carefully for a while: each batch commits on its own and each write

@@ -311,6 +311,7 @@ func cmdReplconf(c *Ctx) error {
 			}
 			c.a.checkWaits()
 			c.a.checkFailover(c.a.roundStart)
+			c.a.checkShutdown(c.a.roundStart)
 			return nil // REPLCONF ACK has no reply
 		case c.argEq(j, "cellar-relay") && s.master:
 			// The master's stream the batch's commands before it came
@@ -976,6 +977,7 @@ func (a *Actor) replHousekeeping(now time.Time) {
 			a.releasePaused(now) // it aborted
 		}
 	}
+	a.checkShutdown(now) // the timeout, or replicas gone
 	if !m.active || len(m.replicas) == 0 {
 		return
 	}
