@@ -132,6 +132,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Bind:                 cfg.Bind,
 		SnapshotPath:         filepath.Join(cfg.Dir, cfg.SnapshotFilename),
 		Shutdown:             s.shutdownSoon,
+		ShutdownAborted:      s.undrain,
 		Params:               s.params(),
 
 		MaxWaitersPerKey: cfg.Blocking.MaxWaitersPerKey,
@@ -145,9 +146,13 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		BusyReplyThreshold: cfg.Lua.BusyReplyThreshold,
 
 		StoredParams: map[string]string{
-			"slowlog-log-slower-than":   strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
-			"slowlog-max-len":           strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
-			"latency-monitor-threshold": strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+			"slowlog-log-slower-than":         strconv.FormatInt(cfg.Slowlog.LogSlowerThan, 10),
+			"slowlog-max-len":                 strconv.FormatInt(cfg.Slowlog.MaxLen, 10),
+			"latency-monitor-threshold":       strconv.FormatInt(cfg.LatencyMonitorThreshold, 10),
+			"repl-diskless-sync":              yesNo(cfg.Master.DisklessSync),
+			"repl-diskless-sync-delay":        strconv.FormatInt(int64(cfg.Master.DisklessSyncDelay/time.Second), 10),
+			"repl-diskless-sync-max-replicas": strconv.Itoa(cfg.Master.DisklessSyncMaxReplicas),
+			"shutdown-timeout":                strconv.FormatInt(int64(cfg.Master.ShutdownWait/time.Second), 10),
 		},
 		RewriteConfig: s.rewriter(),
 		ConfigFile:    cfg.File,
@@ -341,6 +346,32 @@ func openRedoLog(cfg Config, store *storage.Store, log zerolog.Logger) (*redo.Lo
 		log.Warn().Str("recovery", rec.String()).Msg("redo log recovered")
 	}
 	return l, nil
+}
+
+// RequestShutdown is SIGTERM (sigint false) or SIGINT as Redis has them:
+// a SHUTDOWN with the flags of shutdown-on-sigterm or shutdown-on-sigint,
+// which waits for lagging replicas (up to shutdown-timeout) before the
+// graceful stop; Done is closed once the server has stopped. SHUTDOWN
+// ABORT cancels it while it waits. Safe from any goroutine.
+func (s *Server) RequestShutdown(sigint bool) { s.act.ShutdownRequested(sigint) }
+
+// ShutdownPending reports whether a shutdown asked for waits for replicas
+// or finishes.
+func (s *Server) ShutdownPending() bool { return s.act.ShutdownPending() }
+
+// undrain makes /readyz ready again: a shutdown that drained was aborted
+// (SHUTDOWN ABORT), and the server serves on. On the actor goroutine.
+func (s *Server) undrain() {
+	if s.ops != nil {
+		s.ops.Undrain()
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // shutdownSoon starts a graceful shutdown on its own goroutine (the SHUTDOWN

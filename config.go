@@ -126,6 +126,8 @@ type Config struct {
 	MasterAuth string        `koanf:"masterauth"`
 	MasterUser string        `koanf:"masteruser"`
 	Replica    ReplicaConfig `koanf:"replica"`
+	// Master is how Cellar serves replicas of its own.
+	Master MasterConfig `koanf:"master"`
 
 	// File is the YAML file the configuration was loaded from ("" when
 	// none); CONFIG REWRITE writes to it.
@@ -143,6 +145,27 @@ type ReplicaConfig struct {
 	// arrive while its RDB is loaded. Past it the sync is abandoned, with
 	// a log line, and started again.
 	BacklogMaxBytes int64 `koanf:"backlog_max_bytes"`
+}
+
+// MasterConfig is how Cellar serves its replicas (actor/master.go,
+// actor/shutdown.go): the start values of Redis's parameters of the same
+// names, which CONFIG SET changes.
+type MasterConfig struct {
+	// DisklessSync is repl-diskless-sync: a replica that announced
+	// REPLCONF capa eof gets its RDB as "$EOF:<mark>\r\n<rdb><mark>"
+	// instead of "$<length>\r\n<rdb>", after DisklessSyncDelay so that
+	// replicas arriving meanwhile share its snapshot.
+	DisklessSync bool `koanf:"diskless_sync"`
+	// DisklessSyncDelay is repl-diskless-sync-delay, whole seconds.
+	DisklessSyncDelay time.Duration `koanf:"diskless_sync_delay"`
+	// DisklessSyncMaxReplicas is repl-diskless-sync-max-replicas: with
+	// that many waiting the sync starts before the delay (0: no such
+	// count).
+	DisklessSyncMaxReplicas int `koanf:"diskless_sync_max_replicas"`
+	// ShutdownWait is shutdown-timeout, whole seconds: how long SHUTDOWN,
+	// SIGTERM and SIGINT wait (writes held) for lagging replicas to
+	// acknowledge every write before the graceful stop; 0 does not wait.
+	ShutdownWait time.Duration `koanf:"shutdown_wait"`
 }
 
 // SlowlogConfig is the slow log's settings.
@@ -308,6 +331,7 @@ func DefaultConfig() Config {
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
 		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20},
+		Master:               MasterConfig{DisklessSync: true, DisklessSyncDelay: 5 * time.Second, ShutdownWait: 10 * time.Second},
 		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
 		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},
 	}
@@ -568,6 +592,12 @@ func (c Config) Validate() error {
 		return bad("output_buffer.hard_limit", "must be at least 1048576, not %d", c.OutputBuffer.HardLimit)
 	case c.OutputBuffer.SoftLimit < 0 || c.OutputBuffer.SoftLimit > c.OutputBuffer.HardLimit:
 		return bad("output_buffer.soft_limit", "must be between 0 and output_buffer.hard_limit (%d), not %d", c.OutputBuffer.HardLimit, c.OutputBuffer.SoftLimit)
+	case c.Master.DisklessSyncDelay < 0 || c.Master.DisklessSyncDelay%time.Second != 0:
+		return bad("master.diskless_sync_delay", "must be 0 or a whole number of seconds, not %s", c.Master.DisklessSyncDelay)
+	case c.Master.DisklessSyncMaxReplicas < 0:
+		return bad("master.diskless_sync_max_replicas", "must be 0 (no such count) or more, not %d", c.Master.DisklessSyncMaxReplicas)
+	case c.Master.ShutdownWait < 0 || c.Master.ShutdownWait%time.Second != 0:
+		return bad("master.shutdown_wait", "must be 0 (no wait) or a whole number of seconds, not %s", c.Master.ShutdownWait)
 	case c.Replica.BacklogMaxBytes <= 0:
 		return bad("replica.backlog_max_bytes", "must be more than 0, not %d", c.Replica.BacklogMaxBytes)
 	case c.ReplicaOf != "" && func() bool { _, _, err := c.ReplicaOfAddr(); return err != nil }():

@@ -39,6 +39,24 @@ func millisToDuration(v string) (string, error) {
 	return (time.Duration(n) * time.Millisecond).String(), nil
 }
 
+func secondsToDuration(v string) (string, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return "", err
+	}
+	return (time.Duration(n) * time.Second).String(), nil
+}
+
+func yesNoToBool(v string) (string, error) {
+	switch v {
+	case "yes":
+		return "true", nil
+	case "no":
+		return "false", nil
+	}
+	return "", fmt.Errorf("not yes or no: %q", v)
+}
+
 var rewriteKeys = []rewriteKey{
 	{"durability", "durability", nil, "!!str"},
 	{"replicaof", "replicaof", nil, "!!str"},
@@ -55,6 +73,10 @@ var rewriteKeys = []rewriteKey{
 	{"slowlog-log-slower-than", "slowlog.log_slower_than", nil, "!!int"},
 	{"slowlog-max-len", "slowlog.max_len", nil, "!!int"},
 	{"latency-monitor-threshold", "latency_monitor_threshold", nil, "!!int"},
+	{"repl-diskless-sync", "master.diskless_sync", yesNoToBool, "!!bool"},
+	{"repl-diskless-sync-delay", "master.diskless_sync_delay", secondsToDuration, "!!str"},
+	{"repl-diskless-sync-max-replicas", "master.diskless_sync_max_replicas", nil, "!!int"},
+	{"shutdown-timeout", "master.shutdown_wait", secondsToDuration, "!!str"},
 }
 
 // rewriteConfig writes values (CONFIG's current values by parameter name)

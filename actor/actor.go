@@ -76,6 +76,7 @@ type Actor struct {
 	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
 	clientsPct string
 	snap       snapshots
+	down       shuttingDown // a SHUTDOWN waiting for replicas (shutdown.go)
 
 	durable *syncer
 	// eff is the round's effects for the redo log (effects.go).

@@ -145,6 +145,10 @@ type Config struct {
 	// Shutdown, called on the actor goroutine, asks the server to stop
 	// (the SHUTDOWN command); it must not block.
 	Shutdown func()
+	// ShutdownAborted, called on the actor goroutine, tells the server
+	// that a shutdown waiting for replicas was cancelled (SHUTDOWN
+	// ABORT): it serves on. It must not block.
+	ShutdownAborted func()
 
 	// Blocked-client limits (docs/architecture.md, "Blocked clients"). A
 	// blocking command that would pass one is refused with "ERR too many

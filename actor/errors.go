@@ -124,6 +124,10 @@ const (
 	ErrUnblockReason   ReplyError = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 )
 
+// ErrShutdownDenyBlocking answers SHUTDOWN that would wait for replicas
+// from a client that cannot wait (shutdown.go).
+const ErrShutdownDenyBlocking ReplyError = "ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client"
+
 // Streams (Redis's src/t_stream.c).
 const (
 	ErrInvalidStreamID          ReplyError = "ERR Invalid stream ID specified as stream command argument"

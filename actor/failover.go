@@ -32,11 +32,9 @@ import (
 // FAILOVER ABORT ends a failover in either state; while one runs,
 // REPLICAOF and PSYNC are refused. Only the actor touches the state.
 //
-// Differences from Redis: the pause is CLIENT PAUSE's own state, so a
-// CLIENT UNPAUSE during a failover lifts it for a moment (the next check
-// pauses again; the switch still waits for a replica that has every write
-// made meanwhile), and a CLIENT PAUSE given during the failover ends with
-// it.
+// The pause is a hold of CLIENT PAUSE's machinery (pause.go): CLIENT
+// UNPAUSE does not lift it, and a CLIENT PAUSE found or given meanwhile
+// goes on after it if its time is not up.
 
 // Failover states, as INFO's master_failover_state names them.
 const (
@@ -56,12 +54,6 @@ type failoverState struct {
 	// timeout (zero: none).
 	force bool
 	end   time.Time
-	// paused: this failover holds writes; prevOn, prevUntil and prevAll
-	// are the CLIENT PAUSE it found, restored if still due at its end.
-	paused    bool
-	prevOn    bool
-	prevUntil time.Time
-	prevAll   bool
 }
 
 func (f *failoverState) String() string {
@@ -73,9 +65,6 @@ func (f *failoverState) String() string {
 	}
 	return "no-failover"
 }
-
-// failoverPauseEnd stands for "no end" in the pause's deadline.
-var failoverPauseEnd = time.Unix(1<<40, 0)
 
 // FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
 func cmdFailover(c *Ctx) error {
@@ -147,7 +136,7 @@ func cmdFailover(c *Ctx) error {
 	if timeout > 0 {
 		fo.end = time.UnixMilli(c.now).Add(time.Duration(timeout) * time.Millisecond)
 	}
-	a.pauseForFailover()
+	a.holdWrites(holdFailover)
 	c.w.OK()
 	return nil
 }
@@ -172,13 +161,6 @@ func (a *Actor) checkFailover(now time.Time) {
 	fo := &m.fo
 	if fo.state != foWaitSync {
 		return
-	}
-	if !a.pause.on {
-		// A CLIENT UNPAUSE lifted the failover's pause: hold writes
-		// again (what ran meanwhile, the replica must have too).
-		fo.prevOn = false
-		fo.paused = false
-		a.pauseForFailover()
 	}
 	if !fo.end.IsZero() && !now.Before(fo.end) {
 		if fo.force {
@@ -263,40 +245,6 @@ func (a *Actor) abortFailover(why string) {
 
 // clearFailover forgets the failover and releases the writes it held.
 func (a *Actor) clearFailover() {
-	a.unpauseForFailover(a.roundStart)
+	a.releaseWrites(holdFailover, a.roundStart)
 	a.master.fo = failoverState{}
-}
-
-// pauseForFailover holds writes with CLIENT PAUSE's machinery (pause.go),
-// with no end, remembering the client pause it found.
-func (a *Actor) pauseForFailover() {
-	p := &a.pause
-	fo := &a.master.fo
-	if !fo.paused {
-		fo.prevOn, fo.prevUntil, fo.prevAll = p.on, p.until, p.all
-		fo.paused = true
-	}
-	if !p.on {
-		p.all = false
-	}
-	p.on, p.until = true, failoverPauseEnd
-}
-
-// unpauseForFailover ends the failover's pause: a client pause it found
-// and whose time is not up goes on, anything else is released.
-func (a *Actor) unpauseForFailover(now time.Time) {
-	p := &a.pause
-	fo := &a.master.fo
-	if !fo.paused {
-		return
-	}
-	fo.paused = false
-	if fo.prevOn && now.Before(fo.prevUntil) {
-		p.on, p.until, p.all = true, fo.prevUntil, fo.prevAll
-		return
-	}
-	if p.on {
-		p.on, p.until = false, time.Time{}
-		p.release = len(p.held) > 0
-	}
 }

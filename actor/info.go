@@ -86,6 +86,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("executable", executable())
 		kv("config_file", a.cfg.ConfigFile)
 		kv("io_threads_active", 0)
+		a.infoShutdown(kv, now)
 		kv("cellar_version", a.cfg.Version)
 		kv("cellar_storage", "sqlite "+a.st.Path())
 	case "clients":

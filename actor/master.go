@@ -37,8 +37,14 @@ import (
 // (master.active): a server nobody follows pays nothing.
 //
 // The full sync. PSYNC that cannot continue (and SYNC) suspends the
-// replica's batch like SAVE (suspendOnJob) and starts a sync job on the
-// offload pool after the next flush (afterFlush): the job copies the
+// replica's batch like SAVE (suspendOnJob); the replica waits for a sync
+// job, which starts as Redis 7.0 starts its replication BGSAVE
+// (startPendingSyncs): at once, unless repl-diskless-sync is yes and
+// every waiting replica announced REPLCONF capa eof, in which case once
+// the first has waited repl-diskless-sync-delay seconds or
+// repl-diskless-sync-max-replicas are waiting, so that they share one
+// snapshot. The job runs on the offload pool after the next flush
+// (afterFlush), for every replica waiting then: it copies the
 // database (storage.Snapshot: VACUUM INTO through a connection of its
 // own), opens the copy as a Store of its own, reads the redo log position
 // the copy covers (the last flush's, stored in the same transaction as
@@ -52,9 +58,18 @@ import (
 // it (repl-stream-db, the database the stream had selected there, which a
 // Redis replica selects for its master client; repl-id; repl-offset) and
 // answers the suspended PSYNC with "+FULLRESYNC <replid> <offset>", the
-// RDB as "$<len>\r\n<bytes>", and the stream since that offset; from then
-// on the replica is online. While it waits it gets a newline every second
-// (Redis's keep-alive before the reply), which no offset counts.
+// RDB, and the stream since that offset; from then on the replica is
+// online. The RDB goes as "$<len>\r\n<bytes>", or, when the job started
+// as a diskless one, as Redis's diskless form "$EOF:<40 random hex
+// characters>\r\n<bytes><the same 40 characters>" (appendRDB), and then
+// the stream since waits for the replica's first REPLCONF ACK, as Redis
+// waits (repl_start_cmd_stream_on_ack): nothing follows the mark until the
+// replica has found it. Either way
+// the RDB is built whole in memory before it is sent; the EOF form is
+// what would let it stream. While it waits the replica gets a newline
+// every second (Redis's keep-alive before the reply), which no offset
+// counts. Unlike Redis, which forks one child at a time, sync jobs may
+// run side by side: a replica that asks while one runs waits for its own.
 //
 // The partial resync. The backlog is the last repl-backlog-size bytes of
 // the stream (in memory; INFO's repl_backlog_*). PSYNC <replid> <offset>
@@ -183,6 +198,18 @@ type replica struct {
 	marks    []replMark
 	finish   func([]byte)
 	psync    bool // PSYNC (+FULLRESYNC first), not SYNC
+	// eof: it announced REPLCONF capa eof, so it reads an RDB sent as
+	// "$EOF:<mark>\r\n<rdb><mark>" (a diskless sync).
+	eof bool
+	// asked is when it asked for its full sync; started, whether its sync
+	// job was started (until then it waits for more replicas to share it:
+	// Redis's WAIT_BGSAVE_START).
+	asked   time.Time
+	started bool
+	// streamOnAck: its RDB went in the diskless form, and the stream
+	// since (pend) waits for its first REPLCONF ACK, as in Redis: a
+	// replica finds the end mark more simply with nothing glued after it.
+	streamOnAck bool
 }
 
 // replMark is where the stream stood at a round's end.
@@ -196,6 +223,7 @@ type replMark struct {
 type replConf struct {
 	listenPort int64
 	ipAddr     string
+	capaEOF    bool
 }
 
 // replWait is a blocked WAIT.
@@ -250,8 +278,15 @@ func cmdReplconf(c *Ctx) error {
 				s.replica.ipAddr = s.replConf.ipAddr
 			}
 		case c.argEq(j, "capa"):
-			// eof and psync2 are understood; Cellar sends the RDB with
-			// its length either way, which every replica accepts.
+			// eof: the replica reads an RDB with an end mark instead of
+			// a length (the diskless form, startPendingSyncs); psync2 and
+			// anything else change nothing, as in Redis.
+			if c.argEq(j+1, "eof") {
+				s.replConf.capaEOF = true
+				if s.replica != nil {
+					s.replica.eof = true
+				}
+			}
 		case c.argEq(j, "ack"):
 			r := s.replica
 			if r == nil {
@@ -265,8 +300,18 @@ func cmdReplconf(c *Ctx) error {
 				r.ackOff = off
 			}
 			r.ackTime = c.a.roundStart
+			if r.streamOnAck {
+				// The first acknowledgement after a diskless sync: the
+				// stream since its RDB goes now.
+				r.streamOnAck = false
+				if len(r.pend) > 0 {
+					c.a.push(s, r.pend, false)
+				}
+				r.pend = nil
+			}
 			c.a.checkWaits()
 			c.a.checkFailover(c.a.roundStart)
+			c.a.checkShutdown(c.a.roundStart)
 			return nil // REPLCONF ACK has no reply
 		case c.argEq(j, "cellar-relay") && s.master:
 			// The master's stream the batch's commands before it came
@@ -360,7 +405,12 @@ func cmdPsync(c *Ctx) error {
 	r.finish = finish
 	r.pendFrom = m.offset
 	r.marks = append(r.marks, replMark{logPos: uint64(a.cfg.Log.Written()), offset: m.offset, selDB: m.selDB})
-	a.startFullSync(s, r)
+	r.asked = a.roundStart
+	m.fullSyncs++
+	a.startPendingSyncs(a.roundStart)
+	if !r.started {
+		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Msg("replica: full resync: waiting repl-diskless-sync-delay for more replicas to share it")
+	}
 	return nil
 }
 
@@ -374,7 +424,7 @@ func (a *Actor) canContinue(from int64) bool {
 
 // addReplica makes s a replica.
 func (a *Actor) addReplica(s *session, psync bool) *replica {
-	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr}
+	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF}
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
 	// Client eviction (maxmemory_clients) spares replicas, as Redis's
@@ -399,22 +449,63 @@ func (a *Actor) dropReplica(s *session) {
 	a.checkWaits()
 }
 
-// startFullSync runs the sync job for replica s after the next flush.
-func (a *Actor) startFullSync(s *session, r *replica) {
+// startPendingSyncs starts one sync job for all the replicas waiting for
+// one, as Redis's shouldStartChildReplication decides: at once with
+// repl-diskless-sync no, with repl-diskless-sync-delay 0, or when one of
+// them cannot read the diskless form; otherwise once the first has waited
+// repl-diskless-sync-delay seconds, or repl-diskless-sync-max-replicas
+// (when not 0) are waiting. Called when a replica asks and on every
+// housekeeping tick.
+func (a *Actor) startPendingSyncs(now time.Time) {
+	var waiting []*session
+	var first time.Time
+	allEOF := true
+	for _, s := range a.master.replicas {
+		r := s.replica
+		if r.state != replWaitBgsave || r.started {
+			continue
+		}
+		waiting = append(waiting, s)
+		if first.IsZero() || r.asked.Before(first) {
+			first = r.asked
+		}
+		allEOF = allEOF && r.eof
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	diskless := a.storedParamValue("repl-diskless-sync") == "yes"
+	delay, _ := strconv.ParseInt(a.storedParamValue("repl-diskless-sync-delay"), 10, 64)
+	most, _ := strconv.Atoi(a.storedParamValue("repl-diskless-sync-max-replicas"))
+	if diskless && allEOF && delay > 0 && (most <= 0 || len(waiting) < most) && now.Sub(first) < time.Duration(delay)*time.Second {
+		return
+	}
+	for _, s := range waiting {
+		s.replica.started = true
+	}
+	a.startFullSync(waiting, diskless && allEOF)
+}
+
+// startFullSync runs one sync job for the replicas group after the next
+// flush; eof: they get the RDB in the diskless form.
+func (a *Actor) startFullSync(group []*session, eof bool) {
 	m := &a.master
 	m.syncs++
-	m.fullSyncs++
-	id := s.id
+	ids := make([]uint64, len(group))
+	for i, s := range group {
+		ids[i] = s.id
+		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int("replicas", len(group)).Bool("diskless", eof).
+			Msg("replica: full resync: writing an RDB from a snapshot")
+	}
 	src := a.st.Path()
 	tmp := filepath.Join(filepath.Dir(src), fmt.Sprintf("replsync-%d-%d.db", os.Getpid(), m.syncs))
-	a.log.Info().Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync: writing an RDB from a snapshot")
 	start := func() {
 		job := &offload.Job{Run: func() {
 			w, pos, err := buildSyncRDB(src, tmp)
-			a.in.put(message{kind: msgCall, fn: func() { a.fullSyncDone(id, w, pos, err) }})
+			a.in.put(message{kind: msgCall, fn: func() { a.fullSyncDone(ids, eof, w, pos, err) }})
 		}}
 		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
-			a.fullSyncDone(id, nil, 0, err)
+			a.fullSyncDone(ids, eof, nil, 0, err)
 		}
 	}
 	a.afterFlush = append(a.afterFlush, start)
@@ -486,56 +577,90 @@ func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
 	return w, pos, nil
 }
 
-// fullSyncDone answers the suspended PSYNC of client id with the RDB w,
-// which holds the keyspace at redo log position pos, and the stream since.
-func (a *Actor) fullSyncDone(id uint64, w *rdb.FileWriter, pos uint64, err error) {
-	s := a.sessions[id]
-	if s == nil || s.replica == nil || s.replica.finish == nil {
-		return // gone meanwhile
-	}
-	r := s.replica
-	fail := func(why string, err error) {
-		a.log.Error().Err(err).Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync failed: " + why)
-		r.finish = nil
-		a.kill(s) // its suspended PSYNC goes unanswered; the replica retries
-	}
-	if err != nil {
-		fail("writing the RDB", err)
-		return
-	}
-	at := -1
-	for i, mk := range r.marks {
-		if mk.logPos == pos {
-			at = i
-			break
-		}
-	}
-	if at < 0 {
-		fail("the snapshot's log position is not one of the stream's", fmt.Errorf("position %d", pos))
-		return
-	}
-	mk := r.marks[at]
+// fullSyncDone answers the suspended PSYNCs of the clients ids with the
+// RDB w, which holds the keyspace at redo log position pos, and each
+// with the stream since; eof: in the diskless form.
+//
+// The RDB stands at the last mark of position pos: every replica of the
+// group waited through it (they all asked before the job started, and
+// the marks of every round's end are the same for all), and between its
+// first and last marks of one position the stream holds no write (a PING,
+// a GETACK), so the keyspace at pos is the one at either. So one RDB, its
+// repl-offset included, serves them all.
+func (a *Actor) fullSyncDone(ids []uint64, eof bool, w *rdb.FileWriter, pos uint64, err error) {
 	m := &a.master
-	db := max(mk.selDB, 0)
-	w.Aux("repl-stream-db", strconv.Itoa(db))
-	w.Aux("repl-id", a.repl.replID)
-	w.Aux("repl-offset", strconv.FormatInt(mk.offset, 10))
-	file := w.End()
-	var out []byte
-	if r.psync {
-		out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
+	var file []byte
+	var at replMark
+	for _, id := range ids {
+		s := a.sessions[id]
+		if s == nil || s.replica == nil || s.replica.finish == nil {
+			continue // gone meanwhile
+		}
+		r := s.replica
+		fail := func(why string, err error) {
+			a.log.Error().Err(err).Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync failed: " + why)
+			r.finish = nil
+			a.kill(s) // its suspended PSYNC goes unanswered; the replica retries
+		}
+		if err != nil {
+			fail("writing the RDB", err)
+			continue
+		}
+		i := len(r.marks) - 1
+		for i >= 0 && r.marks[i].logPos != pos {
+			i--
+		}
+		if i < 0 {
+			fail("the snapshot's log position is not one of the stream's", fmt.Errorf("position %d", pos))
+			continue
+		}
+		mk := r.marks[i]
+		if file == nil {
+			at = mk
+			w.Aux("repl-stream-db", strconv.Itoa(max(mk.selDB, 0)))
+			w.Aux("repl-id", a.repl.replID)
+			w.Aux("repl-offset", strconv.FormatInt(mk.offset, 10))
+			file = w.End()
+		} else if mk != at {
+			fail("the snapshot's log position stands at another offset for this replica", fmt.Errorf("offset %d, not %d", mk.offset, at.offset))
+			continue
+		}
+		var out []byte
+		if r.psync {
+			out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
+		}
+		out = appendRDB(out, file, eof)
+		rest := r.pend[mk.offset-r.pendFrom:]
+		if eof {
+			r.pend, r.streamOnAck = append([]byte(nil), rest...), true
+		} else {
+			out = append(out, rest...)
+			r.pend = nil
+		}
+		finish := r.finish
+		r.finish, r.marks = nil, nil
+		r.state, r.ackTime = replOnline, a.roundStart
+		finish(out)
+		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Bool("diskless", eof).
+			Int64("offset", mk.offset).Int64("master_repl_offset", m.offset).Msg("replica: full resync sent")
 	}
-	out = append(out, '$')
-	out = strconv.AppendInt(out, int64(len(file)), 10)
-	out = append(out, '\r', '\n')
-	out = append(out, file...)
-	out = append(out, r.pend[mk.offset-r.pendFrom:]...)
-	finish := r.finish
-	r.finish, r.pend, r.marks = nil, nil, nil
-	r.state, r.ackTime = replOnline, a.roundStart
-	finish(out)
-	a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Int64("offset", mk.offset).
-		Int64("master_repl_offset", m.offset).Msg("replica: full resync sent")
+}
+
+// appendRDB appends the RDB file as a full sync sends it: "$<length>\r\n"
+// and the file, or in the diskless form (Redis's rdbSaveRioWithEOFMark)
+// "$EOF:<40 random hex characters>\r\n", the file and the same 40
+// characters, which a replica reads up to without knowing the length.
+func appendRDB(dst, file []byte, eof bool) []byte {
+	if !eof {
+		dst = append(dst, '$')
+		dst = strconv.AppendInt(dst, int64(len(file)), 10)
+		dst = append(dst, '\r', '\n')
+		return append(dst, file...)
+	}
+	mark := newReplID() // 40 random hex characters, as Redis's getRandomHexChars
+	dst = append(dst, "$EOF:"+mark+"\r\n"...)
+	dst = append(dst, file...)
+	return append(dst, mark...)
 }
 
 // feedReplicas converts one record the round gives the redo log into the
@@ -746,7 +871,10 @@ func (a *Actor) endStream() {
 		r := s.replica
 		switch r.state {
 		case replOnline:
-			if len(b) > 0 {
+			if r.streamOnAck {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			} else if len(b) > 0 {
 				a.push(s, append([]byte(nil), b...), false)
 			}
 		case replWaitBgsave:
@@ -755,12 +883,7 @@ func (a *Actor) endStream() {
 			}
 			r.pend = append(r.pend, b...)
 			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
-			if lim := a.cfg.ReplicaHardLimit; lim > 0 && int64(len(r.pend)) > lim {
-				a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", len(r.pend)).
-					Msg("closing replica whose stream reached the replica output hard limit during its full resync")
-				r.finish = nil
-				a.kill(s)
-			}
+			a.boundPend(s)
 		}
 	}
 	m.round = m.round[:0]
@@ -769,6 +892,19 @@ func (a *Actor) endStream() {
 	}
 	if len(m.waits) > 0 {
 		a.checkWaits()
+	}
+}
+
+// boundPend applies the replica output hard limit to the stream replica
+// s has not been sent yet (during its full sync, or before its first
+// acknowledgement after a diskless one).
+func (a *Actor) boundPend(s *session) {
+	r := s.replica
+	if lim := a.cfg.ReplicaHardLimit; lim > 0 && int64(len(r.pend)) > lim {
+		a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Int("bytes", len(r.pend)).
+			Msg("closing replica whose stream reached the replica output hard limit during its full resync")
+		r.finish = nil
+		a.kill(s)
 	}
 }
 
@@ -841,9 +977,11 @@ func (a *Actor) replHousekeeping(now time.Time) {
 			a.releasePaused(now) // it aborted
 		}
 	}
+	a.checkShutdown(now) // the timeout, or replicas gone
 	if !m.active || len(m.replicas) == 0 {
 		return
 	}
+	a.startPendingSyncs(now)
 	period, _ := strconv.Atoi(a.storedParamValue("repl-ping-replica-period"))
 	if now.Sub(m.lastPing) >= time.Duration(max(period, 1))*time.Second {
 		m.lastPing = now

@@ -31,11 +31,34 @@ import "time"
 // run at once, except that a read sees the keyspace as it is when the
 // pause ends).
 
+// Holds. The server itself holds writes, with no end, while a FAILOVER
+// waits for its replica (failover.go) and while a SHUTDOWN waits for its
+// replicas (shutdown.go), as Redis's pauses by purpose: the pause above in
+// WRITE mode, and a CLIENT PAUSE found then, or given meanwhile, is
+// remembered (prev*) and goes on after the last hold ends if its time is
+// not up. CLIENT UNPAUSE ends only the client's pause, never a hold.
+
+// Purposes of a hold (pausing.holds).
+const (
+	holdFailover uint8 = 1 << iota
+	holdShutdown
+)
+
+// holdEnd stands for "no end" in the pause's deadline.
+var holdEnd = time.Unix(1<<40, 0)
+
 // pausing is the actor's pause state.
 type pausing struct {
 	on    bool
 	until time.Time // when the pause ends
 	all   bool      // ALL mode; WRITE otherwise
+	// holds are the purposes holding writes (holdFailover, holdShutdown);
+	// while any does, prevOn, prevUntil and prevAll are the client's own
+	// pause.
+	holds     uint8
+	prevOn    bool
+	prevUntil time.Time
+	prevAll   bool
 	// held: batches waiting for the pause to end, in arrival order;
 	// sessions: how many sessions have one.
 	held     []*Batch
@@ -70,6 +93,20 @@ func cmdClientPause(c *Ctx) error {
 	p := &c.a.pause
 	// As Redis: the mode is the new one, the end the later of the two.
 	p.all = all
+	if p.holds != 0 {
+		// Writes are held already; this pause is the client's own, for
+		// after the holds.
+		p.prevAll = all
+		if ms > 0 {
+			end := time.UnixMilli(c.now).Add(time.Duration(ms) * time.Millisecond)
+			if !p.prevOn || end.After(p.prevUntil) {
+				p.prevUntil = end
+			}
+			p.prevOn = true
+		}
+		c.w.OK()
+		return nil
+	}
 	if ms > 0 {
 		end := time.UnixMilli(c.now).Add(time.Duration(ms) * time.Millisecond)
 		if !p.on || end.After(p.until) {
@@ -84,6 +121,12 @@ func cmdClientPause(c *Ctx) error {
 // CLIENT UNPAUSE
 func cmdClientUnpause(c *Ctx) error {
 	p := &c.a.pause
+	if p.holds != 0 {
+		// The client's pause ends; the holds go on, in WRITE mode.
+		c.a.endClientPauseInHold()
+		c.w.OK()
+		return nil
+	}
 	if p.on {
 		p.on, p.until = false, time.Time{}
 		p.release = len(p.held) > 0
@@ -92,15 +135,35 @@ func cmdClientUnpause(c *Ctx) error {
 	return nil
 }
 
-// pauseDue reports whether the pause's deadline has passed.
+// pauseDue reports whether the pause's deadline has passed (or, during a
+// hold, the client's pause's).
 func (a *Actor) pauseDue(now time.Time) bool {
-	return a.pause.on && !now.Before(a.pause.until)
+	p := &a.pause
+	if p.holds != 0 {
+		return p.prevOn && !now.Before(p.prevUntil)
+	}
+	return p.on && !now.Before(p.until)
+}
+
+// endClientPauseInHold ends the client's own pause while writes are held:
+// the holds go on in WRITE mode, and the reads an ALL pause held run.
+func (a *Actor) endClientPauseInHold() {
+	p := &a.pause
+	p.prevOn = false
+	if p.all {
+		p.all = false
+		p.release = len(p.held) > 0 // the writes among them are held again
+	}
 }
 
 // endPauseIfDue ends a pause whose deadline has passed and releases what
 // it held (at the start of a round).
 func (a *Actor) endPauseIfDue(now time.Time) {
-	if a.pauseDue(now) {
+	if a.pause.holds != 0 {
+		if a.pauseDue(now) {
+			a.endClientPauseInHold()
+		}
+	} else if a.pauseDue(now) {
 		a.pause.on, a.pause.until = false, time.Time{}
 		a.pause.release = len(a.pause.held) > 0
 	}
@@ -175,5 +238,40 @@ func (a *Actor) dropHeld(s *session) {
 	if s.held > 0 {
 		s.held = 0
 		a.pause.sessions--
+	}
+}
+
+// holdWrites holds writes for purpose why until releaseWrites, with no
+// end, remembering the client's pause it finds.
+func (a *Actor) holdWrites(why uint8) {
+	p := &a.pause
+	if p.holds == 0 {
+		p.prevOn, p.prevUntil, p.prevAll = p.on, p.until, p.all
+		if !p.on {
+			p.all = false
+		}
+	}
+	p.holds |= why
+	p.on, p.until = true, holdEnd
+}
+
+// releaseWrites ends purpose why's hold; once none is left, a client
+// pause whose time is not up goes on, and otherwise what was held runs.
+func (a *Actor) releaseWrites(why uint8, now time.Time) {
+	p := &a.pause
+	if p.holds&why == 0 {
+		return
+	}
+	p.holds &^= why
+	if p.holds != 0 {
+		return
+	}
+	if p.prevOn && now.Before(p.prevUntil) {
+		p.on, p.until, p.all = true, p.prevUntil, p.prevAll
+		return
+	}
+	if p.on {
+		p.on, p.until, p.all = false, time.Time{}, false
+		p.release = len(p.held) > 0
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-// Snapshots and shutdown. A snapshot (SAVE, BGSAVE, SHUTDOWN SAVE) is a
+// Snapshots. A snapshot (SAVE, BGSAVE, SHUTDOWN SAVE: shutdown.go) is a
 // consistent copy of the database written by an offload worker through a
 // connection of its own (storage.Snapshot); the actor never waits for it.
 // SAVE's reply waits like a blocked client's: the batch is suspended on a
@@ -145,74 +145,6 @@ func cmdBgSave(c *Ctx) error {
 func cmdLastSave(c *Ctx) error {
 	c.w.Int(c.a.snap.lastSave)
 	return nil
-}
-
-// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
-func cmdShutdown(c *Ctx) error {
-	var save, nosave, now, force, abort bool
-	for i := 1; i < len(c.args); i++ {
-		switch {
-		case c.argEq(i, "nosave"):
-			nosave = true
-		case c.argEq(i, "save"):
-			save = true
-		case c.argEq(i, "now"):
-			now = true
-		case c.argEq(i, "force"):
-			force = true
-		case c.argEq(i, "abort"):
-			abort = true
-		default:
-			return ErrSyntax
-		}
-	}
-	if (save && nosave) || (abort && (save || nosave || now || force)) {
-		return ErrSyntax
-	}
-	if abort {
-		return ErrNoShutdown
-	}
-	if !save {
-		c.a.shutdown(c.s)
-		return nil
-	}
-	finish, err := c.suspendOnJob()
-	if err != nil {
-		return err
-	}
-	// The callbacks run after this handler returns, when c is another
-	// command's: they keep what they need of it.
-	a, s := c.a, c.s
-	start := func() error {
-		return a.snapshot(func(err error) {
-			if err != nil && !force {
-				finish(errorReply(ErrShutdownFailed))
-				return
-			}
-			finish(nil)
-			a.shutdown(s)
-		})
-	}
-	if a.snap.running {
-		// Wait for the running snapshot, then take a fresh one.
-		a.snap.waiting = append(a.snap.waiting, func(error) {
-			if err := start(); err != nil {
-				finish(errorReply(err))
-			}
-		})
-		return nil
-	}
-	return start()
-}
-
-// shutdown closes s without a reply, as Redis does, and asks the server to
-// stop.
-func (a *Actor) shutdown(s *session) {
-	s.closing = true
-	a.log.Warn().Uint64("client", s.id).Str("addr", s.addr).Msg("SHUTDOWN requested by a client")
-	if a.cfg.Shutdown != nil {
-		a.cfg.Shutdown()
-	}
 }
 
 // errorReply encodes an error reply (the same in RESP2 and RESP3).

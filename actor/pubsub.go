@@ -268,13 +268,30 @@ func unsubscribeCmd(k subKind) Handler {
 // PUBLISH channel message
 func cmdPublish(c *Ctx) error {
 	c.w.Int(int64(c.a.publish(subChannel, c.args[1], c.args[2], false)))
+	c.toReplicas()
 	return nil
 }
 
 // SPUBLISH shardchannel message
 func cmdSPublish(c *Ctx) error {
 	c.w.Int(int64(c.a.publish(subShard, c.args[1], c.args[2], false)))
+	c.toReplicas()
 	return nil
+}
+
+// toReplicas records the running command, which changed nothing, for the
+// replicas' stream, as Redis's forceCommandPropagation(c, PROPAGATE_REPL)
+// does for PUBLISH and SPUBLISH: their subscribers get the message too. The
+// stream is the redo log's records (master.go), so it is a record like a
+// write's, in its place among them (inside MULTI ... EXEC when EXEC or a
+// script ran it) and counted in the offset; only once a replica has
+// asked, and only on a master (a replica relays its master's stream).
+// Replayed at start-up, it publishes to nobody.
+func (c *Ctx) toReplicas() {
+	a := c.a
+	if e := &a.eff; e.on && !e.replaying && a.master.active && !a.repl.on {
+		e.emit(false, c.db, c.now, c.args)
+	}
 }
 
 // frames builds a message frame once per protocol, on first use.

@@ -88,6 +88,9 @@ func (s *Server) SetReady() { s.ready.Store(true) }
 // Kubernetes stop sending new clients before the listener closes.
 func (s *Server) Drain() { s.draining.Store(true) }
 
+// Undrain makes /readyz answer as before Drain (a shutdown was aborted).
+func (s *Server) Undrain() { s.draining.Store(false) }
+
 // Close stops serving.
 func (s *Server) Close() error { return s.http.Close() }
 

@@ -72,6 +72,20 @@ func startTap(t testing.TB, addr, id string, from int64) *tap {
 	case f[0] == "+FULLRESYNC" && len(f) == 3:
 		tp.offset, _ = strconv.ParseInt(f[2], 10, 64)
 		hdr := line()
+		if mark, ok := strings.CutPrefix(hdr, "$EOF:"); ok {
+			// The diskless form: the RDB ends with the mark.
+			var got []byte
+			for !bytes.HasSuffix(got, []byte(mark)) {
+				b, err := br.ReadByte()
+				if err != nil {
+					t.Fatalf("tap: the RDB up to its mark: %v", err)
+				}
+				got = append(got, b)
+			}
+			// The stream since waits for the first acknowledgement.
+			c.Write(encode("REPLCONF", "ACK", strconv.FormatInt(tp.offset, 10)))
+			break
+		}
 		n, err := strconv.Atoi(strings.TrimPrefix(hdr, "$"))
 		if err != nil {
 			t.Fatalf("tap: RDB header %q", hdr)

@@ -80,22 +80,42 @@ func run(args []string) int {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case s := <-sig:
-		log.Info().Str("signal", s.String()).Msg("shutting down")
-		sdNotify("STOPPING=1")
-		// Not ready first, so a load balancer stops sending clients, then
-		// the graceful stop (docs/architecture.md, "Shutdown").
-		srv.Drain()
-		if d := cfg.HTTP.DrainDelay; d > 0 && cfg.HTTP.Enabled {
-			log.Info().Dur("drain_delay", d).Msg("draining: /readyz answers 503")
-			select {
-			case <-time.After(d):
-			case <-sig: // a second signal stops at once
-			case <-srv.Done():
+	code := 0
+wait:
+	for {
+		select {
+		case s := <-sig:
+			if srv.ShutdownPending() {
+				if s == syscall.SIGINT {
+					// As Redis: a second SIGINT stops without waiting for
+					// the replicas, and the exit status says so.
+					log.Warn().Msg("You insist... exiting now.")
+					code = 1
+					break wait
+				}
+				continue // a shutdown waits for replicas already
 			}
+			log.Info().Str("signal", s.String()).Msg("shutting down")
+			sdNotify("STOPPING=1")
+			// Not ready first, so a load balancer stops sending clients,
+			// then the shutdown, which waits for lagging replicas as
+			// SHUTDOWN does (SHUTDOWN ABORT cancels it), then the graceful
+			// stop (docs/architecture.md, "Shutdown").
+			srv.Drain()
+			if d := cfg.HTTP.DrainDelay; d > 0 && cfg.HTTP.Enabled {
+				log.Info().Dur("drain_delay", d).Msg("draining: /readyz answers 503")
+				select {
+				case <-time.After(d):
+				case <-sig: // a second signal stops at once
+					break wait
+				case <-srv.Done():
+					break wait
+				}
+			}
+			srv.RequestShutdown(s == syscall.SIGINT)
+		case <-srv.Done():
+			break wait
 		}
-	case <-srv.Done():
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -103,5 +123,5 @@ func run(args []string) int {
 		log.Error().Err(err).Msg("shutdown")
 		return 1
 	}
-	return 0
+	return code
 }

@@ -40,6 +40,10 @@ func StartTCPConfig(t testing.TB, conf string, extra ...string) *Server {
 	return start(t, true, conf, extra)
 }
 
+// Signal sends sig to the redis-server process (SIGSTOP and SIGCONT make
+// a replica lag on purpose).
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+
 func start(t testing.TB, tcp bool, conf string, extra []string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
