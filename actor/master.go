@@ -511,6 +511,9 @@ func (a *Actor) startFullSync(group []*session, eof bool) {
 	a.afterFlush = append(a.afterFlush, start)
 }
 
+// syncCopyMemory bounds what buildSyncRDB's copy holds in memory.
+const syncCopyMemory = 16 << 20
+
 // buildSyncRDB copies the database at src to tmp and writes every key of
 // the copy into an RDB; pos is the redo log position the copy covers. On
 // an offload worker: the copy and its Store are the job's alone.
@@ -523,7 +526,10 @@ func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
 	if err := storage.Snapshot(src, tmp); err != nil {
 		return nil, 0, err
 	}
-	st, err := storage.Open(storage.Options{Path: tmp})
+	// The copy's keys pass through its engine one by one: a small bound
+	// lets each go once written (it is clean: nothing of it waits for a
+	// flush), so the job holds the RDB, not the keyspace twice.
+	st, err := storage.Open(storage.Options{Path: tmp, MaxMemory: syncCopyMemory})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -571,6 +577,9 @@ func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
 				return nil, 0, err
 			}
 			w.Key(k, o, meta.ExpireAt)
+			if err := st.EndCommand(); err != nil { // lets the key go
+				return nil, 0, err
+			}
 		}
 		w.Checkpoint()
 	}

@@ -71,6 +71,9 @@ func startServer(t testing.TB, opts ...func(*cellar.Config)) *testServer {
 	cfg.Dir = t.TempDir()
 	cfg.LogLevel = "warn"
 	cfg.ShutdownTimeout = 10 * time.Second
+	// A full sync starts at once (Redis waits 5 s for more replicas to
+	// share it): tests that are about the wait set it themselves.
+	cfg.Master.DisklessSyncDelay = 0
 	for _, o := range opts {
 		o(&cfg)
 	}

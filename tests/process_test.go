@@ -199,7 +199,9 @@ func serverEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	// A full sync starts at once, as in startServer; a test's own
+	// setting comes later in the environment and wins.
+	return append(env, "CELLAR_MASTER__DISKLESS_SYNC_DELAY=0s")
 }
 
 // exitCode waits for the process to exit on its own.

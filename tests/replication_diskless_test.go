@@ -156,7 +156,8 @@ func infoLog(c *cellar.Config) { c.LogLevel = "info" }
 // says the offset +FULLRESYNC said. The parameters read back as set.
 func TestDisklessSyncForms(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, infoLog)
+	// Redis's default delay, which startServer sets to 0.
+	srv := startServer(t, infoLog, func(c *cellar.Config) { c.Master.DisklessSyncDelay = cellar.DefaultConfig().Master.DisklessSyncDelay })
 	needCellar(t, srv)
 	ctx := context.Background()
 	c := srv.client()
