@@ -61,6 +61,9 @@ const (
 	ErrTimeoutNegative    ReplyError = "ERR timeout is negative"
 	ErrTooManyBlocked     ReplyError = "ERR too many blocked clients"
 	ErrUnblocked          ReplyError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+	// ErrUnblockedRole ends every blocked client's wait when the server
+	// becomes a replica (Redis 7.0's disconnectAllBlockedClients).
+	ErrUnblockedRole ReplyError = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
 	ErrWritesFailing      ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
 	ErrShuttingDown       ReplyError = "ERR Cellar is shutting down"
 	ErrSaveInProgress     ReplyError = "ERR Background save already in progress"

@@ -176,6 +176,10 @@ func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 		return
 	}
 	wasMaster := !a.repl.on
+	// Clients blocked while this server served data of its own are
+	// told, and disconnected, whichever role it had (Redis 7.0's
+	// replicationSetMaster).
+	a.disconnectBlocked(ErrUnblockedRole)
 	a.noteRoleChange()
 	a.master.loadedReplica = false // its saved history is followed again
 	a.repl.gen++
