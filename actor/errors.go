@@ -61,28 +61,25 @@ const (
 	ErrTimeoutNegative    ReplyError = "ERR timeout is negative"
 	ErrTooManyBlocked     ReplyError = "ERR too many blocked clients"
 	ErrUnblocked          ReplyError = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-	// ErrUnblockedRole ends every blocked client's wait when the server
-	// becomes a replica (Redis 7.0's disconnectAllBlockedClients).
-	ErrUnblockedRole    ReplyError = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
-	ErrWritesFailing    ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
-	ErrShuttingDown     ReplyError = "ERR Cellar is shutting down"
-	ErrSaveInProgress   ReplyError = "ERR Background save already in progress"
-	ErrNoShutdown       ReplyError = "ERR No shutdown in progress."
-	ErrShutdownFailed   ReplyError = "ERR Errors trying to SHUTDOWN. Check logs."
-	ErrIndexOutOfRange  ReplyError = "ERR index out of range"
-	ErrCountNegative    ReplyError = "ERR value is out of range, must be positive"
-	ErrBitOffset        ReplyError = "ERR bit offset is not an integer or out of range"
-	ErrConfigGetArgs    ReplyError = "ERR wrong number of arguments for 'config|get' command"
-	ErrUnknownSection   ReplyError = "ERR unknown section"
-	ErrMinMaxNotFloat   ReplyError = "ERR min or max is not a float"
-	ErrProtoVersion     ReplyError = "ERR Protocol version is not an integer or out of range"
-	ErrInvalidClientID  ReplyError = "ERR Invalid client ID"
-	ErrClientIDPositive ReplyError = "ERR client-id should be greater than 0"
-	ErrMinMaxLex        ReplyError = "ERR min or max not valid string range item"
-	ErrResultNaN        ReplyError = "ERR resulting score is not a number (NaN)"
-	ErrWeightNotFloat   ReplyError = "ERR weight value is not a float"
-	ErrNumKeysPositive  ReplyError = "ERR numkeys should be greater than 0"
-	ErrNoSuchKeyForMove ReplyError = "ERR no such key"
+	ErrWritesFailing      ReplyError = "ERR Cellar is refusing writes: the last commit or fsync failed (see the server log)"
+	ErrShuttingDown       ReplyError = "ERR Cellar is shutting down"
+	ErrSaveInProgress     ReplyError = "ERR Background save already in progress"
+	ErrNoShutdown         ReplyError = "ERR No shutdown in progress."
+	ErrShutdownFailed     ReplyError = "ERR Errors trying to SHUTDOWN. Check logs."
+	ErrIndexOutOfRange    ReplyError = "ERR index out of range"
+	ErrCountNegative      ReplyError = "ERR value is out of range, must be positive"
+	ErrBitOffset          ReplyError = "ERR bit offset is not an integer or out of range"
+	ErrConfigGetArgs      ReplyError = "ERR wrong number of arguments for 'config|get' command"
+	ErrUnknownSection     ReplyError = "ERR unknown section"
+	ErrMinMaxNotFloat     ReplyError = "ERR min or max is not a float"
+	ErrProtoVersion       ReplyError = "ERR Protocol version is not an integer or out of range"
+	ErrInvalidClientID    ReplyError = "ERR Invalid client ID"
+	ErrClientIDPositive   ReplyError = "ERR client-id should be greater than 0"
+	ErrMinMaxLex          ReplyError = "ERR min or max not valid string range item"
+	ErrResultNaN          ReplyError = "ERR resulting score is not a number (NaN)"
+	ErrWeightNotFloat     ReplyError = "ERR weight value is not a float"
+	ErrNumKeysPositive    ReplyError = "ERR numkeys should be greater than 0"
+	ErrNoSuchKeyForMove   ReplyError = "ERR no such key"
 
 	// Transactions, CLIENT REPLY and CLIENT PAUSE.
 	ErrMultiNested    ReplyError = "ERR MULTI calls can not be nested"
@@ -857,3 +854,7 @@ func errReplconfOption(opt []byte) error {
 func errReplconfIPTooLong(n int) error {
 	return ReplyError(fmt.Sprintf("ERR REPLCONF ip-address provided by replica instance is too long: %d bytes", n))
 }
+
+// ErrUnblockedRole ends every blocked client's wait when the server becomes
+// a replica (Redis 7.0's disconnectAllBlockedClients).
+const ErrUnblockedRole ReplyError = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
