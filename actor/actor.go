@@ -75,6 +75,12 @@ type Actor struct {
 	// clientsPct is maxmemory-clients when it names a percentage of
 	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
 	clientsPct string
+	// clientsLimit is the client memory budget a CONFIG SET running now
+	// has set (-1: none), given to Clients once the command is done: as in
+	// Redis, clients are evicted for a new budget after CONFIG SET, never
+	// for one it rolls back.
+	clientsLimit int64
+	configSetting bool
 	snap       snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs

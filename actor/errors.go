@@ -269,6 +269,20 @@ var errFixedAtStart = errors.New("can't set immutable config")
 // on the new port (Redis's text): Cellar's listener stays where it started.
 var ErrParamListen = errors.New("Unable to listen on this port. Check server logs.")
 
+// ErrParamBind is CONFIG SET bind's reason when the server cannot bind the
+// new addresses (Redis's text): Cellar's listener stays where it started.
+var ErrParamBind = errors.New("Failed to bind to specified addresses.")
+
+// applyError is a Set's refusal that Redis meets in its apply step, once
+// every value of the CONFIG SET has been set (listening on a new port,
+// binding addresses, a setting Cellar fixes at start): a bad value
+// anywhere in the call is reported before it (Redis's configSetCommand).
+type applyError struct{ error }
+
+// ApplyError marks err, returned by a Param's Set, as met while applying
+// the new value rather than while checking it.
+func ApplyError(err error) error { return applyError{err} }
+
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {
 	return ReplyError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
