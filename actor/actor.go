@@ -80,7 +80,9 @@ type Actor struct {
 	// Redis, clients are evicted for a new budget after CONFIG SET, never
 	// for one it rolls back.
 	clientsLimit int64
+	// configSetting: a CONFIG SET is running (clientsLimit).
 	configSetting bool
+
 	snap       snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
