@@ -72,9 +72,6 @@ type Actor struct {
 	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
 	// without applying (configparams.go).
 	storedParams storedParams
-	// clientsPct is maxmemory-clients when it names a percentage of
-	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
-	clientsPct string
 	// clientsLimit is the client memory budget a CONFIG SET running now
 	// has set (-1: none), given to Clients once the command is done: as in
 	// Redis, clients are evicted for a new budget after CONFIG SET, never
@@ -83,6 +80,9 @@ type Actor struct {
 	// configSetting: a CONFIG SET is running (clientsLimit).
 	configSetting bool
 
+	// clientsPct is maxmemory-clients when it names a percentage of
+	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
+	clientsPct string
 	snap       snapshots
 
 	// After a storage failure (disk full, I/O error) the actor runs
