@@ -72,6 +72,8 @@ type Actor struct {
 	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
 	// without applying (configparams.go).
 	storedParams storedParams
+	// accessCfg is what the settings say of keys' access clocks (access.go).
+	accessCfg accessPolicy
 	// clientsLimit is the client memory budget a CONFIG SET running now
 	// has set (-1: none), given to Clients once the command is done: as in
 	// Redis, clients are evicted for a new budget after CONFIG SET, never

@@ -170,7 +170,7 @@ var connectionCommands = []*Command{
 		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
 		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
 		{Name: "client|no-evict", Summary: "Exempts the connection from eviction by maxmemory_clients.", Handler: cmdClientOnOff(func(s *session, on bool) { s.mem.SetNoEvict(on) })},
-		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
+		{Name: "client|no-touch", Summary: "Keeps the connection's commands, but TOUCH, from touching the keys' access clocks.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
 		{Name: "client|pause", Summary: "Holds clients' commands (all, or only writes) for a time.", Handler: cmdClientPause},
 		{Name: "client|unpause", Summary: "Ends a CLIENT PAUSE at once.", Handler: cmdClientUnpause},
 		{Name: "client|reply", Summary: "Turns the connection's replies on or off, or skips the next one.", Handler: cmdClientReply},

@@ -48,6 +48,7 @@ func (a *Actor) applyOpsParams() {
 	a.lat.thresholdMs.Store(th)
 	a.applyClientsPct()
 	a.applyReplParams()
+	a.applyAccessParams() // maxmemory-policy, lfu-* (access.go)
 }
 
 // applyClientsPct makes the client memory budget the percentage of

@@ -63,6 +63,9 @@ type entry struct {
 	size  int64  // what it counts in memEngine.bytes
 
 	used uint32 // the engine's clock when it was last used (approximate LRU)
+	// access is the actor's word for the key's last access (OBJECT
+	// IDLETIME, OBJECT FREQ; storage/access.go); the engine never reads it.
+	access uint32
 }
 
 // memObject is a collection the engine holds: one of package object's
