@@ -31,7 +31,7 @@ const (
 	ErrNoAuth        ReplyError = "NOAUTH Authentication required."
 	ErrWrongPass     ReplyError = "WRONGPASS invalid username-password pair or user is disabled."
 	ErrAuthNotSet    ReplyError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	ErrHelloNoAuth   ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrHelloNoAuth   ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	ErrNoProto       ReplyError = "NOPROTO unsupported protocol version"
 	ErrDBIndex       ReplyError = "ERR DB index is out of range"
 	ErrInvalidDB     ReplyError = "ERR invalid DB index"
