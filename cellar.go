@@ -392,7 +392,7 @@ func (s *Server) params() []actor.Param {
 	str := func(v string) func() string { return func() string { return v } }
 	num := func(v int64) func() string { return str(strconv.FormatInt(v, 10)) }
 	return []actor.Param{
-		{Name: "bind", Get: str(c.Bind)},
+		s.bindParam(),
 		s.portParam(),
 		{Name: "dir", Get: str(c.Dir)},
 		{Name: "maxclients", Get: num(int64(c.MaxClients))},
@@ -420,7 +420,25 @@ func (s *Server) portParam() actor.Param {
 			return nil
 		}
 		s.log.Warn().Str("port", n).Msg("CONFIG SET port: Cellar cannot move its listener at run time; restart it with the new port")
-		return actor.ErrParamListen
+		return actor.ApplyError(actor.ErrParamListen)
+	}}
+}
+
+// bindParam is bind for CONFIG GET and SET, as portParam: a valid new
+// list of addresses fails as Redis fails when it cannot bind them, the
+// current one is accepted.
+func (s *Server) bindParam() actor.Param {
+	cur := s.cfg.Bind
+	return actor.Param{Name: "bind", Get: func() string { return cur }, Set: func(v string) error {
+		n, err := actor.NormalizeParam("bind", v)
+		switch {
+		case err != nil:
+			return err
+		case n == cur || v == cur:
+			return nil
+		}
+		s.log.Warn().Str("bind", n).Msg("CONFIG SET bind: Cellar cannot move its listener at run time; restart it with the new addresses")
+		return actor.ApplyError(actor.ErrParamBind)
 	}}
 }
 

@@ -92,6 +92,7 @@ func (a *Actor) initACL() error {
 			return fmt.Errorf("actor: aclfile: %w", err)
 		}
 	}
+	a.updateGate() // the users of the configuration
 	return nil
 }
 
@@ -399,6 +400,7 @@ func cmdACLDelUser(c *Ctx) error {
 		c.a.dropUser(u, c.s)
 		n++
 	}
+	c.a.updateGate()
 	c.w.Int(int64(n))
 	return nil
 }

@@ -72,6 +72,16 @@ type Actor struct {
 	// storedParams are the CONFIG values of Redis's parameters Cellar keeps
 	// without applying (configparams.go).
 	storedParams storedParams
+	// accessCfg is what the settings say of keys' access clocks (access.go).
+	accessCfg accessPolicy
+	// clientsLimit is the client memory budget a CONFIG SET running now
+	// has set (-1: none), given to Clients once the command is done: as in
+	// Redis, clients are evicted for a new budget after CONFIG SET, never
+	// for one it rolls back.
+	clientsLimit int64
+	// configSetting: a CONFIG SET is running (clientsLimit).
+	configSetting bool
+
 	// clientsPct is maxmemory-clients when it names a percentage of
 	// maxmemory ("10%"), "" when it names a size (applyClientsPct).
 	clientsPct string

@@ -272,6 +272,10 @@ type ConnInfo struct {
 	// actor, for the loop's answers while a script is busy (nil: no loop
 	// reads it).
 	InMulti *atomic.Bool
+	// Resp is the client's protocol (2 or 3), kept up to date by the
+	// actor, for the loop's answers while a script is busy (nil: no loop
+	// reads it).
+	Resp *atomic.Int32
 }
 
 // Batch is every complete command a connection had buffered, as one message.
@@ -399,8 +403,9 @@ func (a *Actor) BusyAnswered(id uint64, n BusyNote) {
 	a.in.put(message{kind: msgBusy, id: id, busy: n})
 }
 
-// BusyCommand is BusyAnswered for WATCH, UNWATCH and DISCARD, which a
-// loop answers while a script is busy (Redis runs them then: allow_busy):
+// BusyCommand is BusyAnswered for WATCH, UNWATCH, DISCARD, AUTH, HELLO
+// and RESET, which a loop answers while a script is busy (Redis runs them
+// then: allow_busy):
 // the actor applies what they do to the session once the script has
 // ended, in the connection's order. args is the command as sent; the
 // caller gives it up (it is copied here, as it may alias a loop's buffer).
@@ -438,6 +443,35 @@ func (a *Actor) busyCommand(id uint64, args [][]byte) {
 		if s.tx != nil {
 			a.resetTx(s)
 		}
+	case "auth", "hello":
+		if s.tx != nil {
+			a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
+			return
+		}
+		a.busyRun(s, cmd, args)
+	case "reset":
+		a.busyRun(s, cmd, args)
+	}
+}
+
+// busyRun runs, for its effects on the session, a command its loop
+// answered while a script was busy (AUTH, HELLO, RESET): the same
+// handler, on the same state (a script cannot change users or the
+// session), so it does what the loop's reply said; the reply is dropped,
+// the command counted as one that ran.
+func (a *Actor) busyRun(s *session, cmd *Command, args [][]byte) {
+	out := proto.Writer{Proto: s.resp}
+	f := a.enter()
+	defer a.leave()
+	c := &f.ctx
+	*c = Ctx{a: a, f: f, s: s, cmd: cmd, args: args, w: &out, st: a.st, db: s.db, now: a.nowMs}
+	err := cmd.Handler(c)
+	st := &a.cmdStats[cmd.idx]
+	st.calls++
+	if err != nil {
+		st.failed++
+		r, _ := replyFor(err)
+		a.countError(r)
 	}
 }
 

@@ -656,6 +656,33 @@ func (a *Actor) settleHeld(failed bool) {
 	a.outHeld = 0
 }
 
+// disconnectBlocked ends the wait of every blocked client with reply, and
+// closes its connection after it: Redis 7.0's disconnectAllBlockedClients,
+// run when the server becomes a replica (REPLICAOF, FAILOVER), since what
+// they wait for is a master's. Blocked clients are those CLIENT UNBLOCK
+// applies to (BLPOP and the other keyed waits, WAIT); a client waiting for
+// SAVE or held by CLIENT PAUSE is not one (Redis's BLOCKED_POSTPONE is
+// skipped there too: the held command runs once the pause ends, against
+// the replica).
+func (a *Actor) disconnectBlocked(reply ReplyError) {
+	for _, s := range a.sessions {
+		w := s.blocked
+		if w == nil || (w.retry == nil && w.onTimeout == nil) {
+			continue
+		}
+		out := proto.Writer{Proto: w.resp}
+		out.Error(string(reply))
+		a.countError(string(reply))
+		oi := w.oi // its batch's completion, when suspended in this round
+		a.complete(w, out.Buf, false)
+		if oi < 0 {
+			oi = int32(len(a.out) - 1) // the completion complete queued
+		}
+		a.out[oi].c.Close = true
+		s.closing = true
+	}
+}
+
 // CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
 func cmdClientUnblock(c *Ctx) error {
 	if len(c.args) > 4 {

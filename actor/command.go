@@ -111,6 +111,8 @@ type Command struct {
 	// in a batch of its own and waits for its reply before parsing on, so
 	// the requests after it are held to the right limits.
 	Authenticates bool
+	// noTouch: running it leaves its keys' access clocks alone (access.go).
+	noTouch bool
 	// events is what the command's writes are called in keyspace
 	// notifications (notify.go), nil for a command with no events of its own.
 	events *eventSpec
@@ -295,6 +297,7 @@ func buildTable() *table {
 		}
 		c.resolveKeys()
 		c.events = notifyEvents[c.Name]
+		c.noTouch = noTouch[c.Name]
 		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
 			c.InSubscribed = true
 		}

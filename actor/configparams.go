@@ -445,6 +445,11 @@ func validateSpecial(name, v string) (string, error) {
 			return "default", nil
 		}
 		return strings.Join(out, " "), nil
+	case "bind":
+		if len(f) > 16 { // Redis's CONFIG_BINDADDR_MAX
+			return "", errors.New("Too many bind addresses specified.")
+		}
+		return strings.Join(f, " "), nil
 	case "save":
 		if len(f)%2 != 0 {
 			return "", errParamSave

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cellar-db/cellar/proto"
 )
 
 // session is the actor's state for one connection: everything a command can
@@ -26,8 +28,10 @@ type session struct {
 	// authFlag is authed as the connection's loop sees it (ConnInfo.Authed).
 	authFlag *atomic.Bool
 	// multiFlag is whether the session is in MULTI, for its loop
-	// (ConnInfo.InMulti; nil without one).
+	// (ConnInfo.InMulti; nil without one); respFlag its protocol
+	// (ConnInfo.Resp).
 	multiFlag *atomic.Bool
+	respFlag  *atomic.Int32
 	// user is the ACL user the client runs as (acl.go); the default user
 	// until AUTH or HELLO names another.
 	user    *aclUser
@@ -109,6 +113,7 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 		master:    info.Master,
 		authFlag:  info.Authed,
 		multiFlag: info.InMulti,
+		respFlag:  info.Resp,
 		user:      a.acl.def,
 		mem:       info.Mem,
 	}
@@ -170,7 +175,7 @@ var connectionCommands = []*Command{
 		{Name: "client|kill", Summary: "Closes connections that match filters.", Handler: cmdClientKill},
 		{Name: "client|unblock", Summary: "Ends another client's blocking command as a timeout or an error.", Handler: cmdClientUnblock},
 		{Name: "client|no-evict", Summary: "Exempts the connection from eviction by maxmemory_clients.", Handler: cmdClientOnOff(func(s *session, on bool) { s.mem.SetNoEvict(on) })},
-		{Name: "client|no-touch", Summary: "Accepted for compatibility; Cellar keeps no access times that reads would touch.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
+		{Name: "client|no-touch", Summary: "Keeps the connection's commands, but TOUCH, from touching the keys' access clocks.", Handler: cmdClientOnOff(func(s *session, on bool) { s.noTouch = on })},
 		{Name: "client|pause", Summary: "Holds clients' commands (all, or only writes) for a time.", Handler: cmdClientPause},
 		{Name: "client|unpause", Summary: "Ends a CLIENT PAUSE at once.", Handler: cmdClientUnpause},
 		{Name: "client|reply", Summary: "Turns the connection's replies on or off, or skips the next one.", Handler: cmdClientReply},
@@ -224,7 +229,8 @@ func cmdQuit(c *Ctx) error {
 func cmdReset(c *Ctx) error {
 	s := c.s
 	c.a.resetState(s)
-	s.db, s.resp, s.name = 0, 2, ""
+	s.db, s.name = 0, ""
+	s.setResp(2)
 	s.setAuthed(!c.a.authRequired())
 	s.user = c.a.acl.def
 	s.noTouch = false
@@ -247,70 +253,105 @@ func (a *Actor) resetState(s *session) {
 	s.reply = replyOn
 }
 
-// HELLO [protover [AUTH username password] [SETNAME clientname]]
-func cmdHello(c *Ctx) error {
-	ver := int64(0)
+// Hello is a parsed HELLO [protover [AUTH username password] [SETNAME
+// clientname]]: Ver 0 when no protocol was given, User nil without AUTH.
+type Hello struct {
+	Ver        int
+	User, Pass []byte
+	Name       []byte
+	HasName    bool
+}
+
+// ParseHello parses HELLO's arguments (args[0] is HELLO) with Redis 7.0's
+// errors, in its order. Safe from any goroutine: the loops answer HELLO
+// themselves while a script is busy.
+func ParseHello(args [][]byte) (Hello, error) {
+	var h Hello
 	next := 1
-	if len(c.args) >= 2 {
-		v, ok := parseIntOK(c.args[1])
+	if len(args) >= 2 {
+		v, ok := parseIntOK(args[1])
 		if !ok {
-			return ErrProtoVersion
+			return h, ErrProtoVersion
 		}
 		if v < 2 || v > 3 {
-			return ErrNoProto
+			return h, ErrNoProto
 		}
-		ver, next = v, 2
+		h.Ver, next = int(v), 2
 	}
-	var user, pass, name []byte
-	haveName := false
-	for j := next; j < len(c.args); j++ {
-		more := len(c.args) - 1 - j
+	for j := next; j < len(args); j++ {
+		more := len(args) - 1 - j
 		switch {
-		case c.argEq(j, "AUTH") && more >= 2:
-			user, pass = c.args[j+1], c.args[j+2]
+		case eqFold(args[j], "auth") && more >= 2:
+			h.User, h.Pass = args[j+1], args[j+2]
 			j += 2
-		case c.argEq(j, "SETNAME") && more >= 1:
-			name, haveName = c.args[j+1], true
+		case eqFold(args[j], "setname") && more >= 1:
+			h.Name, h.HasName = args[j+1], true
 			j++
 		default:
-			return errHelloOption(c.args[j])
+			return h, errHelloOption(args[j])
 		}
 	}
-	if user != nil {
-		if !c.a.authenticate(c.s, c.args[0], user, pass) {
+	return h, nil
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *Ctx) error {
+	h, err := ParseHello(c.args)
+	if err != nil {
+		return err
+	}
+	if h.User != nil {
+		if !c.a.authenticate(c.s, c.args[0], h.User, h.Pass) {
 			return ErrWrongPass
 		}
 	}
 	if !c.s.authed {
 		return ErrHelloNoAuth
 	}
-	if haveName {
-		if err := validName(name); err != nil {
+	if h.HasName {
+		if err := ValidName(h.Name); err != nil {
 			return err
 		}
-		c.s.name = string(name)
+		c.s.name = string(h.Name)
 	}
-	if ver != 0 {
-		c.s.resp = int(ver)
-		c.w.Proto = int(ver)
+	if h.Ver != 0 {
+		c.s.setResp(h.Ver)
+		c.w.Proto = h.Ver
 	}
-	w := c.w
+	WriteHello(c.w, c.s.id, c.a.repl.on)
+	return nil
+}
+
+// WriteHello writes HELLO's reply, in w's protocol, for client id. Safe
+// from any goroutine.
+func WriteHello(w *proto.Writer, id uint64, replica bool) {
 	w.Map(7)
 	w.BulkString("server")
 	w.BulkString("redis")
 	w.BulkString("version")
 	w.BulkString(RedisVersion)
 	w.BulkString("proto")
-	w.Int(int64(c.s.resp))
+	w.Int(int64(w.Proto))
 	w.BulkString("id")
-	w.Int(int64(c.s.id))
+	w.Int(int64(id))
 	w.BulkString("mode")
 	w.BulkString("standalone")
 	w.BulkString("role")
-	w.BulkString("master")
+	if replica {
+		w.BulkString("replica")
+	} else {
+		w.BulkString("master")
+	}
 	w.BulkString("modules")
 	w.Array(0)
-	return nil
+}
+
+// setResp sets the session's protocol, and tells its loop.
+func (s *session) setResp(v int) {
+	s.resp = v
+	if s.respFlag != nil {
+		s.respFlag.Store(int32(v))
+	}
 }
 
 // AUTH [username] password
@@ -358,9 +399,9 @@ func cmdClientID(c *Ctx) error {
 	return nil
 }
 
-// validName checks a client name or library attribute the way Redis does:
+// ValidName checks a client name or library attribute the way Redis does:
 // printable ASCII without spaces.
-func validName(b []byte) error {
+func ValidName(b []byte) error {
 	for _, ch := range b {
 		if ch < '!' || ch > '~' {
 			return ErrClientName
@@ -371,7 +412,7 @@ func validName(b []byte) error {
 
 // CLIENT SETNAME connection-name
 func cmdClientSetName(c *Ctx) error {
-	if err := validName(c.args[2]); err != nil {
+	if err := ValidName(c.args[2]); err != nil {
 		return err
 	}
 	c.s.name = string(c.args[2])

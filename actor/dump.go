@@ -36,10 +36,11 @@ func cmdDump(c *Ctx) error {
 
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
 // [FREQ frequency]: the checks in the order of Redis 7.0's restoreCommand.
-// IDLETIME and FREQ are checked and then ignored: Cellar keeps no access
-// times or counts.
+// IDLETIME and FREQ set the key's access clock (access.go), the one the
+// policy in force reads; without them it is a new key's.
 func cmdRestore(c *Ctx) error {
 	replace, absTTL, idle, freq := false, false, false, false
+	idleSecs, freqVal := int64(-1), int64(-1)
 	for j := 4; j < len(c.args); j++ {
 		more := len(c.args) - j - 1
 		switch {
@@ -55,7 +56,7 @@ func cmdRestore(c *Ctx) error {
 			if v < 0 {
 				return ErrRestoreIdle
 			}
-			idle = true
+			idle, idleSecs = true, v
 			j++
 		case c.argEq(j, "freq") && more >= 1 && !idle:
 			v, err := c.intArg(j + 1)
@@ -65,7 +66,7 @@ func cmdRestore(c *Ctx) error {
 			if v < 0 || v > 255 {
 				return ErrRestoreFreq
 			}
-			freq = true
+			freq, freqVal = true, v
 			j++
 		default:
 			return ErrSyntax
@@ -108,6 +109,9 @@ func cmdRestore(c *Ctx) error {
 	}
 	if err := writeObject(c.st, c.db, key, o, ttl); err != nil {
 		return err
+	}
+	if w, ok := c.st.AccessWord(c.db, key); ok && !c.a.setIdleOrFreq(w, freqVal, idleSecs) {
+		*w = c.a.newAccess()
 	}
 	c.w.OK()
 	return nil

@@ -31,7 +31,7 @@ const (
 	ErrNoAuth        ReplyError = "NOAUTH Authentication required."
 	ErrWrongPass     ReplyError = "WRONGPASS invalid username-password pair or user is disabled."
 	ErrAuthNotSet    ReplyError = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	ErrHelloNoAuth   ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrHelloNoAuth   ReplyError = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	ErrNoProto       ReplyError = "NOPROTO unsupported protocol version"
 	ErrDBIndex       ReplyError = "ERR DB index is out of range"
 	ErrInvalidDB     ReplyError = "ERR invalid DB index"
@@ -272,6 +272,20 @@ var errFixedAtStart = errors.New("can't set immutable config")
 // ErrParamListen is CONFIG SET port's reason when the server cannot listen
 // on the new port (Redis's text): Cellar's listener stays where it started.
 var ErrParamListen = errors.New("Unable to listen on this port. Check server logs.")
+
+// ErrParamBind is CONFIG SET bind's reason when the server cannot bind the
+// new addresses (Redis's text): Cellar's listener stays where it started.
+var ErrParamBind = errors.New("Failed to bind to specified addresses.")
+
+// applyError is a Set's refusal that Redis meets in its apply step, once
+// every value of the CONFIG SET has been set (listening on a new port,
+// binding addresses, a setting Cellar fixes at start): a bad value
+// anywhere in the call is reported before it (Redis's configSetCommand).
+type applyError struct{ error }
+
+// ApplyError marks err, returned by a Param's Set, as met while applying
+// the new value rather than while checking it.
+func ApplyError(err error) error { return applyError{err} }
 
 // errConfigSetFailed is CONFIG SET's error for a value a parameter refused.
 func errConfigSetFailed(name string, err error) error {
@@ -854,3 +868,7 @@ func errReplconfOption(opt []byte) error {
 func errReplconfIPTooLong(n int) error {
 	return ReplyError(fmt.Sprintf("ERR REPLCONF ip-address provided by replica instance is too long: %d bytes", n))
 }
+
+// ErrUnblockedRole ends every blocked client's wait when the server becomes
+// a replica (Redis 7.0's disconnectAllBlockedClients).
+const ErrUnblockedRole ReplyError = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"

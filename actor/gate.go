@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"crypto/subtle"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -20,7 +21,55 @@ type Gate struct {
 	// keepAlive is tcp-keepalive in seconds (0: off), for the sockets
 	// accepted from now on.
 	keepAlive atomic.Int64
+	// users is what AUTH needs of the ACL users, as of the last change,
+	// for the loops' answers while a script is busy (a script cannot
+	// change users: ACL and CONFIG are noscript). replica: the server is
+	// a replica (HELLO's role).
+	users   atomic.Pointer[authTable]
+	replica atomic.Bool
 }
+
+// authTable is every ACL user's password state, by name.
+type authTable map[string]authUser
+
+type authUser struct {
+	on, nopass bool
+	passwords  []string
+}
+
+// CheckAuth is AUTH's check of user and pass (aclUser.checkPassword),
+// from the users as of their last change. Safe from any goroutine.
+func (g *Gate) CheckAuth(user, pass []byte) bool {
+	t := g.users.Load()
+	if t == nil {
+		return false
+	}
+	u, ok := (*t)[string(user)]
+	if !ok || !u.on {
+		return false
+	}
+	if u.nopass {
+		return true
+	}
+	h := []byte(hashPassword(pass))
+	found := false
+	for _, p := range u.passwords {
+		if subtle.ConstantTimeCompare(h, []byte(p)) == 1 {
+			found = true
+		}
+	}
+	return found
+}
+
+// DefaultNoPass reports whether the default user needs no password (AUTH
+// with a password alone is then refused).
+func (g *Gate) DefaultNoPass() bool {
+	t := g.users.Load()
+	return t == nil || (*t)["default"].nopass
+}
+
+// Replica reports whether the server is a replica.
+func (g *Gate) Replica() bool { return g.replica.Load() }
 
 // TCPKeepAlive is tcp-keepalive in seconds (0: off).
 func (g *Gate) TCPKeepAlive() int { return int(g.keepAlive.Load()) }
@@ -66,6 +115,11 @@ func (a *Actor) Gate() *Gate { return &a.gate }
 func (a *Actor) updateGate() {
 	a.gate.authRequired.Store(a.authRequired())
 	a.gate.denyRemote.Store(a.protectedMode && a.acl.def.nopass)
+	t := make(authTable, len(a.acl.users))
+	for name, u := range a.acl.users {
+		t[name] = authUser{on: u.on, nopass: u.nopass, passwords: append([]string(nil), u.passwords...)}
+	}
+	a.gate.users.Store(&t)
 }
 
 // protectedParam is protected-mode, applied.

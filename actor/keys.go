@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/cellar-db/cellar/storage"
 )
@@ -34,7 +33,7 @@ var keyCommands = []*Command{
 	{Name: "object", Summary: "Inspects how a key is stored.", Subs: []*Command{
 		{Name: "object|encoding", Summary: "Returns the encoding Redis would use for the key's value.", Handler: cmdObjectEncoding},
 		{Name: "object|idletime", Summary: "Returns the key's idle time (always 0: Cellar does not track access times).", Handler: cmdObjectIdleTime},
-		{Name: "object|freq", Summary: "Returns the key's access frequency (needs an LFU policy, which Cellar has not).", Handler: cmdObjectFreq},
+		{Name: "object|freq", Summary: "Returns the key's access frequency (needs an LFU maxmemory-policy).", Handler: cmdObjectFreq},
 		{Name: "object|refcount", Summary: "Returns the reference count Redis would report for the value.", Handler: cmdObjectRefCount},
 		{Name: "object|help", Summary: "Lists the OBJECT subcommands.", Handler: cmdObjectHelp},
 	}},
@@ -527,38 +526,40 @@ func collectionEncoding(t storage.Type) string {
 	return "raw"
 }
 
-// OBJECT IDLETIME key: Redis refuses it while an LFU maxmemory-policy is
-// set (a stored setting in Cellar, configparams.go).
+// OBJECT IDLETIME key: the seconds since the key was last accessed
+// (access.go); Redis refuses it while an LFU maxmemory-policy is set.
 func cmdObjectIdleTime(c *Ctx) error {
 	_, ok, err := objectLookup(c)
 	if err != nil || !ok {
 		return err
 	}
-	if c.a.lfuPolicy() {
+	if c.a.accessCfg.lfu {
 		return ErrLFUSelected
 	}
-	c.w.Int(0)
+	c.w.Int(c.a.idleSeconds(c.accessWord()))
 	return nil
 }
 
-// OBJECT FREQ key: Redis refuses it unless an LFU maxmemory-policy is set.
-// Cellar counts no accesses: the frequency is 0, what Redis reports for a
-// key it has not counted yet.
+// OBJECT FREQ key: the key's logarithmic access counter, decayed
+// (access.go); Redis refuses it unless an LFU maxmemory-policy is set.
 func cmdObjectFreq(c *Ctx) error {
 	_, ok, err := objectLookup(c)
 	if err != nil || !ok {
 		return err
 	}
-	if !c.a.lfuPolicy() {
+	if !c.a.accessCfg.lfu {
 		return ErrNoLFU
 	}
-	c.w.Int(0)
+	c.w.Int(int64(c.a.lfuCounter(c.accessWord())))
 	return nil
 }
 
-// lfuPolicy says whether maxmemory-policy names an LFU policy.
-func (a *Actor) lfuPolicy() bool {
-	return strings.HasSuffix(a.storedParamValue("maxmemory-policy"), "-lfu")
+// accessWord is the access word of OBJECT's key (0 when none is kept).
+func (c *Ctx) accessWord() uint32 {
+	if w, ok := c.st.AccessWord(c.db, c.args[2]); ok {
+		return *w
+	}
+	return 0
 }
 
 // OBJECT REFCOUNT key: small integers are shared objects in Redis.
@@ -585,8 +586,8 @@ func cmdObjectRefCount(c *Ctx) error {
 func cmdObjectHelp(c *Ctx) error {
 	return helpReply(c, "object", []string{
 		"ENCODING <key>", "    The encoding Redis would use for the key's value.",
-		"FREQ <key>", "    Access frequency (0: Cellar counts no accesses); needs an LFU maxmemory-policy.",
-		"IDLETIME <key>", "    Idle time; always 0, Cellar does not track access times.",
+		"FREQ <key>", "    The key's access counter, logarithmic and decaying; needs an LFU maxmemory-policy.",
+		"IDLETIME <key>", "    Seconds since the key was last accessed; needs a maxmemory-policy other than LFU.",
 		"REFCOUNT <key>", "    The reference count Redis would report.",
 		"HELP", "    This help.",
 	})

@@ -48,6 +48,7 @@ func (a *Actor) applyOpsParams() {
 	a.lat.thresholdMs.Store(th)
 	a.applyClientsPct()
 	a.applyReplParams()
+	a.applyAccessParams() // maxmemory-policy, lfu-* (access.go)
 }
 
 // applyClientsPct makes the client memory budget the percentage of
@@ -60,7 +61,17 @@ func (a *Actor) applyClientsPct() {
 	}
 	pct, _ := strconv.ParseUint(strings.TrimSuffix(a.clientsPct, "%"), 10, 64)
 	maxmem, _ := strconv.ParseUint(a.storedParamValue("maxmemory"), 10, 64)
-	a.cfg.Clients.SetLimit(int64(min(maxmem/100*pct+maxmem%100*pct/100, math.MaxInt64)))
+	a.setClientsLimit(int64(min(maxmem/100*pct+maxmem%100*pct/100, math.MaxInt64)))
+}
+
+// setClientsLimit sets the client memory budget, at the end of the CONFIG
+// SET running now if one is (Actor.clientsLimit).
+func (a *Actor) setClientsLimit(n int64) {
+	if a.configSetting {
+		a.clientsLimit = n
+		return
+	}
+	a.cfg.Clients.SetLimit(n)
 }
 
 // maxErrorCodes bounds INFO errorstats' table (a client sending scripts

@@ -176,10 +176,15 @@ func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 		return
 	}
 	wasMaster := !a.repl.on
+	// Clients blocked while this server served data of its own are
+	// told, and disconnected, whichever role it had (Redis 7.0's
+	// replicationSetMaster).
+	a.disconnectBlocked(ErrUnblockedRole)
 	a.noteRoleChange()
 	a.master.loadedReplica = false // its saved history is followed again
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = true, true
+	a.gate.replica.Store(true)
 	a.repl.host, a.repl.port = host, port
 	a.repl.link = 0
 	a.log.Info().Str("master", host+":"+strconv.Itoa(port)).Msg("replica: following a master (REPLICAOF)")
@@ -229,6 +234,7 @@ func (a *Actor) stopReplica() {
 	a.noteRoleChange()
 	a.repl.gen++
 	a.repl.on, a.repl.readOnly = false, false
+	a.gate.replica.Store(false)
 	a.repl.link = 0
 	m := &a.master
 	// The master's stream that this round ran so far belongs to the

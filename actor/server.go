@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -595,7 +596,7 @@ func (a *Actor) params() []Param {
 			case n != 0 && n < 1<<20:
 				return errMemoryTooLow
 			}
-			a.cfg.Clients.SetLimit(n)
+			a.setClientsLimit(n)
 			a.clientsPct = ""
 			return nil
 		}},
@@ -753,13 +754,41 @@ func cmdConfigSet(c *Ctx) error {
 	if refused != nil {
 		return refused
 	}
+	// Redis sets every value, then applies them (its apply functions run
+	// last, in the order their settings came): a value refused as it is
+	// set is reported first, wherever it is; a failure to apply only when
+	// every value was set. Either way every setting goes back to what it
+	// was.
+	a := c.a
+	a.configSetting, a.clientsLimit = true, -1
+	defer func() {
+		a.configSetting = false
+		if a.clientsLimit >= 0 {
+			a.cfg.Clients.SetLimit(a.clientsLimit)
+		}
+	}()
+	rollback := func(n int) {
+		for j := n - 1; j >= 0; j-- {
+			changes[j].p.Set(changes[j].old)
+		}
+	}
+	var applyErr error
 	for i, ch := range changes {
-		if err := ch.p.Set(ch.val); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				changes[j].p.Set(changes[j].old)
+		err := ch.p.Set(ch.val)
+		var ae applyError
+		switch {
+		case errors.As(err, &ae):
+			if applyErr == nil {
+				applyErr = errConfigSetFailed(ch.p.Name, ae.error)
 			}
+		case err != nil:
+			rollback(i)
 			return errConfigSetFailed(ch.p.Name, err)
 		}
+	}
+	if applyErr != nil {
+		rollback(len(changes))
+		return applyErr
 	}
 	c.w.OK()
 	return nil
@@ -776,7 +805,7 @@ func fixedAtStart(rp *redisParam, get func() string) func(string) error {
 		case err != nil:
 			return err
 		case n != get() && v != get():
-			return errFixedAtStart
+			return ApplyError(errFixedAtStart)
 		}
 		return nil
 	}

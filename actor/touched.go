@@ -24,9 +24,14 @@ import "github.com/cellar-db/cellar/storage"
 // (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one,
 // search indexing (search.go) another.
 
-// run runs the command's handler and ends the command in storage. A
-// failure to save what the handler changed is the command's failure.
-func (c *Ctx) run() error { return c.end(c.cmd.Handler(c)) }
+// run runs the command's handler, touches the keys it names (their access
+// clocks, access.go) and ends the command in storage. A failure to save
+// what the handler changed is the command's failure.
+func (c *Ctx) run() error {
+	err := c.cmd.Handler(c)
+	c.touchKeys()
+	return c.end(err)
+}
 
 // end ends a command (or a woken waiter's retry) in storage after it
 // returned err: the collections it changed are saved, even when it failed

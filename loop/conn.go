@@ -59,6 +59,9 @@ type conn struct {
 	// written, in order; while a script is busy the loop answers those the
 	// actor has not begun (claimBusy).
 	pending []*actor.Batch
+	// resp is the client's protocol (the actor keeps it; the loop sets it
+	// too when it answers HELLO or RESET while a script is busy).
+	resp *atomic.Int32
 	// inMulti is whether the actor's session is in MULTI (the actor keeps
 	// it). busyTx is what the loop's own answers while a script was busy
 	// made of it (1: in MULTI, 2: not; 0: nothing, inMulti says), told to
@@ -180,7 +183,14 @@ func (c *conn) parse() (wait bool) {
 				}
 				c.nextSeq++
 				c.inflight++
-				local = append(local, actor.Completion{ConnID: c.id, Seq: c.nextSeq, Reply: reply})
+				quit := c.quitting(c.args)
+				local = append(local, actor.Completion{ConnID: c.id, Seq: c.nextSeq, Reply: reply, Close: quit})
+				if quit {
+					// Nothing after QUIT is read: the connection closes
+					// once the replies before it are written.
+					c.state = stateClosing
+					break
+				}
 				continue
 			}
 		}
@@ -240,6 +250,14 @@ func (c *conn) busy(args [][]byte) []byte {
 	cmd := c.lp.srv.act.Lookup(args[0])
 	if cmd == nil {
 		return nil
+	}
+	if !c.authed.Load() && !cmd.Is(actor.FlagNoAuth) {
+		// Redis checks authentication before it looks for a busy script.
+		return []byte("-" + string(actor.ErrNoAuth) + "\r\n")
+	}
+	switch cmd.Name {
+	case "auth", "hello", "reset", "quit":
+		return c.busyConn(cmd, args)
 	}
 	if len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill") {
 		return w.Kill(cmd.Name == "script")
@@ -317,6 +335,85 @@ func (c *conn) busyWatch(name string, args [][]byte) []byte {
 	return []byte("+OK\r\n")
 }
 
+// busyConn answers AUTH, HELLO, RESET and QUIT while a script is busy, as
+// Redis runs them then (allow_busy), from what the loop knows of the
+// client and the actor's Gate (its users as of their last change, which a
+// script cannot make); the actor applies AUTH, HELLO and RESET to the
+// session after the script (Actor.BusyCommand), with the same outcome.
+// QUIT answers +OK and the connection closes (parse stops reading).
+// Inside MULTI, AUTH and HELLO are queued, RESET and QUIT are not.
+func (c *conn) busyConn(cmd *actor.Command, args [][]byte) []byte {
+	if n := cmd.Arity; (n > 0 && len(args) != n) || (n < 0 && len(args) < -n) {
+		return []byte("-ERR wrong number of arguments for '" + cmd.Name + "' command\r\n")
+	}
+	errReply := func(err error) []byte { return []byte("-" + err.Error() + "\r\n") }
+	gate := c.lp.srv.gate
+	switch cmd.Name {
+	case "quit":
+		return []byte("+OK\r\n")
+	case "reset":
+		c.lp.srv.act.BusyCommand(c.id, args)
+		c.busyTx = 2
+		c.noteSeq = c.nextSeq + 1
+		c.resp.Store(2)
+		c.authed.Store(!gate.AuthRequired())
+		return []byte("+RESET\r\n")
+	}
+	if c.multi() {
+		c.lp.srv.act.BusyCommand(c.id, args) // queued by the actor
+		return []byte("+QUEUED\r\n")
+	}
+	// The actor runs it again after the script for its effects (the
+	// user, the ACL LOG entry of a failure, the name, the protocol).
+	c.lp.srv.act.BusyCommand(c.id, args)
+	if cmd.Name == "auth" {
+		user, pass := []byte("default"), args[1]
+		switch {
+		case len(args) > 3:
+			return errReply(actor.ErrSyntax)
+		case len(args) == 2 && gate.DefaultNoPass():
+			return errReply(actor.ErrAuthNotSet)
+		case len(args) == 3:
+			user, pass = args[1], args[2]
+		}
+		if !gate.CheckAuth(user, pass) {
+			return errReply(actor.ErrWrongPass)
+		}
+		c.authed.Store(true)
+		return []byte("+OK\r\n")
+	}
+	h, err := actor.ParseHello(args)
+	switch {
+	case err != nil:
+		return errReply(err)
+	case h.User != nil && !gate.CheckAuth(h.User, h.Pass):
+		return errReply(actor.ErrWrongPass)
+	case h.User != nil:
+		c.authed.Store(true)
+	}
+	if !c.authed.Load() {
+		return errReply(actor.ErrHelloNoAuth)
+	}
+	if h.HasName {
+		if err := actor.ValidName(h.Name); err != nil {
+			return errReply(err)
+		}
+	}
+	if h.Ver != 0 {
+		c.resp.Store(int32(h.Ver))
+	}
+	w := proto.Writer{Proto: int(c.resp.Load())}
+	actor.WriteHello(&w, c.id, gate.Replica())
+	return w.Buf
+}
+
+// quitting reports whether args is a QUIT that busy answered (the
+// connection then closes after its reply).
+func (c *conn) quitting(args [][]byte) bool {
+	cmd := c.lp.srv.act.Lookup(args[0])
+	return cmd != nil && cmd.Name == "quit"
+}
+
 // multi reports whether the client is in MULTI, as far as the loop knows.
 func (c *conn) multi() bool {
 	switch c.busyTx {
@@ -345,7 +442,8 @@ func (c *conn) busyLocal(args [][]byte) bool {
 	switch {
 	case cmd == nil || cmd.Name == "shutdown":
 		return false
-	case cmd.Name == "watch" || cmd.Name == "unwatch" || cmd.Name == "discard":
+	case cmd.Name == "watch" || cmd.Name == "unwatch" || cmd.Name == "discard",
+		cmd.Name == "auth" || cmd.Name == "hello" || cmd.Name == "reset" || cmd.Name == "quit":
 		return true
 	case cmd.Name == "multi":
 		return len(args) == 1
@@ -389,10 +487,14 @@ func (c *conn) claimBusy() {
 			continue
 		}
 		var reply []byte
+		quit := false
 		for i := range b.Len() {
 			reply = append(reply, c.busy(b.Cmd(i))...)
+			if quit = c.quitting(b.Cmd(i)); quit {
+				break // the connection closes after QUIT's reply
+			}
 		}
-		local = append(local, actor.Completion{ConnID: c.id, Seq: b.Seq, Reply: reply})
+		local = append(local, actor.Completion{ConnID: c.id, Seq: b.Seq, Reply: reply, Close: quit})
 	}
 	for _, cmp := range local {
 		c.deliver(cmp)

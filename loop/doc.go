@@ -32,8 +32,10 @@
 //  6. No reply before its data is as durable as configured: the actor's
 //     business; the loop writes only what it is delivered (and, itself,
 //     only protocol, maxclients and protected mode's -DENIED errors, and while a script runs past
-//     busy-reply-threshold -BUSY and SCRIPT/FUNCTION KILL's replies
-//     (conn.busy, reading actor.ScriptWatch), which depend on no data).
+//     busy-reply-threshold -BUSY, -NOAUTH and the replies of the commands
+//     Redis runs then: SCRIPT/FUNCTION KILL, MULTI, EXEC, WATCH, UNWATCH,
+//     DISCARD, AUTH, HELLO, RESET, QUIT (conn.busy, reading
+//     actor.ScriptWatch and actor.Gate), which depend on no data).
 //  7. Bounded: a query buffer above its limit closes the connection; a
 //     connection with too many batches in flight, a blocked command, output
 //     above the soft limit, or while the actor's backlog is high, stops

@@ -334,6 +334,8 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.mem = s.budget.Register(c.id, lp.evictFunc(c.id))
 	c.authed = new(atomic.Bool)
 	c.inMulti = new(atomic.Bool)
+	c.resp = new(atomic.Int32)
+	c.resp.Store(2)
 	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
 	lp.conns[c.id] = c
@@ -378,7 +380,7 @@ func (c *conn) open() {
 	c.lp.srv.act.Open(actor.ConnInfo{
 		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
 		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
-		InMulti: c.inMulti,
+		InMulti: c.inMulti, Resp: c.resp,
 	})
 	if e := c.lp.srv.log.Debug(); e.Enabled() {
 		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")

@@ -50,7 +50,10 @@ type entry struct {
 	size int64  // what it counts in memEngine.bytes
 
 	used uint32 // the engine's clock when it was last used (approximate LRU)
-	typ  Type
+	// access is the actor's word for the key's last access (OBJECT
+	// IDLETIME, OBJECT FREQ; storage/access.go); the engine never reads it.
+	access uint32
+	typ    Type
 
 	// What SQLite holds for this name as of the last freeze: whether it
 	// has a keys row, and whether that row's value is a blob ref; and, for

@@ -51,6 +51,14 @@ func TestConfigSetRollsBack(t *testing.T) {
 	r.expect(portErr, "CONFIG", "SET", "loglevel", "debug", "maxmemory-clients", "10%", "save", "100 1", "port", "1")
 	r.expect(array(bulk("loglevel"), bulk("warning"), bulk("maxmemory-clients"), bulk("268435456"), bulk("save"), bulk("")),
 		"CONFIG", "GET", "loglevel", "maxmemory-clients", "save")
+	// The port fails as Redis's apply step fails: after every value was
+	// set, so a bad value after it is reported instead.
+	r.expect(portErr, "CONFIG", "SET", "port", "1", "maxmemory", "10")
+	r.expect(errr("ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - argument must be a memory or percent value"),
+		"CONFIG", "SET", "port", "1", "maxmemory-clients", "x")
+	r.expect(errr("ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."),
+		"CONFIG", "SET", "maxmemory", "10", "bind", "192.0.2.1", "port", "1")
+	r.expect(array(bulk("maxmemory"), bulk("0")), "CONFIG", "GET", "maxmemory")
 	r.expect("+OK\r\n", "CONFIG", "SET", "loglevel", "debug", "maxmemory-clients", "10%", "save", "100 1")
 	r.expect(array(bulk("loglevel"), bulk("debug"), bulk("maxmemory-clients"), bulk("10%"), bulk("save"), bulk("100 1")),
 		"CONFIG", "GET", "loglevel", "maxmemory-clients", "save")

@@ -94,7 +94,7 @@ func TestAuth(t *testing.T) {
 	r := s.raw()
 	r.expect("-NOAUTH Authentication required.\r\n", "GET", "k")
 	r.expect("-NOAUTH Authentication required.\r\n", "PING")
-	r.expect("-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n", "HELLO", "3")
+	r.expect("-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n", "HELLO", "3")
 	r.expect("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH", "wrong")
 	r.expect("-WRONGPASS invalid username-password pair or user is disabled.\r\n", "AUTH", "bob", "s3cret")
 	r.expect("+OK\r\n", "AUTH", "s3cret")

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -10,8 +11,8 @@ import (
 // as Redis 7.0 answers them, in RESP2 and RESP3: each blocked command
 // (BLPOP, BLMOVE, BZPOPMIN, XREAD, XREADGROUP, WAIT) meets each event
 // (CLIENT UNBLOCK, CLIENT UNBLOCK ERROR, DEL, a value of another type,
-// FLUSHDB, FLUSHALL, SWAPDB with data swapped in, CLIENT KILL, its
-// timeout). A wait that goes on is proved to go on by the next reply the
+// FLUSHDB, FLUSHALL, SWAPDB with data swapped in, REPLICAOF, CLIENT KILL,
+// its timeout). A wait that goes on is proved to go on by the next reply the
 // client reads: the one the data sent afterwards gives it. The same test
 // runs against redis-server with TEST_SERVER_ADDR.
 
@@ -81,6 +82,7 @@ func TestWaitsMatrix(t *testing.T) {
 	t.Parallel()
 	bt := newBlockingTest(t)
 	admin := bt.r
+	noMaster := strconv.Itoa(freePort(t)) // nothing listens there: no sync comes
 	for _, proto := range []int{2, 3} {
 		for _, w := range matrixWaits() {
 			null := nullArray
@@ -99,6 +101,8 @@ func TestWaitsMatrix(t *testing.T) {
 				want string
 				// closed: its connection is closed, no reply.
 				closed bool
+				// thenClosed: closed after the reply want.
+				thenClosed bool
 			}
 			events := []event{
 				{name: "CLIENT UNBLOCK", cmds: []string{"CLIENT UNBLOCK %d"}, want: timedOut},
@@ -109,6 +113,9 @@ func TestWaitsMatrix(t *testing.T) {
 				{name: "another type", cmds: []string{"DEL l z s", "SET l x", "SET z x", "SET s x"}, want: w.gone},
 				{name: "FLUSHDB", cmds: []string{"FLUSHDB"}, want: w.gone},
 				{name: "FLUSHALL", cmds: []string{"FLUSHALL"}, want: w.gone},
+				// NO ONE makes it a master again for the next pair.
+				{name: "REPLICAOF", cmds: []string{"REPLICAOF 127.0.0.1 " + noMaster, "REPLICAOF NO ONE"},
+					want: errUnblockedRole, thenClosed: true},
 			}
 			if !w.wait && w.gone == "" {
 				swap := append([]string{"SELECT 1"}, w.swapData...)
@@ -143,6 +150,9 @@ func TestWaitsMatrix(t *testing.T) {
 					b.expectClosed()
 				case ev.want != "":
 					expectAnswered(b, ev.want, name)
+					if ev.thenClosed {
+						b.expectClosed()
+					}
 				case w.wait:
 					// WAIT goes on whatever the keys do: CLIENT UNBLOCK
 					// proves it still waits (its reply is the timeout's).
