@@ -125,6 +125,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		FlushBytes:           cfg.Storage.FlushBytes,
 		MaxUnflushed:         cfg.Storage.MaxUnflushed,
 		GoMemoryLimit:        goMemoryLimit(cfg),
+		TuneGC:               cfg.ManageGCPercent,
 		SweepInterval:        cfg.Expiry.Interval,
 		SweepBatch:           cfg.Expiry.Batch,
 		Version:              Version,

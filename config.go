@@ -137,6 +137,10 @@ type Config struct {
 	// GoMemoryLimit plus what the in-memory engine holds. Servers sharing
 	// a process (tests) leave it alone.
 	ManageGoMemory bool `koanf:"-"`
+	// ManageGCPercent says the server owns the collector's percent (the
+	// cellar command, without GOGC): it lowers it as the live heap grows
+	// (actor.Config.TuneGC).
+	ManageGCPercent bool `koanf:"-"`
 }
 
 // ReplicaConfig tunes the replica's link (package replica).
@@ -385,9 +389,12 @@ func (c Config) MemoryBound() int64 {
 // MemoryNeeded is what the settings let Cellar hold at most, for a
 // container's memory request: Go's limit (GoMemoryLimit), twice the
 // in-memory engine's bound on top (the limit follows what the engine
-// holds), and SQLite's page cache, which lives outside Go's heap.
+// holds), and SQLite's page caches, which live outside Go's heap: the
+// flush's cache_kb, a quarter of it for the loads, and SQLite's default
+// 2 MB for the actor's own connection (storage.Options.CacheKB).
 func (c Config) MemoryNeeded() int64 {
-	return c.GoMemoryLimit() + 2*c.MemoryBound() + int64(c.SQLite.CacheKB)<<10
+	kb := int64(c.SQLite.CacheKB)
+	return c.GoMemoryLimit() + 2*c.MemoryBound() + (kb+max(kb/4, 2000)+2000)<<10
 }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the keys: command metadata, sessions, waiters, SQLite's driver buffers.

@@ -108,9 +108,11 @@ type Actor struct {
 	// nextIdleCheck: when closeIdle looks for idle clients next.
 	nextIdleCheck time.Time
 	// nextMemLimit: when followMemoryLimit runs next; goLimit is the Go
-	// memory limit it set last.
+	// memory limit it set last, gcPercent the collector's percent (0: not
+	// set).
 	nextMemLimit time.Time
 	goLimit      int64
+	gcPercent    int
 	sweepMore    bool
 	lastSync     time.Time
 

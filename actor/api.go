@@ -128,6 +128,10 @@ type Config struct {
 	// garbage grow while the engine holds little nor runs without end
 	// once it holds much (memory.go, followMemoryLimit).
 	GoMemoryLimit int64
+	// TuneGC lets the actor lower the collector's percent (GOGC) as the
+	// live heap grows past gcHeadroom, so that a large keyspace does not
+	// double the process's memory (memory.go, gcPercentFor).
+	TuneGC bool
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 
 	"github.com/cellar-db/cellar/storage"
@@ -183,6 +184,7 @@ func cmdMemoryStats(c *Ctx) error {
 		{"go.sys", int64(ms.Sys)},
 		{"go.gc.count", int64(ms.NumGC)},
 		{"go.memory-limit", debug.SetMemoryLimit(-1)},
+		{"go.gc-percent", int64(gcPercent())},
 		{"engine.bytes", engineBytes},
 		{"clients.limit", a.cfg.Clients.Limit()},
 		{"sqlite.database.bytes", dbBytes},
@@ -296,10 +298,52 @@ func cmdMemoryHelp(c *Ctx) error {
 	})
 }
 
+// gcHeadroom is the garbage Go's collector lets grow between two cycles
+// once the live heap is large. At Go's default (GOGC=100) a heap with L
+// bytes live grows to 2L before the next cycle, which for a keyspace of a
+// few hundred MB doubles the process's RSS; past gcHeadroom live, the
+// actor lowers the percent so that the heap grows by about gcHeadroom,
+// but not below minGCPercent (each cycle marks the whole live heap: below
+// that the cycles would cost more CPU than the memory is worth).
+const (
+	gcHeadroom   = 128 << 20
+	minGCPercent = 25
+)
+
+// gcPercentFor is the collector's percent (GOGC) for a live heap.
+func gcPercentFor(live uint64) int {
+	if live <= gcHeadroom {
+		return 100
+	}
+	return max(minGCPercent, int(100*gcHeadroom/live))
+}
+
+// liveHeap reads the bytes the last cycle found live.
+func liveHeap() uint64 { return readMetric("/gc/heap/live:bytes") }
+
+// gcPercent is the collector's percent now (GOGC; -1: off).
+func gcPercent() int { return int(int64(readMetric("/gc/gogc:percent"))) }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
 // followMemoryLimit keeps Go's soft memory limit at Config.GoMemoryLimit
 // plus twice what the in-memory engine holds, once a second; it moves
-// the limit only when that changed by more than 1/32.
+// the limit only when that changed by more than 1/32. With Config.TuneGC
+// it also keeps the collector's percent at gcPercentFor the live heap.
 func (a *Actor) followMemoryLimit() {
+	if a.cfg.TuneGC {
+		if pct := gcPercentFor(liveHeap()); pct != a.gcPercent {
+			debug.SetGCPercent(pct)
+			a.gcPercent = pct
+		}
+	}
 	if a.cfg.GoMemoryLimit <= 0 {
 		return
 	}

@@ -26,10 +26,20 @@ func (s *Store) openMem(maxBytes int64) error {
 		rc.close()
 		return err
 	}
-	if err := wc.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"); err != nil {
+	// The flush writes rows all over the keys table and the element
+	// tables: its cache holds the pages it rewrites between flushes, which
+	// it would otherwise read back from the WAL on every flush. The loads
+	// read one key at a time: a quarter of that keeps the B-trees'
+	// interior pages (docs/architecture.md, "Storage engine").
+	if err := wc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -%d;", s.cacheKB)); err != nil {
 		rc.close()
 		wc.close()
 		return fmt.Errorf("storage: the flush's connection: %w", err)
+	}
+	if err := rc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -%d;", max(s.cacheKB/4, 2000))); err != nil {
+		rc.close()
+		wc.close()
+		return fmt.Errorf("storage: the loads' connection: %w", err)
 	}
 	pos, err := s.RedoPosition()
 	if err != nil {

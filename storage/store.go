@@ -67,11 +67,12 @@ const allDBs = 2 * NumDBs
 type Options struct {
 	// Path of the database file; its directory is created if missing.
 	Path string
-	// CacheKB is SQLite's page cache size in KiB.
+	// CacheKB is the flush's page cache in KiB (the loads' connection
+	// gets a quarter of it; see openMem). 0: 32 MB.
 	CacheKB int
-	// CheckpointPages is the WAL size, in pages, above which the actor
-	// should checkpoint (NeedsCheckpoint). SQLite's own autocheckpoint,
-	// which would run inside the actor's commits, is turned off.
+	// CheckpointPages is the WAL size, in pages, above which the flush
+	// checkpoints after its commit (memflush.go). SQLite's own
+	// autocheckpoint is turned off.
 	CheckpointPages int
 	// MaxPageCount caps the database file at this many pages
 	// (SQLite's max_page_count); 0 leaves it unlimited.
@@ -94,8 +95,9 @@ type Store struct {
 	// sets it while someone wants those, so that nobody else pays).
 	RecordNew bool
 
-	path string
-	mem  *memEngine // the engine: the keyspace in memory (memkeys.go)
+	path    string
+	cacheKB int        // the flush connection's page cache (Options.CacheKB)
+	mem     *memEngine // the engine: the keyspace in memory (memkeys.go)
 	// landedMem is a flush that Commit ran and nobody has landed (Land
 	// returns it).
 	landedMem *Flush
@@ -211,17 +213,18 @@ func Open(o Options) (*Store, error) {
 }
 
 func (s *Store) init(o Options) error {
-	cache := o.CacheKB
-	if cache <= 0 {
-		cache = 32 << 10
+	s.cacheKB = o.CacheKB
+	if s.cacheKB <= 0 {
+		s.cacheKB = 32 << 10
 	}
+	// This connection serves only the actor's own few statements (the
+	// schema, counters, function libraries): SQLite's default cache.
 	pragmas := fmt.Sprintf(`
 		PRAGMA busy_timeout = 5000;
 		PRAGMA journal_mode = WAL;
 		PRAGMA synchronous = NORMAL;
-		PRAGMA cache_size = -%d;
 		PRAGMA temp_store = MEMORY;
-		PRAGMA foreign_keys = OFF;`, cache)
+		PRAGMA foreign_keys = OFF;`)
 	// Checkpoints are the flush's business (memflush.go), never a commit's.
 	s.ckptBytes = int64(o.CheckpointPages) * 4096
 	if s.ckptBytes <= 0 {

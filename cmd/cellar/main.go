@@ -68,6 +68,10 @@ func run(args []string) int {
 		debug.SetMemoryLimit(limit)
 		cfg.ManageGoMemory = true
 	}
+	// And it lets the heap grow by as much again as is live, which for a
+	// large keyspace doubles the process; the actor lowers that as the
+	// keyspace grows (unless GOGC says otherwise).
+	cfg.ManageGCPercent = os.Getenv("GOGC") == ""
 	srv, err := cellar.Start(cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start")
