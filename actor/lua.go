@@ -623,7 +623,7 @@ func (a *Actor) luaSetResp(L *lua.LState) int {
 
 // luaSetRepl accepts redis.set_repl's arguments as Redis 7.0 does. Cellar
 // always records a script's effects (the redo log is its durability), so
-// the flags change nothing (README, Deviations).
+// the flags change nothing (docs/commands.md, "Deviations from Redis").
 func (a *Actor) luaSetRepl(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		luaRaise(L, "redis.set_repl() requires one argument.")

@@ -985,7 +985,7 @@ func parseFtSearch(idx *ftIndex, args [][]byte, maxLimit int64) (*ftSearch, erro
 					if _, err := parseInt(args[i+2]); err != nil {
 						return nil, errFtBadCount("FRAGS")
 					}
-					i += 2 // one fragment per field: see the README
+					i += 2 // one fragment per field: see docs/search.md
 				case eqFold(nx, "SEPARATOR") && eqFold(a, "SUMMARIZE") && i+2 < len(args):
 					m.sep = string(args[i+2])
 					i += 2

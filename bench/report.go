@@ -223,7 +223,7 @@ func outPaths(cfg config) (md, js, png string) {
 }
 
 // writeSummary is one line per test with every ratio of the main
-// comparison: the table the README shows.
+// comparison: the table docs/performance.md shows.
 func writeSummary(b *strings.Builder, res *results) {
 	type col struct {
 		t    *table

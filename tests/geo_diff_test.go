@@ -61,7 +61,7 @@ func TestGeoMatchesRedis(t *testing.T) {
 			// What the stores wrote, scores at full precision: the same
 			// members in the same order, each distance Redis's or, in the
 			// rare cases where glibc's trigonometry is not correctly
-			// rounded (README, geo), within two units of its last place.
+			// rounded (docs/commands.md, the geo row), within two units of its last place.
 			for _, k := range []string{"dst", "dst2"} {
 				args := []string{"ZRANGE", k, "0", "-1", "WITHSCORES"}
 				got, err1 := cel.tryDo(args...)

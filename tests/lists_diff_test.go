@@ -13,8 +13,9 @@ import (
 // Cellar and a real redis-server and requires identical reply bytes after
 // every command. Like TestCollectionsMatchRedis it runs with the defaults
 // and with a hot cache of a few entries and a flush after every round, so
-// the pops' stale rows (docs/architecture.md, "Write path: next") meet
-// every other command, evictions and write-backs at random points.
+// the pops' stale rows (docs/architecture.md, "Write path: how it got
+// here") meet every other command, evictions and write-backs at random
+// points.
 func TestListsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {

@@ -260,8 +260,8 @@ func crashKills(t testing.TB) int {
 // the server with SIGKILL, restarts it, and checks that every acknowledged
 // write is there and the database passes integrity_check. Every mode
 // writes the redo log before replying, so a killed process loses nothing
-// acknowledged in any of them (power loss is another matter: see the
-// README). The kills take turns at what they aim at: a random moment, a
+// acknowledged in any of them (power loss is another matter: see
+// docs/durability.md). The kills take turns at what they aim at: a random moment, a
 // flush in flight (INFO persistence's flush_in_progress:1) and a
 // checkpoint under way (checkpoint_in_progress:1; the WAL's threshold is
 // small, so that checkpoints come often).

@@ -167,7 +167,7 @@ func (g *streamGen) next() []string {
 		}
 		// Exact trimming only: "~" removes whole nodes, and where Redis's
 		// node boundaries fall depends on deleted entries Cellar does not
-		// keep (README, Deviations).
+		// keep (docs/commands.md, "Deviations from Redis").
 		if r.IntN(2) == 0 {
 			return []string{"XTRIM", key, "MINID", "=", g.id()}
 		}

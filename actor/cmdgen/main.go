@@ -10,8 +10,8 @@
 // runs it with -src set to the directory of Redis 7.0's command JSON files
 // (see the Makefile). Run it after adding a command: until you do,
 // actor.New refuses to start ("no metadata for ... (run make commands)"),
-// so every test that starts a server fails (docs/architecture.md, "Where
-// changes go").
+// so every test that starts a server fails (docs/adding-a-command.md,
+// step 4).
 package main
 
 import (

@@ -259,8 +259,8 @@ var unknownCmd = regexp.MustCompile(`unknown command '([^']+)'`)
 var knownCauses = map[string]string{
 	"Commands / server / should filter commands by pattern": "expects GETBIT among the names matching *GET* (bitmaps, issue 17)",
 	"Commands / server / Should CommandGetKeys":             "asks the keys of SORT, which Cellar does not have yet (issue 17)",
-	"Commands / hashes / should HKeys":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
-	"Commands / hashes / should HVals":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (README, Deviations)",
+	"Commands / hashes / should HKeys":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (docs/commands.md, the hashes row)",
+	"Commands / hashes / should HVals":                      "field order: Cellar returns its storage order, Redis a small hash's insertion order (docs/commands.md, the hashes row)",
 	"Commands / lists / should LCS":                         "missing command LCS (bitmaps/HLL/geo/SORT/DUMP/LCS, issue 17)",
 }
 

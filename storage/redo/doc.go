@@ -2,7 +2,7 @@
 // records in numbered segment files, written once per actor round, fsynced
 // on the offload pool, read back at start-up (and later by replicas) from
 // any position. It knows nothing of commands or SQLite; docs/architecture.md,
-// "Write path: next", says how the actor uses it.
+// "Durability", says how the actor uses it.
 //
 // # What it owns
 //
