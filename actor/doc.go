@@ -1,8 +1,9 @@
 // Package actor is Cellar's storage actor: ONE goroutine that owns the
-// SQLite write connection (through storage), the command table, every
-// client session (database, protocol, name, auth), blocked-client waiters,
-// expiry and caches. It executes batches of commands in arrival order and
-// builds their reply bytes; it never touches a socket and never waits on the
+// keyspace (held in memory by storage, which the flush writes to SQLite on
+// the offload pool), the redo log's writer, the command table, every
+// client session (database, protocol, name, auth), blocked-client waiters
+// and expiry. It executes batches of commands in arrival order and builds
+// their reply bytes; it never touches a socket and never waits on the
 // network.
 //
 // Who calls what, from which goroutine:

@@ -116,11 +116,10 @@ func BenchmarkLookupNextToLargeValue(b *testing.B) {
 	}
 }
 
-// A string's replaced blob is freed whichever way SetString reaches the
-// row: through the hot cache (a cached value held as a ref), through the
-// upsert (a value too large to cache, an uncached key), after a RENAME
-// made its key short (a ref is no longer predictable from lengths), and
-// by INCR-style rewrites to a small value.
+// A string's replaced blob is freed whichever way a flush rewrites the
+// row: a large value overwritten by another (the same size or far larger),
+// by INCR-style rewrites to a small value, and after a RENAME made its key
+// short (a ref is no longer predictable from lengths).
 func TestStringBlobsFreedOnOverwrite(t *testing.T) {
 	s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
 	must(t, err)
@@ -142,29 +141,29 @@ func TestStringBlobsFreedOnOverwrite(t *testing.T) {
 			t.Fatalf("%s: %d blobs, want %d", what, got, n)
 		}
 	}
-	mid := bytes.Repeat([]byte{'m'}, 2000)   // a ref, and cached
-	huge := bytes.Repeat([]byte{'h'}, 1<<17) // a ref, never cached
+	mid := bytes.Repeat([]byte{'m'}, 2000)   // a ref
+	huge := bytes.Repeat([]byte{'h'}, 1<<17) // a ref, 128 KB
 	longName := string(bytes.Repeat([]byte{'k'}, 899))
 
 	set("a", mid)
-	want(1, "a cached large value")
+	want(1, "a large value")
 	set("a", mid)
-	want(1, "a cached large value overwritten through the cache")
+	want(1, "a large value overwritten")
 	set("a", []byte("1"))
-	want(0, "a cached large value overwritten by a small one")
+	want(0, "a large value overwritten by a small one")
 
 	set("b", huge)
 	set("b", huge)
-	want(1, "an uncached large value overwritten")
+	want(1, "a 128 KB value overwritten")
 	set("b", []byte("x"))
-	want(0, "a large value of a key the cache does not know, overwritten")
+	want(0, "a 128 KB value overwritten by a small one")
 
 	set(longName, []byte("ab")) // 901 bytes of key and value: a ref
 	want(1, "a small value under a long name")
 	inTx(t, s, func() { must(t, s.Rename(0, []byte(longName), []byte("c"))) })
-	get("c") // the cache learns the row from SQLite
+	get("c")
 	set("c", []byte("ab"))
-	want(0, "a renamed key's ref overwritten through the cache")
+	want(0, "a renamed key's ref overwritten")
 }
 
 // Every way a list deletes elements (a single pop, a pop of several,

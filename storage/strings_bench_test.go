@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// BenchmarkSetString measures SET of keys the hot cache does not hold, in
-// transactions of 1024 as the actor's flushes group them: new keys (in a
-// scattered order over a large key space), and existing ones overwritten.
+// BenchmarkSetString measures SET through the Store, committed every
+// 16384 writes: new keys (in a scattered order over a large key space),
+// and existing ones overwritten.
 //
 //	go test ./storage -run '^$' -bench SetString -benchtime 200000x
 func BenchmarkSetString(b *testing.B) {

@@ -15,7 +15,7 @@ import (
 // with the string commands that see the same bytes (GET, SETRANGE,
 // APPEND), against Cellar and a real redis-server, and requires identical
 // reply bytes after every command. Like TestCollectionsMatchRedis it runs
-// with the defaults and with a tiny hot cache flushed every round.
+// with the defaults and with a 1-byte memory bound, flushed every round.
 func TestBitsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {

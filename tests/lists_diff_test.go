@@ -12,10 +12,9 @@ import (
 // same list, LSET, LINSERT, LREM, LTRIM, LPOS, COPY, DEL, errors) against
 // Cellar and a real redis-server and requires identical reply bytes after
 // every command. Like TestCollectionsMatchRedis it runs with the defaults
-// and with a hot cache of a few entries and a flush after every round, so
-// the pops' stale rows (docs/architecture.md, "Write path: how it got
-// here") meet every other command, evictions and write-backs at random
-// points.
+// and with a 1-byte memory bound and a flush after every round, so lists
+// are let go and loaded back from SQLite between commands, and the rows a
+// flush writes for pops, pushes and renumbering meet every other command.
 func TestListsMatchRedis(t *testing.T) {
 	t.Parallel()
 	againstRedis(t, func(t *testing.T, cel, red *rawConn, seed uint64) {
