@@ -13,20 +13,26 @@ import (
 type elemTable struct {
 	table, name string
 	load        string // SELECT h, name[, value or score][, ord, expire_at] of one id
-	put         string // INSERT OR REPLACE of one element
+	put         string // upsert of one element
 	del         string // DELETE of one element
 	drop        string // DELETE of every element of one id
-	refs        bool   // values may be blob refs
 }
+
+// A hash field's value may be a blob ref (blobs.go): the triggers
+// hash_blob_deleted and hash_blob_replaced (schema.go) move a ref its row
+// lets go of to blob_garbage, so the flush deletes and updates fields
+// without reading them first. The puts are upserts, not INSERT OR
+// REPLACE: a REPLACE deletes the old row without firing the delete
+// trigger, and rewrites every index entry of the row besides.
 
 var (
 	hashTable = &elemTable{
 		table: "hashes", name: "field",
 		load: "SELECT h, field, value, coalesce(ord, 0), coalesce(expire_at, 0) FROM hashes WHERE id = ?1 ORDER BY h, field",
-		put:  "INSERT OR REPLACE INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), nullif(?6, 0))",
+		put: "INSERT INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), nullif(?6, 0))" +
+			" ON CONFLICT (id, h, field) DO UPDATE SET value = excluded.value, ord = excluded.ord, expire_at = excluded.expire_at",
 		del:  "DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3",
 		drop: "DELETE FROM hashes WHERE id = ?1",
-		refs: true,
 	}
 	setTable = &elemTable{
 		table: "sets", name: "member",
@@ -38,7 +44,8 @@ var (
 	zsetTable = &elemTable{
 		table: "zsets", name: "member",
 		load: "SELECT h, member, score FROM zsets WHERE id = ?1 ORDER BY h, member",
-		put:  "INSERT OR REPLACE INTO zsets (id, h, member, score) VALUES (?1, ?2, ?3, ?4)",
+		put: "INSERT INTO zsets (id, h, member, score) VALUES (?1, ?2, ?3, ?4)" +
+			" ON CONFLICT (id, h, member) DO UPDATE SET score = excluded.score WHERE score IS NOT excluded.score",
 		del:  "DELETE FROM zsets WHERE id = ?1 AND h = ?2 AND member = ?3",
 		drop: "DELETE FROM zsets WHERE id = ?1",
 	}
@@ -85,12 +92,6 @@ func flushElems(w *sqlc, t *elemTable, id int64, d *object.Delta) error {
 		}
 	}
 	return d.Each(func(el *object.Elem) error {
-		if t.refs && !d.All {
-			// The row replaced may hold a blob ref.
-			if err := keepElemRef(w, t, id, el); err != nil {
-				return err
-			}
-		}
 		st := w.q(t.put)
 		st.int(1, id)
 		st.int(2, el.H)
@@ -110,20 +111,7 @@ func flushElems(w *sqlc, t *elemTable, id int64, d *object.Delta) error {
 	})
 }
 
-func keepElemRef(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
-	return w.keepRefs("SELECT value FROM "+t.table+" WHERE id = ?1 AND h = ?2 AND "+t.name+" = ?3", func(st *stmt) {
-		st.int(1, id)
-		st.int(2, el.H)
-		st.blob(3, []byte(el.Name))
-	})
-}
-
 func delElem(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
-	if t.refs {
-		if err := keepElemRef(w, t, id, el); err != nil {
-			return err
-		}
-	}
 	st := w.q(t.del)
 	st.int(1, id)
 	st.int(2, el.H)
@@ -134,11 +122,6 @@ func delElem(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
 // dropElems deletes every element of collection id (its key is gone, or
 // its rows are rewritten).
 func dropElems(w *sqlc, t *elemTable, id int64) error {
-	if t.refs {
-		if err := w.keepRefs("SELECT value FROM "+t.table+" WHERE id = ?1", func(st *stmt) { st.int(1, id) }); err != nil {
-			return err
-		}
-	}
 	st := w.q(t.drop)
 	st.int(1, id)
 	return st.exec()

@@ -312,11 +312,11 @@ func dropRows(w *sqlc, t Type, id int64) error {
 var typeTables = []struct {
 	typ    Type
 	tables []string
-	refs   string // the table whose value column may hold refs
+	refs   string // the table whose value column may hold refs no trigger frees
 }{
 	{TypeString, nil, ""},
 	{TypeList, []string{"list_items"}, "list_items"},
-	{TypeHash, []string{"hashes"}, "hashes"},
+	{TypeHash, []string{"hashes"}, ""}, // hash_blob_deleted frees them
 	{TypeSet, []string{"sets"}, ""},
 	{TypeZSet, []string{"zsets"}, ""},
 	{TypeStream, []string{"stream_entries", "stream_groups", "stream_consumers", "stream_pel", "streams"}, ""},
