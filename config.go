@@ -327,7 +327,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: 200 * time.Millisecond, FlushBytes: 16 << 20, MaxUnflushed: 64 << 20},
+		Storage:              StorageConfig{FlushInterval: time.Second, FlushBytes: 16 << 20, MaxUnflushed: 64 << 20},
 		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
