@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/btree"
 )
@@ -61,14 +62,6 @@ func hashString(s string) int64 {
 	return int64(h >> 1)
 }
 
-// storageOrder is the rows' primary-key order: h, then the name's bytes.
-func storageOrder(a, b Elem) bool {
-	if a.H != b.H {
-		return a.H < b.H
-	}
-	return a.Name < b.Name
-}
-
 func compareStorage(a, b Elem) int {
 	if c := cmp.Compare(a.H, b.H); c != 0 {
 		return c
@@ -76,12 +69,35 @@ func compareStorage(a, b Elem) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
+// item is a large set's tree entry: an element's H beside a pointer to
+// it, so that a descent reads 16-byte items (an Elem is 72) and the
+// element only at its end. The Elem an item points to is never changed:
+// Put stores a new one, so a frozen copy of the tree (Freeze, Clone) may
+// share them.
+type item struct {
+	h  int64
+	el *Elem
+}
+
+func itemOrder(a, b item) bool {
+	if a.h != b.h {
+		return a.h < b.h
+	}
+	return a.el.Name < b.el.Name
+}
+
 // Elems is the element set of a hash, set or sorted set, by name: a slice
 // in insertion order while small, a tree in storage order once past
 // SmallMax. It records which names changed since the last Freeze.
 type Elems struct {
 	small []Elem
-	big   *btree.BTreeG[Elem]
+	big   *btree.BTreeG[item]
+	// hint is the tree's path to the element last looked up: a command
+	// that reads an element and then writes it (HSET, SADD) descends once,
+	// the second lookup starting where the first ended.
+	hint btree.PathHint
+	// probe is the Elem a lookup by name points its key item at.
+	probe Elem
 	size  int64
 
 	dirty map[string]struct{} // names set or deleted since the last Freeze
@@ -106,14 +122,26 @@ func Loaded(rows []Elem) *Elems {
 		return e
 	}
 	e.big = newTree()
-	for _, r := range rows {
-		e.big.Load(r)
+	for i := range rows {
+		e.big.Load(item{rows[i].H, &rows[i]})
 	}
 	return e
 }
 
-func newTree() *btree.BTreeG[Elem] {
-	return btree.NewBTreeGOptions(storageOrder, btree.Options{NoLocks: true, Degree: 32})
+func newTree() *btree.BTreeG[item] {
+	return btree.NewBTreeGOptions(itemOrder, btree.Options{NoLocks: true, Degree: 32})
+}
+
+// lookup calls fn with the tree item that finds name (its probe holds a
+// view of name's bytes only for the call).
+func (e *Elems) lookup(name []byte, fn func(key item) (item, bool)) (Elem, bool) {
+	e.probe.Name = unsafe.String(unsafe.SliceData(name), len(name))
+	it, ok := fn(item{Hash(name), &e.probe})
+	e.probe.Name = ""
+	if !ok {
+		return Elem{}, false
+	}
+	return *it.el, true
 }
 
 // Len is the number of elements.
@@ -139,7 +167,7 @@ func (e *Elems) find(name string) int {
 // Get returns the element named name.
 func (e *Elems) Get(name []byte) (Elem, bool) {
 	if e.big != nil {
-		return e.big.Get(Elem{H: Hash(name), Name: string(name)})
+		return e.lookup(name, func(key item) (item, bool) { return e.big.GetHint(key, &e.hint) })
 	}
 	if i := e.find(string(name)); i >= 0 {
 		return e.small[i], true
@@ -170,7 +198,12 @@ func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 	e.mark(el.Name)
 	e.size += el.size()
 	if e.big != nil {
-		old, existed = e.big.Set(el)
+		p := new(Elem)
+		*p = el
+		var it item
+		if it, existed = e.big.SetHint(item{el.H, p}, &e.hint); existed {
+			old = *it.el
+		}
 	} else if i := e.find(el.Name); i >= 0 {
 		old, existed = e.small[i], true
 		e.small[i] = el
@@ -189,8 +222,9 @@ func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 // grow moves a small set into its tree form, for good.
 func (e *Elems) grow() {
 	e.big = newTree()
-	for _, el := range e.small {
-		e.big.Set(el)
+	els := slices.Clone(e.small)
+	for i := range els {
+		e.big.Set(item{els[i].H, &els[i]})
 	}
 	e.small = nil
 }
@@ -198,7 +232,7 @@ func (e *Elems) grow() {
 // Delete removes the element named name and returns it.
 func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 	if e.big != nil {
-		old, existed = e.big.Delete(Elem{H: Hash(name), Name: string(name)})
+		old, existed = e.lookup(name, func(key item) (item, bool) { return e.big.DeleteHint(key, &e.hint) })
 	} else if i := e.find(string(name)); i >= 0 {
 		old, existed = e.small[i], true
 		e.small = slices.Delete(e.small, i, i+1)
@@ -211,10 +245,11 @@ func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 }
 
 // Each calls fn with every element until it returns false: a small set in
-// insertion order, a large one in storage order. fn must not change e.
+// insertion order, a large one in storage order. fn must not change e
+// or the element it is given.
 func (e *Elems) Each(fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Scan(func(el Elem) bool { return fn(&el) })
+		e.big.Scan(func(it item) bool { return fn(it.el) })
 		return
 	}
 	for i := range e.small {
@@ -228,7 +263,7 @@ func (e *Elems) Each(fn func(el *Elem) bool) {
 // it returns false. A small set is sorted for the call.
 func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Ascend(Elem{H: from}, func(el Elem) bool { return fn(&el) })
+		e.big.Ascend(item{from, &Elem{}}, func(it item) bool { return fn(it.el) })
 		return
 	}
 	sorted := slices.Clone(e.small)
@@ -244,8 +279,8 @@ func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 // tree walks to it in O(log n).
 func (e *Elems) Nth(i int) Elem {
 	if e.big != nil {
-		el, _ := e.big.GetAt(i)
-		return el
+		it, _ := e.big.GetAt(i)
+		return *it.el
 	}
 	return e.small[i]
 }
@@ -271,7 +306,7 @@ func (e *Elems) Clone() *Elems {
 type Delta struct {
 	All  bool
 	put  []Elem
-	tree *btree.BTreeG[Elem] // All over a large set: a copy-on-write snapshot
+	tree *btree.BTreeG[item] // All over a large set: a copy-on-write snapshot
 	Gone []Elem              // H and Name of the rows to delete
 }
 
@@ -279,8 +314,8 @@ type Delta struct {
 func (d *Delta) Each(fn func(el *Elem) error) error {
 	if d.tree != nil {
 		var err error
-		d.tree.Scan(func(el Elem) bool {
-			err = fn(&el)
+		d.tree.Scan(func(it item) bool {
+			err = fn(it.el)
 			return err == nil
 		})
 		return err
