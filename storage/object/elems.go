@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/btree"
 )
@@ -70,10 +69,10 @@ func compareStorage(a, b Elem) int {
 }
 
 // item is a large set's tree entry: an element's H beside a pointer to
-// it, so that a descent reads 16-byte items (an Elem is 72) and the
-// element only at its end. The Elem an item points to is never changed:
-// Put stores a new one, so a frozen copy of the tree (Freeze, Clone) may
-// share them.
+// it, so that a walk reads 16-byte items (an Elem is 72), and the index
+// finds an element by name without the tree. The element is the set's:
+// Put changes it in place, so nothing outside the set shares it (Freeze
+// and Clone copy).
 type item struct {
 	h  int64
 	el *Elem
@@ -87,17 +86,14 @@ func itemOrder(a, b item) bool {
 }
 
 // Elems is the element set of a hash, set or sorted set, by name: a slice
-// in insertion order while small, a tree in storage order once past
-// SmallMax. It records which names changed since the last Freeze.
+// in insertion order while small; past SmallMax, for good, a map by name
+// (what HGET, HSET and SISMEMBER use, as Redis's hashtable encoding) and a
+// tree of the same elements in storage order (HSCAN, random picks, the
+// flush's order). It records which names changed since the last Freeze.
 type Elems struct {
 	small []Elem
 	big   *btree.BTreeG[item]
-	// hint is the tree's path to the element last looked up: a command
-	// that reads an element and then writes it (HSET, SADD) descends once,
-	// the second lookup starting where the first ended.
-	hint btree.PathHint
-	// probe is the Elem a lookup by name points its key item at.
-	probe Elem
+	index map[string]*Elem // the big form's elements by name
 	size  int64
 
 	dirty map[string]struct{} // names set or deleted since the last Freeze
@@ -121,27 +117,22 @@ func Loaded(rows []Elem) *Elems {
 		e.small = rows
 		return e
 	}
-	e.big = newTree()
-	for i := range rows {
-		e.big.Load(item{rows[i].H, &rows[i]})
-	}
+	e.setBig(rows)
 	return e
+}
+
+// setBig makes els, in storage order, the big form's elements (it takes
+// els).
+func (e *Elems) setBig(els []Elem) {
+	e.big, e.index, e.small = newTree(), make(map[string]*Elem, len(els)), nil
+	for i := range els {
+		e.big.Load(item{els[i].H, &els[i]})
+		e.index[els[i].Name] = &els[i]
+	}
 }
 
 func newTree() *btree.BTreeG[item] {
 	return btree.NewBTreeGOptions(itemOrder, btree.Options{NoLocks: true, Degree: 32})
-}
-
-// lookup calls fn with the tree item that finds name (its probe holds a
-// view of name's bytes only for the call).
-func (e *Elems) lookup(name []byte, fn func(key item) (item, bool)) (Elem, bool) {
-	e.probe.Name = unsafe.String(unsafe.SliceData(name), len(name))
-	it, ok := fn(item{Hash(name), &e.probe})
-	e.probe.Name = ""
-	if !ok {
-		return Elem{}, false
-	}
-	return *it.el, true
 }
 
 // Len is the number of elements.
@@ -152,8 +143,17 @@ func (e *Elems) Len() int {
 	return len(e.small)
 }
 
+// bigExtra is what an element of the big form costs beyond elemOverhead:
+// its index entry and tree item, and its own allocation (estimated).
+const bigExtra = 48
+
 // Size is the footprint in bytes (package doc).
-func (e *Elems) Size() int64 { return e.size }
+func (e *Elems) Size() int64 {
+	if e.big != nil {
+		return e.size + int64(e.big.Len())*bigExtra
+	}
+	return e.size
+}
 
 func (e *Elems) find(name string) int {
 	for i := range e.small {
@@ -167,7 +167,10 @@ func (e *Elems) find(name string) int {
 // Get returns the element named name.
 func (e *Elems) Get(name []byte) (Elem, bool) {
 	if e.big != nil {
-		return e.lookup(name, func(key item) (item, bool) { return e.big.GetHint(key, &e.hint) })
+		if p, ok := e.index[string(name)]; ok {
+			return *p, true
+		}
+		return Elem{}, false
 	}
 	if i := e.find(string(name)); i >= 0 {
 		return e.small[i], true
@@ -198,11 +201,15 @@ func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 	e.mark(el.Name)
 	e.size += el.size()
 	if e.big != nil {
-		p := new(Elem)
-		*p = el
-		var it item
-		if it, existed = e.big.SetHint(item{el.H, p}, &e.hint); existed {
-			old = *it.el
+		if p, ok := e.index[el.Name]; ok {
+			old, existed = *p, true
+			el.Name = p.Name // the index's key
+			*p = el
+		} else {
+			p := new(Elem)
+			*p = el
+			e.big.Set(item{el.H, p})
+			e.index[el.Name] = p
 		}
 	} else if i := e.find(el.Name); i >= 0 {
 		old, existed = e.small[i], true
@@ -221,18 +228,20 @@ func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 
 // grow moves a small set into its tree form, for good.
 func (e *Elems) grow() {
-	e.big = newTree()
 	els := slices.Clone(e.small)
-	for i := range els {
-		e.big.Set(item{els[i].H, &els[i]})
-	}
-	e.small = nil
+	slices.SortFunc(els, compareStorage)
+	e.setBig(els)
 }
 
 // Delete removes the element named name and returns it.
 func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 	if e.big != nil {
-		old, existed = e.lookup(name, func(key item) (item, bool) { return e.big.DeleteHint(key, &e.hint) })
+		var p *Elem
+		if p, existed = e.index[string(name)]; existed {
+			old = *p
+			delete(e.index, p.Name)
+			e.big.Delete(item{p.H, p})
+		}
 	} else if i := e.find(string(name)); i >= 0 {
 		old, existed = e.small[i], true
 		e.small = slices.Delete(e.small, i, i+1)
@@ -286,16 +295,25 @@ func (e *Elems) Nth(i int) Elem {
 }
 
 // Clone returns a copy whose rows are all new (COPY's destination): the
-// copy shares the stored values (they are never written to) and, for a
-// tree, its nodes until either side changes (copy on write).
+// copy shares the stored values (they are never written to), not the
+// elements.
 func (e *Elems) Clone() *Elems {
-	c := &Elems{size: e.size, all: true}
 	if e.big != nil {
-		c.big = e.big.Copy()
-	} else {
-		c.small = slices.Clone(e.small)
+		c := &Elems{size: e.size, all: true}
+		c.setBig(e.sorted())
+		return c
 	}
-	return c
+	return &Elems{small: slices.Clone(e.small), size: e.size, all: true}
+}
+
+// sorted copies a large set's elements, in storage order.
+func (e *Elems) sorted() []Elem {
+	els := make([]Elem, 0, e.big.Len())
+	e.big.Scan(func(it item) bool {
+		els = append(els, *it.el)
+		return true
+	})
+	return els
 }
 
 // Delta is what changed in a set of elements between two Freezes, for the
@@ -306,20 +324,11 @@ func (e *Elems) Clone() *Elems {
 type Delta struct {
 	All  bool
 	put  []Elem
-	tree *btree.BTreeG[item] // All over a large set: a copy-on-write snapshot
-	Gone []Elem              // H and Name of the rows to delete
+	Gone []Elem // H and Name of the rows to delete
 }
 
 // Each calls fn with every element to write, in storage order.
 func (d *Delta) Each(fn func(el *Elem) error) error {
-	if d.tree != nil {
-		var err error
-		d.tree.Scan(func(it item) bool {
-			err = fn(it.el)
-			return err == nil
-		})
-		return err
-	}
 	for i := range d.put {
 		if err := fn(&d.put[i]); err != nil {
 			return err
@@ -332,13 +341,13 @@ func (d *Delta) Each(fn func(el *Elem) error) error {
 func (e *Elems) Changed() bool { return e.all || len(e.dirty) > 0 }
 
 // Freeze returns what changed since the last Freeze and starts recording
-// afresh. Its cost is the number of changed elements (a tree's snapshot is
-// copy on write), never the set's size.
+// afresh. Its cost is the number of changed elements; for a set whose rows
+// are all new (a new key, COPY's destination), the set's size.
 func (e *Elems) Freeze() *Delta {
 	d := &Delta{All: e.all}
 	switch {
 	case e.all && e.big != nil:
-		d.tree = e.big.Copy()
+		d.put = e.sorted()
 	case e.all:
 		d.put = slices.Clone(e.small)
 		slices.SortFunc(d.put, compareStorage)

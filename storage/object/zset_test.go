@@ -217,6 +217,9 @@ func checkZSet(t *testing.T, z *ZSet, m *zmodel) {
 	var size int64
 	z.elems.Each(func(el *Elem) bool {
 		size += el.size() + scoredOverhead
+		if z.elems.big != nil {
+			size += bigExtra
+		}
 		return true
 	})
 	if z.Size() != size {
