@@ -206,10 +206,91 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 	slices.SortFunc(seg.keys, func(a, b frozenKey) int {
 		return cmp.Or(cmp.Compare(gone(b), gone(a)), cmp.Compare(a.db, b.db), strings.Compare(a.key, b.key))
 	})
+	batch := make([]*frozenKey, 0, keysBatch)
 	for i := range seg.keys {
-		if err := writeKey(w, &seg.keys[i]); err != nil {
+		k := &seg.keys[i]
+		if k.inPlace && !k.keepRef && k.typ != TypeNone {
+			if batch = append(batch, k); len(batch) == keysBatch {
+				if err := writeKeysInPlace(w, batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+			continue
+		}
+		if err := writeKey(w, k); err != nil {
 			return err
 		}
+	}
+	for _, k := range batch { // the tail, one statement each
+		if err := writeKey(w, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keysBatch is how many rows updated in place one statement writes: a
+// statement's own cost (its binds, step, reset and halt, a third of a
+// row's cost in the flush's profile) is paid once for all of them.
+const keysBatch = 32
+
+// keysInPlace is the upsert of keysBatch rows SQLite holds under the same
+// names and ids. An update through it fires keys_blob_replaced, which
+// frees the blob a row lets go of (schema.go).
+var keysInPlace = func() string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES ")
+	for i := range keysBatch {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		j := i * 7
+		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, nullif(?%d, 0), ?%d, ?%d)", j+1, j+2, j+3, j+4, j+5, j+6, j+7)
+	}
+	b.WriteString(" ON CONFLICT (db, key) DO UPDATE SET type = excluded.type, expire_at = excluded.expire_at, version = excluded.version, value = excluded.value")
+	return b.String()
+}()
+
+// writeKeysInPlace writes keysBatch rows updated in place, then their
+// objects' changes.
+func writeKeysInPlace(w *sqlc, ks []*frozenKey) error {
+	st := w.q(keysInPlace)
+	for i, k := range ks {
+		if err := bindKeyRow(w, st, i*7, k); err != nil {
+			st.reset()
+			return err
+		}
+	}
+	if err := st.exec(); err != nil {
+		return err
+	}
+	for _, k := range ks {
+		if k.delta != nil {
+			if err := writeDelta(w, k.typ, k.id, k.delta); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bindKeyRow binds k's keys row as parameters at+1 .. at+7 of st.
+func bindKeyRow(w *sqlc, st *stmt, at int, k *frozenKey) error {
+	st.int(at+1, int64(k.db))
+	st.blob(at+2, []byte(k.key))
+	st.int(at+3, k.id)
+	st.int(at+4, int64(k.typ))
+	st.int(at+5, k.exp)
+	st.int(at+6, k.ver)
+	switch k.typ {
+	case TypeString:
+		_, err := w.bindValue(st, at+7, k.str, len(k.key))
+		return err
+	case TypeList:
+		st.null(at + 7) // a list's length is its rows' (lists.go)
+	default:
+		st.int(at+7, k.count)
 	}
 	return nil
 }
@@ -240,22 +321,9 @@ func writeKey(w *sqlc, k *frozenKey) error {
 		q = "UPDATE keys SET type = ?4, expire_at = nullif(?5, 0), version = ?6, value = ?7 WHERE db = ?1 AND key = ?2 AND id = ?3"
 	}
 	st := w.q(q)
-	st.int(1, int64(k.db))
-	st.blob(2, []byte(k.key))
-	st.int(3, k.id)
-	st.int(4, int64(k.typ))
-	st.int(5, k.exp)
-	st.int(6, k.ver)
-	switch k.typ {
-	case TypeString:
-		if _, err := w.bindValue(st, 7, k.str, len(k.key)); err != nil {
-			st.reset()
-			return err
-		}
-	case TypeList:
-		st.null(7) // a list's length is its rows' (lists.go)
-	default:
-		st.int(7, k.count)
+	if err := bindKeyRow(w, st, 0, k); err != nil {
+		st.reset()
+		return err
 	}
 	if err := st.exec(); err != nil {
 		return err
