@@ -1,6 +1,9 @@
 package storage
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -14,8 +17,39 @@ type elemTable struct {
 	table, name string
 	load        string // SELECT h, name[, value or score][, ord, expire_at] of one id
 	put         string // upsert of one element
+	putN        string // upsert of elemBatch elements
 	del         string // DELETE of one element
 	drop        string // DELETE of every element of one id
+	params      int    // an element's parameters in put
+}
+
+// elemBatch is how many elements one statement of the flush writes: a
+// statement's own cost (binds, step, reset, halt) is paid once for all.
+const elemBatch = 32
+
+// upserts builds t's put and putN from the statement's head (up to
+// VALUES), one row's values with %d for each parameter's number, and its
+// tail (the conflict clause).
+func (t *elemTable) upserts(head, row, tail string) *elemTable {
+	t.params = strings.Count(row, "%d")
+	build := func(n int) string {
+		var b strings.Builder
+		b.WriteString(head)
+		nums := make([]any, t.params)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			for j := range nums {
+				nums[j] = i*t.params + j + 1
+			}
+			fmt.Fprintf(&b, row, nums...)
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+	t.put, t.putN = build(1), build(elemBatch)
+	return t
 }
 
 // A hash field's value may be a blob ref (blobs.go): the triggers
@@ -26,29 +60,27 @@ type elemTable struct {
 // trigger, and rewrites every index entry of the row besides.
 
 var (
-	hashTable = &elemTable{
+	hashTable = (&elemTable{
 		table: "hashes", name: "field",
 		load: "SELECT h, field, value, coalesce(ord, 0), coalesce(expire_at, 0) FROM hashes WHERE id = ?1 ORDER BY h, field",
-		put: "INSERT INTO hashes (id, h, field, value, ord, expire_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), nullif(?6, 0))" +
-			" ON CONFLICT (id, h, field) DO UPDATE SET value = excluded.value, ord = excluded.ord, expire_at = excluded.expire_at",
 		del:  "DELETE FROM hashes WHERE id = ?1 AND h = ?2 AND field = ?3",
 		drop: "DELETE FROM hashes WHERE id = ?1",
-	}
-	setTable = &elemTable{
+	}).upserts("INSERT INTO hashes (id, h, field, value, ord, expire_at) VALUES ",
+		"(?%d, ?%d, ?%d, ?%d, nullif(?%d, 0), nullif(?%d, 0))",
+		" ON CONFLICT (id, h, field) DO UPDATE SET value = excluded.value, ord = excluded.ord, expire_at = excluded.expire_at")
+	setTable = (&elemTable{
 		table: "sets", name: "member",
 		load: "SELECT h, member FROM sets WHERE id = ?1 ORDER BY h, member",
-		put:  "INSERT OR IGNORE INTO sets (id, h, member) VALUES (?1, ?2, ?3)",
 		del:  "DELETE FROM sets WHERE id = ?1 AND h = ?2 AND member = ?3",
 		drop: "DELETE FROM sets WHERE id = ?1",
-	}
-	zsetTable = &elemTable{
+	}).upserts("INSERT OR IGNORE INTO sets (id, h, member) VALUES ", "(?%d, ?%d, ?%d)", "")
+	zsetTable = (&elemTable{
 		table: "zsets", name: "member",
 		load: "SELECT h, member, score FROM zsets WHERE id = ?1 ORDER BY h, member",
-		put: "INSERT INTO zsets (id, h, member, score) VALUES (?1, ?2, ?3, ?4)" +
-			" ON CONFLICT (id, h, member) DO UPDATE SET score = excluded.score WHERE score IS NOT excluded.score",
 		del:  "DELETE FROM zsets WHERE id = ?1 AND h = ?2 AND member = ?3",
 		drop: "DELETE FROM zsets WHERE id = ?1",
-	}
+	}).upserts("INSERT INTO zsets (id, h, member, score) VALUES ", "(?%d, ?%d, ?%d, ?%d)",
+		" ON CONFLICT (id, h, member) DO UPDATE SET score = excluded.score WHERE score IS NOT excluded.score")
 )
 
 // loadElems reads collection id's elements whole, in storage order.
@@ -91,24 +123,43 @@ func flushElems(w *sqlc, t *elemTable, id int64, d *object.Delta) error {
 			return err
 		}
 	}
-	return d.Each(func(el *object.Elem) error {
-		st := w.q(t.put)
-		st.int(1, id)
-		st.int(2, el.H)
-		st.blob(3, []byte(el.Name))
+	// Elements go elemBatch to a statement, the tail one by one.
+	batch := make([]*object.Elem, 0, elemBatch)
+	err := d.Each(func(el *object.Elem) error {
+		if batch = append(batch, el); len(batch) < elemBatch {
+			return nil
+		}
+		err := putElems(w, t, t.putN, id, batch)
+		batch = batch[:0]
+		return err
+	})
+	for i := 0; err == nil && i < len(batch); i++ {
+		err = putElems(w, t, t.put, id, batch[i:i+1])
+	}
+	return err
+}
+
+// putElems writes els with sql, t's put or putN.
+func putElems(w *sqlc, t *elemTable, sql string, id int64, els []*object.Elem) error {
+	st := w.q(sql)
+	for i, el := range els {
+		at := i * t.params
+		st.int(at+1, id)
+		st.int(at+2, el.H)
+		st.blob(at+3, []byte(el.Name))
 		switch t {
 		case hashTable:
-			if _, err := w.bindValue(st, 4, el.Value, len(el.Name)); err != nil {
+			if _, err := w.bindValue(st, at+4, el.Value, len(el.Name)); err != nil {
 				st.reset()
 				return err
 			}
-			st.int(5, el.Ord)
-			st.int(6, el.Exp)
+			st.int(at+5, el.Ord)
+			st.int(at+6, el.Exp)
 		case zsetTable:
-			st.float(4, el.Score)
+			st.float(at+4, el.Score)
 		}
-		return st.exec()
-	})
+	}
+	return st.exec()
 }
 
 func delElem(w *sqlc, t *elemTable, id int64, el *object.Elem) error {
