@@ -98,6 +98,13 @@ func (s *testServer) stop() {
 	if s.srv == nil {
 		return
 	}
+	if s.t.Failed() {
+		// What the server logged (warnings and errors) says why, when the
+		// failure was the server's.
+		if log := s.logBuf.String(); log != "" {
+			s.t.Logf("the log of the server on %s (last 64 KB):\n%s", s.addr, log[max(0, len(log)-64<<10):])
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
