@@ -68,9 +68,18 @@ func TestFailoverReplies(t *testing.T) {
 
 	// A raw replica (a tap) is online and never acknowledges: a failover
 	// to it waits. It announced no port: 0.
-	startTap(t, a.addr, "?", -1)
+	tp := startTap(t, a.addr, "?", -1)
 	wait.For(t, 30*time.Second, "the tap to be an online replica", func() bool {
 		return strings.Contains(masterInfo(t, ac, "replication", "slave1"), "state=online")
+	})
+	// The tap acknowledged the offset of its sync once: a write moves the
+	// master past it, or the tap would count as caught up (as in Redis).
+	if err := ac.Set(ctx, "past-the-tap", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 30*time.Second, "the master's offset to pass the tap's", func() bool {
+		off, _ := strconv.ParseInt(masterInfo(t, ac, "replication", "master_repl_offset"), 10, 64)
+		return off > tp.offset
 	})
 	r.expect(status("OK"), "FAILOVER", "TO", "127.0.0.1", "0", "TIMEOUT", "600000")
 	if got := masterInfo(t, ac, "replication", "master_failover_state"); got != "waiting-for-sync" {
