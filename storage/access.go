@@ -17,8 +17,8 @@ func (s *Store) AccessWord(db int, key []byte) (w *uint32, exists bool) {
 	if s.mem == nil {
 		return nil, false
 	}
-	e, ok := s.mem.dbs[db].keys[string(key)]
-	if !ok {
+	e := s.mem.dbs[db].keys.get(string(key))
+	if e == nil {
 		return nil, false
 	}
 	return &e.access, e.typ != TypeNone

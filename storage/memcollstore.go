@@ -140,6 +140,9 @@ func (m *memEngine) endCollections() {
 // bytesOf is name's bytes without a copy; the caller only reads them.
 func bytesOf(name string) []byte { return unsafe.Slice(unsafe.StringData(name), len(name)) }
 
+// stringOf is b as a string without a copy: b must never be written again.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // asElem presents an object element as the Store's Elem, sharing its bytes.
 func asElem(el *object.Elem, out *Elem) {
 	out.Member, out.Value, out.Score = bytesOf(el.Name), el.Value, el.Score

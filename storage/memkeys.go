@@ -35,7 +35,7 @@ import (
 type entry struct {
 	key string
 	db  *memDB
-	str []byte // a string's value; never written to (object package doc)
+	str string // a string's value
 	obj memObject
 	exp int64 // unix ms; 0: persistent
 	ver int64
@@ -94,7 +94,7 @@ func objLen(o memObject) int64 {
 // their numbers): an entry keeps pointing at its memDB whatever its number.
 type memDB struct {
 	num     int
-	keys    map[string]*entry
+	keys    *keyTable // keytable.go
 	dirty   []*entry
 	count   int64                   // the database's keys, in memory and SQLite: DBSIZE
 	fresh   *btree.BTreeG[freshKey] // memkeyspace.go
@@ -191,7 +191,7 @@ const memEntryOverhead = 160
 func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
 	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64)}
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
 		m.sqlKeys[i] = s.keyCounts[i]
 	}
 	return m
@@ -273,7 +273,7 @@ func (m *memEngine) evict() {
 	for misses := 0; m.bytes > m.max && misses < 4; {
 		var held int
 		for _, d := range m.dbs {
-			held += len(d.keys)
+			held += d.keys.len()
 		}
 		if held == 0 {
 			return
@@ -281,21 +281,20 @@ func (m *memEngine) evict() {
 		pick := rand.IntN(held)
 		var d *memDB
 		for _, d = range m.dbs {
-			if pick < len(d.keys) {
+			if pick < d.keys.len() {
 				break
 			}
-			pick -= len(d.keys)
+			pick -= d.keys.len()
 		}
 		var victim *entry
 		looked := 0
-		for _, e := range d.keys {
+		d.keys.sample(func(e *entry) bool {
 			if m.evictable(e) && (victim == nil || e.used-victim.used > 1<<31) {
 				victim = e // older: its clock is behind, wrapping included
 			}
-			if looked++; looked >= evictSample {
-				break
-			}
-		}
+			looked++
+			return looked < evictSample
+		})
 		if victim == nil {
 			misses++
 			continue
@@ -308,7 +307,7 @@ func (m *memEngine) evict() {
 // forget lets e go from memory (eviction, FLUSHDB).
 func (m *memEngine) forget(e *entry) {
 	m.unfresh(e)
-	delete(e.db.keys, e.key)
+	e.db.keys.del(e.key)
 	delete(e.db.expires, e)
 	delete(m.hfe, e)
 	m.bytes -= e.size
@@ -330,7 +329,7 @@ func (m *memEngine) setExp(e *entry, at int64) {
 // command holds stay the keys' own.
 func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 	d := m.dbs[db]
-	if e, ok := d.keys[string(key)]; ok {
+	if e := d.keys.get(string(key)); e != nil {
 		m.touch(e)
 		return e, nil
 	}
@@ -351,7 +350,7 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 			return true
 		})
 	}
-	d.keys[e.key] = e
+	d.keys.put(e)
 	m.touch(e)
 	m.resize(e)
 	return e, nil
@@ -379,7 +378,7 @@ func (m *memEngine) remove(e *entry, kind Change) {
 		m.s.record(e.db.num, []byte(e.key), kind, 0)
 	}
 	m.dropObject(e)
-	e.typ, e.str = TypeNone, nil
+	e.typ, e.str = TypeNone, ""
 	m.setExp(e, 0)
 	m.unfresh(e)
 	e.db.count--
@@ -447,8 +446,8 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		e.rowStored, e.refStored, e.idStored = false, false, false
 		return k
 	case e.typ == TypeString:
-		k.str = e.str
-		e.refStored = stringIsRef(e.key, e.str)
+		k.str = bytesOf(e.str)
+		e.refStored = stringIsRef(e.key, k.str)
 	default:
 		k.count = objLen(e.obj)
 		if e.obj.Changed() {

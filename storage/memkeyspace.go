@@ -111,8 +111,7 @@ func (m *memEngine) eachRow(st *stmt, fn func()) error {
 // holds the name (whatever it holds now is the truth), or moved r's key
 // away.
 func (m *memEngine) shadowed(db int, r *sqlRow) bool {
-	_, ok := m.dbs[db].keys[string(r.key)]
-	return ok
+	return m.dbs[db].keys.get(string(r.key)) != nil
 }
 
 func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]ScanEntry, uint64, error) {
@@ -149,7 +148,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if bound >= 0 && r.id > bound {
 			continue
 		}
-		if e, ok := m.dbs[db].keys[string(r.key)]; ok {
+		if e := m.dbs[db].keys.get(string(r.key)); e != nil {
 			// Memory decides: the key as it is now, if it still has the
 			// row's id (under another, it is in the fresh index).
 			if e.typ != TypeNone && e.id == r.id && !e.fresh && !expired(e.exp, m.s.Now) {
@@ -200,11 +199,12 @@ func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error 
 			all = append(all, r.key)
 		}
 	}
-	for _, e := range m.dbs[db].keys {
+	m.dbs[db].keys.each(func(e *entry) bool {
 		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key), prefix) {
 			all = append(all, []byte(e.key))
 		}
-	}
+		return true
+	})
 	if len(prefix) > 0 {
 		slices.SortFunc(all, bytes.Compare)
 	}
@@ -221,12 +221,11 @@ func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error 
 func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 	d := m.dbs[db]
 	for tries := 0; tries < 100; tries++ {
-		if len(d.keys) > 0 && (d.count == 0 || rand.Int64N(max(d.count, 1)) < int64(len(d.keys))) {
-			for _, e := range d.keys { // Go's map order is random
-				if e.typ != TypeNone && !expired(e.exp, m.s.Now) {
-					return []byte(e.key), true, nil
-				}
-				break
+		if n := d.keys.len(); n > 0 && (d.count == 0 || rand.Int64N(max(d.count, 1)) < int64(n)) {
+			var pick *entry
+			d.keys.sample(func(e *entry) bool { pick = e; return false })
+			if pick.typ != TypeNone && !expired(pick.exp, m.s.Now) {
+				return []byte(pick.key), true, nil
 			}
 			continue
 		}
@@ -244,7 +243,7 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 		if len(pick) == 1 && !m.shadowed(db, &pick[0]) && !expired(pick[0].exp, m.s.Now) {
 			return pick[0].key, true, nil
 		}
-		if len(d.keys) == 0 && d.count == 0 {
+		if d.keys.len() == 0 && d.count == 0 {
 			return nil, false, nil
 		}
 	}
@@ -345,9 +344,11 @@ func (m *memEngine) sweep(limit int) (int, error) {
 func (m *memEngine) flushDB(db int) {
 	m.dbOp(memDBOp{kind: dbFlush, a: db})
 	d := m.dbs[db]
-	for _, e := range d.keys {
+	d.keys.each(func(e *entry) bool {
 		m.forget(e)
-	}
+		return true
+	})
+	d.keys = newKeyTable() // let its slots go too
 	d.count = 0
 	m.s.record(db, nil, Flushed, 0)
 }
@@ -384,7 +385,7 @@ func (m *memEngine) moveTo(e, to *entry) {
 	}
 	to.ver = m.s.nextVersion()
 	to.db.count++
-	e.typ, e.str, e.obj, e.elemsStored = TypeNone, nil, nil, false
+	e.typ, e.str, e.obj, e.elemsStored = TypeNone, "", nil, false
 	m.setExp(e, 0)
 	e.db.count--
 	m.unfresh(e)
@@ -446,7 +447,7 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 		}
 		m.remove(to, 0)
 	} else {
-		to = m.dbs[dstDB].keys[string(dst)]
+		to = m.dbs[dstDB].keys.get(string(dst))
 	}
 	m.create(to, from.typ)
 	m.setExp(to, from.exp)

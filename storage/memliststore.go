@@ -65,7 +65,7 @@ func (m *memEngine) listPush(db int, key []byte, end End, vals [][]byte, onlyExi
 		if onlyExisting {
 			return 0, nil
 		}
-		e = m.dbs[db].keys[string(key)]
+		e = m.dbs[db].keys.get(string(key))
 		m.create(e, TypeList)
 		l = object.NewList()
 		e.obj = l

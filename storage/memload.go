@@ -39,10 +39,9 @@ func (m *memEngine) load(db int, e *entry) error {
 	e.rowStored, e.idStored = true, true
 	if t == TypeString {
 		e.refStored = colIsRef(st, 4)
-		e.str, err = r.colValue(st, 4, nil)
-		if e.str == nil {
-			e.str = []byte{}
-		}
+		var v []byte
+		v, err = r.colValue(st, 4, nil)
+		e.str = stringOf(v)
 		st.reset()
 		if err != nil {
 			return err

@@ -136,7 +136,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 		return err
 	}
 	if e == nil {
-		e = m.dbs[db].keys[string(key)] // live made sure it is held
+		e = m.dbs[db].keys.get(string(key)) // live made sure it is held
 		m.create(e, TypeString)
 	} else {
 		if e.typ != TypeString {
@@ -150,7 +150,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 		e.ver = m.s.nextVersion()
 	}
 	m.setExp(e, expireAt)
-	e.str = append(make([]byte, 0, len(val)), val...)
+	e.str = string(val)
 	m.changed(e)
 	m.s.record(db, key, Written, 0)
 	return nil
@@ -163,7 +163,7 @@ func (m *memEngine) dbSize(db int) int64 { return m.dbs[db].count }
 func (m *memEngine) endCommand() {
 	if m.max == 0 {
 		for _, e := range m.misses {
-			if e.typ == TypeNone && m.evictable(e) && e.db.keys[e.key] == e {
+			if e.typ == TypeNone && m.evictable(e) && e.db.keys.get(e.key) == e {
 				m.forget(e)
 			}
 		}
@@ -209,11 +209,12 @@ func (m *memEngine) reload() error {
 		}
 	}
 	for _, d := range m.dbs {
-		for _, e := range d.keys {
+		d.keys.each(func(e *entry) bool {
 			if m.evictable(e) {
 				m.forget(e)
 			}
-		}
+			return true
+		})
 	}
 	return nil
 }
@@ -224,7 +225,7 @@ func (m *memEngine) reload() error {
 // engine.
 func (s *Store) MemStats() (entries int, bytes, bound int64, evicted uint64) {
 	for _, d := range s.mem.dbs {
-		entries += len(d.keys)
+		entries += d.keys.len()
 	}
 	return entries, s.mem.bytes, s.mem.max, s.mem.evicted
 }
@@ -245,7 +246,7 @@ func (m *memEngine) rollback() {
 	st := m.r.q("SELECT db, keys FROM dbstats")
 	m.eachRow(st, func() { counts[int(st.colInt(0))] = st.colInt(1) })
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, keys: make(map[string]*entry), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, keys: newKeyTable(), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
 		m.sqlKeys[i] = counts[i]
 	}
 	m.hfe = make(map[*entry]int64)

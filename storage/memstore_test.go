@@ -129,7 +129,7 @@ func TestMemMissesLeaveNothing(t *testing.T) {
 		}
 		s.EndCommand()
 	}
-	if n := len(s.mem.dbs[0].keys); n != 0 || s.mem.bytes != 0 {
+	if n := s.mem.dbs[0].keys.len(); n != 0 || s.mem.bytes != 0 {
 		t.Fatalf("the engine holds %d entries, %d bytes, after reads of missing keys", n, s.mem.bytes)
 	}
 	// A deletion is kept until it is flushed, then may go too.
@@ -140,7 +140,7 @@ func TestMemMissesLeaveNothing(t *testing.T) {
 	}
 	s.Delete(0, []byte("k"))
 	s.EndCommand()
-	if _, ok := s.mem.dbs[0].keys["k"]; !ok {
+	if s.mem.dbs[0].keys.get("k") == nil {
 		t.Fatal("a deletion not yet flushed left memory")
 	}
 }
@@ -194,7 +194,7 @@ func TestMemPresenceFilter(t *testing.T) {
 	must(t, err)
 	must(t, s.Begin())
 	must(t, s.EndCommand()) // the bound lets "new" go now that it is flushed
-	if _, held := s.mem.dbs[0].keys["new"]; held {
+	if s.mem.dbs[0].keys.get("new") != nil {
 		t.Fatal("the flushed key is still held: the test reads no SQLite")
 	}
 	if !get(0, "new") {

@@ -1,0 +1,246 @@
+package storage
+
+import (
+	"hash/maphash"
+	"math/rand/v2"
+)
+
+// keyTable is a database's index of the entries memory holds, by name. A
+// Go map[string]*entry spent about 53 bytes a key on its slots (a string
+// header and a pointer each, half empty after it doubles); this table
+// keeps one pointer and one tag byte a slot, about 14 bytes a key.
+//
+// It is an extendible hash: a directory, indexed by the top depth bits of
+// a key's hash, points at shards of linear-probing slots indexed by the
+// low bits. A shard doubles up to shardMax slots and then splits in two
+// by the next bit of the hash, so growing never rehashes more than
+// shardMax entries at once (no pause that grows with the keyspace), as
+// Go's own maps grow by table. Deleted slots keep a tombstone until the
+// shard is rebuilt.
+type keyTable struct {
+	seed  maphash.Seed
+	dir   []*keyShard
+	depth uint // len(dir) == 1<<depth
+	n     int
+}
+
+// keyShard is a power of two of slots: tags[i] is 0 (empty), tombstone,
+// or the key's tag (its top bit set) with ents[i] the entry.
+type keyShard struct {
+	depth uint // the hash bits its keys share: it spans 1<<(t.depth-depth) directory slots
+	n     int  // entries
+	dead  int  // tombstones
+	tags  []uint8
+	ents  []*entry
+}
+
+const (
+	shardMin  = 8
+	shardMax  = 4096
+	tombstone = 1
+)
+
+func newKeyTable() *keyTable {
+	return &keyTable{seed: maphash.MakeSeed(), dir: []*keyShard{newKeyShard(0, shardMin)}}
+}
+
+func newKeyShard(depth uint, slots int) *keyShard {
+	return &keyShard{depth: depth, tags: make([]uint8, slots), ents: make([]*entry, slots)}
+}
+
+func (t *keyTable) hash(k string) uint64 { return maphash.String(t.seed, k) }
+
+// tagOf is the byte a slot keeps of h: bits the slot's index and the
+// directory do not already fix, with the top bit set.
+func tagOf(h uint64) uint8 { return uint8((h*0x9E3779B97F4A7C15)>>57) | 0x80 }
+
+// shardOf is the shard for hash h (a shift by 64 is 0 in Go: depth 0
+// has one shard).
+func (t *keyTable) shardOf(h uint64) *keyShard { return t.dir[h>>(64-t.depth)] }
+
+// len is how many entries the table holds.
+func (t *keyTable) len() int { return t.n }
+
+// get is the entry named k, or nil.
+func (t *keyTable) get(k string) *entry {
+	h := t.hash(k)
+	s := t.shardOf(h)
+	mask := uint64(len(s.tags) - 1)
+	tag := tagOf(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.tags[i] {
+		case 0:
+			return nil
+		case tag:
+			if e := s.ents[i]; e.key == k {
+				return e
+			}
+		}
+	}
+}
+
+// put adds e, whose name the table does not hold.
+func (t *keyTable) put(e *entry) {
+	h := t.hash(e.key)
+	s := t.shardOf(h)
+	if (s.n+s.dead+1)*16 > len(s.tags)*13 {
+		t.grow(s)
+		s = t.shardOf(h)
+	}
+	s.insert(h, e)
+	t.n++
+}
+
+// insert places e in the first free slot of its probe sequence (the table
+// does not hold its name, so a tombstone can be reused).
+func (s *keyShard) insert(h uint64, e *entry) {
+	mask := uint64(len(s.tags) - 1)
+	i := h & mask
+	for s.tags[i] >= 0x80 {
+		i = (i + 1) & mask
+	}
+	if s.tags[i] == tombstone {
+		s.dead--
+	}
+	s.tags[i], s.ents[i] = tagOf(h), e
+	s.n++
+}
+
+// del removes the entry named k; it reports whether there was one.
+func (t *keyTable) del(k string) bool {
+	h := t.hash(k)
+	s := t.shardOf(h)
+	mask := uint64(len(s.tags) - 1)
+	tag := tagOf(h)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.tags[i] {
+		case 0:
+			return false
+		case tag:
+			if s.ents[i].key == k {
+				s.tags[i], s.ents[i] = tombstone, nil
+				s.n--
+				s.dead++
+				t.n--
+				return true
+			}
+		}
+	}
+}
+
+// grow makes room in s: rebuilt at its size when tombstones fill it,
+// doubled below shardMax, else split in two.
+func (t *keyTable) grow(s *keyShard) {
+	switch {
+	case s.dead >= len(s.tags)/4:
+		s.rebuild(t, len(s.tags))
+	case len(s.tags) < shardMax:
+		s.rebuild(t, 2*len(s.tags))
+	default:
+		t.split(s)
+	}
+}
+
+// rebuild rehashes s into slots slots.
+func (s *keyShard) rebuild(t *keyTable, slots int) {
+	old := s.ents
+	oldTags := s.tags
+	s.tags, s.ents, s.n, s.dead = make([]uint8, slots), make([]*entry, slots), 0, 0
+	for i, e := range old {
+		if oldTags[i] >= 0x80 {
+			s.insert(t.hash(e.key), e)
+		}
+	}
+}
+
+// split replaces s by two shards one hash bit deeper, doubling the
+// directory first when s is as deep as it.
+func (t *keyTable) split(s *keyShard) {
+	if s.depth == t.depth {
+		dir := make([]*keyShard, 2*len(t.dir))
+		for i, d := range t.dir {
+			dir[2*i], dir[2*i+1] = d, d
+		}
+		t.dir, t.depth = dir, t.depth+1
+	}
+	lo, hi := newKeyShard(s.depth+1, shardMax), newKeyShard(s.depth+1, shardMax)
+	bit := uint64(1) << (63 - s.depth)
+	first := -1
+	for i, e := range s.ents {
+		if s.tags[i] < 0x80 {
+			continue
+		}
+		h := t.hash(e.key)
+		if first < 0 {
+			first = int(h >> (64 - t.depth))
+		}
+		if h&bit != 0 {
+			hi.insert(h, e)
+		} else {
+			lo.insert(h, e)
+		}
+	}
+	// s spans an aligned run of directory slots: its first half goes to
+	// lo, its second to hi. A full shard has entries, so first is set.
+	span := 1 << (t.depth - s.depth)
+	start := first &^ (span - 1)
+	for i := start; i < start+span; i++ {
+		if i < start+span/2 {
+			t.dir[i] = lo
+		} else {
+			t.dir[i] = hi
+		}
+	}
+}
+
+// each calls fn for every entry until fn returns false. fn may delete the
+// entry it is given (each reads a shard's entries before it calls fn for
+// them) but must not add entries.
+func (t *keyTable) each(fn func(*entry) bool) {
+	var batch []*entry
+	for i := 0; i < len(t.dir); {
+		s := t.dir[i]
+		i += 1 << (t.depth - s.depth)
+		batch = batch[:0]
+		for j, e := range s.ents {
+			if s.tags[j] >= 0x80 {
+				batch = append(batch, e)
+			}
+		}
+		for _, e := range batch {
+			if !fn(e) {
+				return
+			}
+		}
+	}
+}
+
+// sample calls fn for entries from a random place on, in slot order, until
+// fn returns false or every entry has been offered.
+func (t *keyTable) sample(fn func(*entry) bool) {
+	if t.n == 0 {
+		return
+	}
+	d := rand.IntN(len(t.dir))
+	s := t.dir[d]
+	d &^= 1<<(t.depth-s.depth) - 1 // the first directory slot of s
+	first := rand.IntN(len(s.tags))
+	start := first
+	for seen := 0; seen < len(t.dir); {
+		for j := start; j < len(s.tags); j++ {
+			if s.tags[j] >= 0x80 && !fn(s.ents[j]) {
+				return
+			}
+		}
+		span := 1 << (t.depth - s.depth)
+		seen += span
+		d = (d + span) % len(t.dir)
+		s, start = t.dir[d], 0
+	}
+	// Back at the first shard: the slots before the start.
+	for j := 0; j < first; j++ {
+		if s.tags[j] >= 0x80 && !fn(s.ents[j]) {
+			return
+		}
+	}
+}
