@@ -213,7 +213,7 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 	order := make([]place, len(seg.keys))
 	for i := range seg.keys {
 		k := &seg.keys[i]
-		order[i] = place{k.key, int32(k.db + allDBs*(1-gone(*k))), int32(i)}
+		order[i] = place{k.key, int32(int(k.db) + allDBs*(1-gone(*k))), int32(i)}
 	}
 	slices.SortFunc(order, func(a, b place) int {
 		return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.key, b.key))
@@ -297,7 +297,7 @@ func bindKeyRow(w *sqlc, st *stmt, at int, k *frozenKey) error {
 	st.int(at+6, k.ver)
 	switch k.typ {
 	case TypeString:
-		_, err := w.bindValue(st, at+7, k.str, len(k.key))
+		_, err := w.bindValue(st, at+7, bytesOf(k.str), len(k.key))
 		return err
 	case TypeList:
 		st.null(at + 7) // a list's length is its rows' (lists.go)

@@ -420,6 +420,11 @@ func (m *memEngine) newKey(e *entry, t Type) {
 func (m *memEngine) freezeSegment() {
 	seg := &memSegment{drops: m.drops}
 	m.drops = nil
+	n := 0
+	for _, d := range m.dbs {
+		n += len(d.dirty)
+	}
+	seg.keys = make([]frozenKey, 0, n)
 	for _, d := range m.dbs {
 		for _, e := range d.dirty {
 			seg.keys = append(seg.keys, m.freezeEntry(e))
@@ -435,7 +440,7 @@ func (m *memEngine) freezeSegment() {
 // freezeEntry takes e's state for the flush, and makes what it froze
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
-	k := frozenKey{db: e.db.num, key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored, inPlace: e.rowStored && e.idStored}
+	k := frozenKey{db: int32(e.db.num), key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored, inPlace: e.rowStored && e.idStored}
 	if e.fresh && e.freshGen == 0 {
 		e.freshGen = m.gen
 		m.freshFrozen = append(m.freshFrozen, e)
@@ -446,8 +451,8 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		e.rowStored, e.refStored, e.idStored = false, false, false
 		return k
 	case e.typ == TypeString:
-		k.str = bytesOf(e.str)
-		e.refStored = stringIsRef(e.key, k.str)
+		k.str = e.str
+		e.refStored = stringIsRef(e.key, bytesOf(k.str))
 	default:
 		k.count = objLen(e.obj)
 		if e.obj.Changed() {
@@ -494,16 +499,16 @@ type memSegment struct {
 // frozenKey is one key name's state at a freeze, as its keys row and
 // element rows are to hold it. Nothing in it is written after the freeze.
 type frozenKey struct {
-	db      int
 	key     string
-	typ     Type
+	str     string
 	exp     int64
 	ver     int64
 	id      int64
-	str     []byte
 	count   int64
+	delta   any // the object's changes (*object.Delta, ...)
+	db      int32
+	typ     Type
 	del     bool // the key is gone and SQLite has its row
 	keepRef bool // the row SQLite has holds a blob ref
 	inPlace bool // SQLite has the name's row, under the same id: updated in place
-	delta   any  // the object's changes (*object.Delta, ...)
 }
