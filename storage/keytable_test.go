@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // The key table against a map: random puts and deletes through doubling,
@@ -73,4 +74,12 @@ func TestKeyTableModel(t *testing.T) {
 		return true
 	})
 	check(-2)
+}
+
+// An entry is what every key the engine holds costs besides its name and
+// value: it stays in Go's 112-byte size class.
+func TestEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(entry{}); n > 112 {
+		t.Fatalf("an entry is %d bytes, more than 112", n)
+	}
 }

@@ -61,8 +61,8 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	pos, m.posSet = m.pos, false
 	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, done: make(chan struct{})}
 	for _, e := range f.fresh {
-		if e.fresh && e.freshGen != 0 {
-			e.freshGen = f.gen // a failed flight's, written again by this one
+		if e.fresh && e.freshPar != 0 {
+			e.freshPar = genParity(f.gen) // a failed flight's, written again by this one
 		}
 	}
 	m.steps, m.freshFrozen = nil, nil
@@ -290,7 +290,7 @@ func writeKeysInPlace(w *sqlc, ks []*frozenKey) error {
 // bindKeyRow binds k's keys row as parameters at+1 .. at+7 of st.
 func bindKeyRow(w *sqlc, st *stmt, at int, k *frozenKey) error {
 	st.int(at+1, int64(k.db))
-	st.blob(at+2, []byte(k.key))
+	st.blob(at+2, bytesOf(k.key))
 	st.int(at+3, k.id)
 	st.int(at+4, int64(k.typ))
 	st.int(at+5, k.exp)
@@ -311,7 +311,7 @@ func writeKey(w *sqlc, k *frozenKey) error {
 	if k.keepRef {
 		err := w.keepRefs("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1", func(st *stmt) {
 			st.int(1, int64(k.db))
-			st.blob(2, []byte(k.key))
+			st.blob(2, bytesOf(k.key))
 		})
 		if err != nil {
 			return err
@@ -323,7 +323,7 @@ func writeKey(w *sqlc, k *frozenKey) error {
 		}
 		st := w.q("DELETE FROM keys WHERE db = ?1 AND key = ?2")
 		st.int(1, int64(k.db))
-		st.blob(2, []byte(k.key))
+		st.blob(2, bytesOf(k.key))
 		return st.exec()
 	}
 	// A row SQLite has under the same id is updated in place: REPLACE

@@ -41,11 +41,6 @@ type entry struct {
 	ver int64
 	id  int64
 
-	// In its database's fresh index (memkeyspace.go) under freshID, until
-	// the flush of generation freshGen (0: not frozen yet) lands.
-	freshID  int64
-	freshGen uint64
-
 	gen  uint64 // the flush that took its last change (0: none since it was loaded)
 	size int64  // what it counts in memEngine.bytes
 
@@ -64,7 +59,13 @@ type entry struct {
 	// updates the row in place instead of replacing it, and its id index
 	// is not touched). Cleared wherever the id changes.
 	idStored bool
-	fresh    bool // in the fresh index (above)
+	// fresh: in its database's fresh index (memkeyspace.go) under its id,
+	// until the flush whose generation has parity freshPar-1 lands
+	// (freshPar 0: not frozen since it became fresh). One flight runs at
+	// a time, so the flight in the air and the batch being collected are
+	// all the parity has to tell apart.
+	fresh    bool
+	freshPar uint8
 	dirty    bool // in db.dirty: the row or the object changed since the last freeze
 }
 
@@ -155,6 +156,7 @@ type memEngine struct {
 	// freshFrozen are the fresh entries frozen for the next flight, which
 	// takes them out of the fresh index when it lands.
 	freshFrozen []*entry
+	freshMissed int // unfresh had to walk the fresh index (never, tests check)
 
 	// pres is the filter of the names SQLite may hold (mempresence.go);
 	// nextPres a larger one being built to replace it.
@@ -408,6 +410,7 @@ func (m *memEngine) create(e *entry, t Type) {
 
 // newKey is create without the record.
 func (m *memEngine) newKey(e *entry, t Type) {
+	m.unfresh(e)
 	e.typ, e.id, e.idStored = t, m.s.NewID(), false
 	m.setExp(e, 0)
 	m.markFresh(e)
@@ -441,8 +444,8 @@ func (m *memEngine) freezeSegment() {
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	k := frozenKey{db: int32(e.db.num), key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored, inPlace: e.rowStored && e.idStored}
-	if e.fresh && e.freshGen == 0 {
-		e.freshGen = m.gen
+	if e.fresh && e.freshPar == 0 {
+		e.freshPar = genParity(m.gen)
 		m.freshFrozen = append(m.freshFrozen, e)
 	}
 	switch {

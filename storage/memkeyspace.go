@@ -33,26 +33,47 @@ func newFresh() *btree.BTreeG[freshKey] {
 // markFresh puts e in its database's fresh index under its id (it has a
 // new name, database or id).
 func (m *memEngine) markFresh(e *entry) {
-	if e.fresh {
-		e.db.fresh.Delete(freshKey{id: e.freshID})
-	}
-	e.fresh, e.freshID, e.freshGen = true, e.id, 0
+	m.unfresh(e)
+	e.fresh, e.freshPar = true, 0
 	e.db.fresh.Set(freshKey{id: e.id, e: e})
 }
 
-// unfresh takes e out of the fresh index.
+// unfresh takes e out of the fresh index. An entry's id changes only once
+// it is out of it (newKey, setString, moveTo call unfresh first), so it is
+// found under its id; were it not, a walk of the index finds it, and
+// freshMissed counts it for the tests.
 func (m *memEngine) unfresh(e *entry) {
-	if e.fresh {
-		e.db.fresh.Delete(freshKey{id: e.freshID})
-		e.fresh = false
+	if !e.fresh {
+		return
+	}
+	e.fresh = false
+	if k, ok := e.db.fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
+		return
+	} else if ok {
+		e.db.fresh.Set(k) // another entry's: put it back
+	}
+	m.freshMissed++
+	var at freshKey
+	e.db.fresh.Scan(func(k freshKey) bool {
+		if k.e == e {
+			at = k
+			return false
+		}
+		return true
+	})
+	if at.e == e {
+		e.db.fresh.Delete(at)
 	}
 }
+
+// genParity is what an entry keeps of a flush generation (freshPar).
+func genParity(gen uint64) uint8 { return uint8(gen&1) + 1 }
 
 // landFresh takes out of the fresh index the entries whose rows the flight
 // f wrote.
 func (m *memEngine) landFresh(f *memFlight) {
 	for _, e := range f.fresh {
-		if e.fresh && e.freshGen == f.gen {
+		if e.fresh && e.freshPar == genParity(f.gen) {
 			m.unfresh(e)
 		}
 	}
@@ -376,6 +397,7 @@ func (m *memEngine) dbOp(op memDBOp) {
 // moveTo gives the absent entry to the key of e, whatever e holds, under
 // the same id (RENAME, MOVE); e is left absent.
 func (m *memEngine) moveTo(e, to *entry) {
+	m.unfresh(to)
 	to.typ, to.id, to.str, to.obj, to.idStored = e.typ, e.id, e.str, e.obj, false
 	m.setExp(to, e.exp)
 	to.elemsStored = e.elemsStored

@@ -298,6 +298,9 @@ func TestMemEngineMatchesModel(t *testing.T) {
 		default:
 			// A kill: what no flush took is lost.
 			land()
+			if s.mem.freshMissed != 0 {
+				t.Fatalf("step %d: %d entries were not in the fresh index under their ids", step, s.mem.freshMissed)
+			}
 			s.Close()
 			s = openMemAt(t, path, 3000)
 			model = committed.clone()
@@ -308,6 +311,9 @@ func TestMemEngineMatchesModel(t *testing.T) {
 	}
 	land()
 	sameState(t, "the end", readAll(t, s), model)
+	if s.mem.freshMissed != 0 {
+		t.Fatalf("%d entries were not in the fresh index under their ids", s.mem.freshMissed)
+	}
 	s.Close()
 }
 

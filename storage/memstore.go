@@ -141,6 +141,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 	} else {
 		if e.typ != TypeString {
 			m.dropObject(e)
+			m.unfresh(e)
 			e.typ, e.id, e.idStored = TypeString, m.s.NewID(), false
 			m.markFresh(e)
 		}
