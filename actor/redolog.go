@@ -24,7 +24,8 @@ import (
 //     write(2) (redo.Log.Write), and the round's replies leave (with
 //     durability always, once a log fsync covers them: the syncer fsyncs
 //     the log, not the WAL);
-//  3. every FlushInterval, or once FlushBytes of records wait, and before
+//  3. every FlushInterval, once FlushBytes of records wait or the engine
+//     holds more than its memory bound, and before
 //     a snapshot or a stop, what changed is flushed to SQLite on the
 //     offload pool with the log position it reaches: SQLite then covers the
 //     log up to there. What waits for flushes is bounded (MaxUnflushed,
@@ -99,7 +100,7 @@ func (a *Actor) endRound() error {
 	}
 	if len(a.afterFlush) > 0 {
 		a.flush()
-	} else if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) {
+	} else if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) || a.st.OverMemory(1) {
 		a.startFlush()
 	}
 	return nil
@@ -191,14 +192,15 @@ func (a *Actor) uncovered() int64 {
 }
 
 // holdBack is the in-memory engine's back-pressure, at the start of a
-// round: once what waits for a flush reaches MaxUnflushed, the round waits
-// for flushes until it is below again, so that clients cannot outrun the
-// disk by more than the bound; meanwhile the loops' batches wait, and past
+// round: once what waits for a flush reaches MaxUnflushed, or the engine
+// holds twice its storage.max_memory (changed keys leave memory only once
+// flushed), the round waits for flushes until it is below again, so that
+// clients cannot outrun the disk by more than the bounds; meanwhile the loops' batches wait, and past
 // their budget the loops stop reading. While flushes fail (a full disk)
 // waiting would not end: writes that need room are refused instead
 // (refusedForRoom), and the next flush is tried at its interval.
 func (a *Actor) holdBack() {
-	for a.flushFailed == nil && a.uncovered() >= a.cfg.MaxUnflushed {
+	for a.flushFailed == nil && (a.uncovered() >= a.cfg.MaxUnflushed || a.st.OverMemory(2)) {
 		if !a.st.Flying() {
 			a.startFlush()
 			if !a.st.Flying() {

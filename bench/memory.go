@@ -74,16 +74,14 @@ func keyName(i int) string {
 // memory loads the same keys into each server and reads its resident set
 // size (VmRSS) before and after.
 func (r *runner) memory(ctx context.Context) *table {
-	specs := []serverSpec{specRedis(r.peers), specCellar(r.peers)}
+	n := r.cfg.memKeys
+	specs := []serverSpec{specRedis(r.peers), specCellar(r.peers), quarterSpec(r.peers, n, r.cfg.dataSize)}
+	pairs := [][2]string{{"cellar", "redis"}, {"cellar-quarter", "redis"}}
 	if r.peers.redka != "" && !r.cfg.quick {
 		specs = append(specs, redkaSpec(r.peers))
-	}
-	names, labels := specNames(specs)
-	pairs := [][2]string{{"cellar", "redis"}}
-	if len(specs) == 3 {
 		pairs = append(pairs, [2]string{"cellar", "redka"})
 	}
-	n := r.cfg.memKeys
+	names, labels := specNames(specs)
 	t := &table{
 		ID: "memory", Title: "Memory",
 		Params: fmt.Sprintf("%d keys with distinct %d-byte values, loaded with pipelined SET (4 connections × 1000 per batch); "+
@@ -128,6 +126,18 @@ func (r *runner) memory(ctx context.Context) *table {
 	t.finish()
 	return t
 }
+
+// quarterSpec is Cellar with storage.max_memory at a quarter of the data
+// set the memory scenario loads (its names and values).
+func quarterSpec(p *peers, keys, size int) serverSpec {
+	sp := cellarSpec(p, "cellar-quarter", "Cellar, max_memory ¼ of the data", "everysec")
+	sp.env = []string{"CELLAR_STORAGE__MAX_MEMORY=" + strconv.Itoa(quarterBytes(keys, size))}
+	return sp
+}
+
+// quarterBytes is a quarter of keys names (keyName's 12 bytes) and values
+// of size bytes.
+func quarterBytes(keys, size int) int { return keys * (12 + size) / 4 }
 
 func describeKB(s sample) string {
 	if s.Status != statusOK {

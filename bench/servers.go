@@ -17,6 +17,7 @@ type serverSpec struct {
 	Label string // for tables and charts
 	bin   string
 	args  func(port int, dir string) []string
+	env   []string // added to the bench's environment
 }
 
 // peers are the binaries this run found or built.
@@ -129,6 +130,9 @@ func launch(spec serverSpec, port int, dir string) (*server, error) {
 	}
 	cmd := exec.Command(spec.bin, spec.args(port, dir)...)
 	cmd.Dir = dir
+	if len(spec.env) > 0 {
+		cmd.Env = append(os.Environ(), spec.env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := startGroup(cmd, spec.Name); err != nil {
 		logf.Close()

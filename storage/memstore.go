@@ -220,6 +220,14 @@ func (m *memEngine) reload() error {
 	return nil
 }
 
+// OverMemory reports whether the in-memory engine holds more than factor
+// times its bound (never without a bound). Only a flush lets changed keys
+// go, so the actor starts one once the bound is passed and waits for
+// flushes past twice the bound.
+func (s *Store) OverMemory(factor int64) bool {
+	return s.mem != nil && s.mem.max > 0 && s.mem.bytes > factor*s.mem.max
+}
+
 // MemStats reports what the in-memory engine holds: its entries (keys,
 // and names known to be absent), their bytes as its bound counts them, the
 // bound (0: none), and the keys it has let go for it. Zeros on the SQLite

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,4 +257,50 @@ func TestHeldInputLimit(t *testing.T) {
 	other := s.raw()
 	other.expect("+PONG\r\n", "PING")
 	other.expect("$-1\r\n", "GET", "k")
+}
+
+// TestEngineBoundFlushesAndHolds: with flushes set not to start by
+// time (a minute) or by the log's size, a client writing 16 times storage.max_memory
+// still leaves the engine near its bound. Passing the bound starts a
+// flush (only a flush lets changed keys go), and past twice the bound the
+// rounds wait for flushes; every key is then read back.
+func TestEngineBoundFlushesAndHolds(t *testing.T) {
+	t.Parallel()
+	const bound = 1 << 20
+	s := startServer(t, func(c *cellar.Config) {
+		c.Storage.MaxMemory = bound
+		c.Storage.FlushInterval = time.Minute
+		c.Storage.FlushBytes = 1 << 30
+		c.Storage.MaxUnflushed = 1 << 30
+	})
+	ctx := context.Background()
+	c := s.client()
+	val := strings.Repeat("v", 1000)
+	const keys = 16 * bound / 1000 / 100 * 100
+	for i := 0; i < keys; i += 100 {
+		pipe := c.Pipeline()
+		for k := i; k < i+100; k++ {
+			pipe.Set(ctx, "k"+strconv.Itoa(k), val, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, _ := strconv.ParseInt(masterInfo(t, c, "memory", "engine_bytes"), 10, 64)
+	// One round's writes (a pipeline of 100 keys, about 100 KB) may pass
+	// twice the bound before the next round waits.
+	if held > 2*bound+256<<10 {
+		t.Fatalf("engine_bytes %d after writing %d bytes with a bound of %d", held, keys*1000, bound)
+	}
+	if n, _ := strconv.Atoi(masterInfo(t, c, "persistence", "flushes")); n == 0 {
+		t.Fatalf("no flush ran")
+	}
+	for i := 0; i < keys; i += 997 {
+		if got, err := c.Get(ctx, "k"+strconv.Itoa(i)).Result(); err != nil || got != val {
+			t.Fatalf("k%d: %q, %v", i, got, err)
+		}
+	}
+	if n, _ := c.DBSize(ctx).Result(); n != keys {
+		t.Fatalf("DBSIZE %d, want %d", n, keys)
+	}
 }
