@@ -48,6 +48,7 @@ type config struct {
 	memKeys     int
 	flood       floodCfg
 	sustained   sustainedCfg
+	larger      largerCfg
 	replication replCfg
 	scenarios   map[string]bool
 	redka       string
@@ -104,7 +105,7 @@ func benchArgs(argv []string) string {
 	return "BENCH_ARGS='" + strings.Join(rest, " ") + "'"
 }
 
-var allScenarios = []string{"comparison", "durability", "queue", "streams", "fanout", "memory", "flood", "sustained", "replication"}
+var allScenarios = []string{"comparison", "durability", "queue", "streams", "fanout", "memory", "flood", "sustained", "larger", "replication"}
 
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -139,6 +140,8 @@ func parseConfig(args []string) (config, error) {
 	floodConns := fs.Int("flood-conns", 0, "connections of the flood scenario (default 1000; quick 200)")
 	susN := fs.Int("sustained-n", 0, "SETs of the sustained scenario (default 10000000; quick 1000000)")
 	susKeys := fs.Int("sustained-keys", 0, "keyspace of the sustained scenario (default 2000000; quick 200000)")
+	largerMem := fs.Int("larger-max-memory", 0, "storage.max_memory of the larger-than-memory scenario, MiB (default 64; quick 16); the data set is four times it")
+	largerHot := fs.Int("larger-hot", 0, "requests of the larger-than-memory scenario's hot client per phase (default 20000; quick 5000)")
 	replKeys := fs.Int("repl-keys", 0, "keys the master holds for the replication back-fill (default 1000000; quick 100000)")
 	replRate := fs.Int("repl-rate", 20000, "writes/s paced on the master while the replication lag is measured")
 	replFollow := fs.Duration("repl-follow", 0, "how long the replication lag is measured (default 20s; quick 5s)")
@@ -184,6 +187,7 @@ func parseConfig(args []string) (config, error) {
 		flood:       floodCfg{conns: pick(*floodConns, 1000, 200), perConn: pick(*floodN, 200, 50), size: 1024},
 		replication: replCfg{keys: pick(*replKeys, 1_000_000, 100_000), rate: max(*replRate, 1), follow: *replFollow},
 		sustained:   sustainedCfg{requests: pick(*susN, 10_000_000, 1_000_000), keys: pick(*susKeys, 2_000_000, 200_000)},
+		larger:      largerCfg{maxMemory: pick(*largerMem, 64, 16) << 20, valueSize: largerValue, hot: pick(*largerHot, 20_000, 5_000)},
 		queue: queueCfg{
 			producers: 8, consumers: 8,
 			items:      pick(*qItems, 50000, 10000),
@@ -445,6 +449,9 @@ func run(ctx context.Context, cfg config) (code int) {
 	if cfg.scenarios["sustained"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.sustained(ctx)...)
 	}
+	if cfg.scenarios["larger"] && ctx.Err() == nil {
+		res.Tables = append(res.Tables, r.larger(ctx)...)
+	}
 	if cfg.scenarios["replication"] && ctx.Err() == nil {
 		res.Tables = append(res.Tables, r.replication(ctx)...)
 	}
@@ -452,7 +459,7 @@ func run(ctx context.Context, cfg config) (code int) {
 		fmt.Fprintln(os.Stderr, "bench: interrupted; no results written")
 		return 130
 	}
-	res.Goals = evaluateGoals(cfg, res.Tables)
+	res.Goals = append(evaluateGoals(cfg, res.Tables), largerGoals(cfg, res.Tables)...)
 	res.Duration = time.Since(start).Round(time.Second).String()
 
 	md, js, png := outPaths(cfg)
