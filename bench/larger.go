@@ -199,12 +199,7 @@ func coldTraffic(ctx context.Context, addr string, keys, size int, seed uint64, 
 // reads every key back, checking its value; it returns the restarted
 // server.
 func readBackAll(ctx context.Context, s *server, keys, size int) (*server, string, error) {
-	dir, spec := s.dir, s.spec
-	s.stop(true)
-	port, err := freePort()
-	if err == nil {
-		s, err = launch(spec, port, dir)
-	}
+	s, err := restart(s)
 	if err != nil {
 		return nil, "", fmt.Errorf("restart: %w", err)
 	}

@@ -108,6 +108,17 @@ func sampleRSS(pid int, interval time.Duration) (stop func() int64) {
 	}
 }
 
+// restart stops s gracefully and starts it again on its data directory.
+func restart(s *server) (*server, error) {
+	dir, spec := s.dir, s.spec
+	s.stop(true)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return launch(spec, port, dir)
+}
+
 // checkComplete stops s gracefully, starts it again on its data directory
 // and compares DBSIZE and a sample of keys with what they were before. It
 // returns the restarted server (nil if it did not start) and smp with the
@@ -126,13 +137,7 @@ func checkComplete(ctx context.Context, s *server, smp sample) (*server, sample)
 	if err != nil {
 		return s, errSample("before the restart", err)
 	}
-	dir, spec := s.dir, s.spec
-	s.stop(true)
-	port, err := freePort()
-	if err == nil {
-		s, err = launch(spec, port, dir)
-	}
-	if err != nil {
+	if s, err = restart(s); err != nil {
 		return nil, sample{Status: statusFailed, Detail: "restart: " + err.Error()}
 	}
 	c = newClient(s.addr(), 1)

@@ -63,6 +63,14 @@ func (t *keyTable) len() int { return t.n }
 
 // get is the entry named k, or nil.
 func (t *keyTable) get(k string) *entry {
+	if s, i := t.find(k); s != nil {
+		return s.ents[i]
+	}
+	return nil
+}
+
+// find is the shard and slot of the entry named k (nil if there is none).
+func (t *keyTable) find(k string) (*keyShard, uint64) {
 	h := t.hash(k)
 	s := t.shardOf(h)
 	mask := uint64(len(s.tags) - 1)
@@ -70,10 +78,10 @@ func (t *keyTable) get(k string) *entry {
 	for i := h & mask; ; i = (i + 1) & mask {
 		switch s.tags[i] {
 		case 0:
-			return nil
+			return nil, 0
 		case tag:
-			if e := s.ents[i]; e.key == k {
-				return e
+			if s.ents[i].key == k {
+				return s, i
 			}
 		}
 	}
@@ -108,24 +116,15 @@ func (s *keyShard) insert(h uint64, e *entry) {
 
 // del removes the entry named k; it reports whether there was one.
 func (t *keyTable) del(k string) bool {
-	h := t.hash(k)
-	s := t.shardOf(h)
-	mask := uint64(len(s.tags) - 1)
-	tag := tagOf(h)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch s.tags[i] {
-		case 0:
-			return false
-		case tag:
-			if s.ents[i].key == k {
-				s.tags[i], s.ents[i] = tombstone, nil
-				s.n--
-				s.dead++
-				t.n--
-				return true
-			}
-		}
+	s, i := t.find(k)
+	if s == nil {
+		return false
 	}
+	s.tags[i], s.ents[i] = tombstone, nil
+	s.n--
+	s.dead++
+	t.n--
+	return true
 }
 
 // grow makes room in s: rebuilt at its size when tombstones fill it,
