@@ -117,6 +117,18 @@ func (c *conn) exec(sql string) error {
 	return nil
 }
 
+// cacheFlush writes the open write transaction's dirty pages to the WAL
+// without committing it (sqlite3_db_cacheflush): readers do not see
+// them, and the COMMIT after it writes only the pages changed since. A
+// page held by an active statement stays (SQLITE_BUSY): the COMMIT
+// writes it.
+func (c *conn) cacheFlush() error {
+	if rc := sqlite3.Xsqlite3_db_cacheflush(c.tls, c.db); rc != sqlite3.SQLITE_OK && rc != sqlite3.SQLITE_BUSY {
+		return c.err(rc)
+	}
+	return nil
+}
+
 func (c *conn) close() error {
 	if c.db == 0 {
 		return nil
