@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -498,7 +497,7 @@ func (a *Actor) startFullSync(group []*session, eof bool) {
 			Msg("replica: full resync: writing an RDB from a snapshot")
 	}
 	src := a.st.Path()
-	tmp := filepath.Join(filepath.Dir(src), fmt.Sprintf("replsync-%d-%d.db", os.Getpid(), m.syncs))
+	tmp := fmt.Sprintf("%s%d-%d.db", a.syncTempPrefix(), os.Getpid(), m.syncs)
 	start := func() {
 		job := &offload.Job{Run: func() {
 			w, pos, err := buildSyncRDB(src, tmp)
@@ -1224,132 +1223,4 @@ func (a *Actor) goodReplicas() int64 {
 		}
 	}
 	return good
-}
-
-// Across a restart. A clean stop (every round flushed to SQLite, nothing
-// failed) leaves the replication ID, the offset and the database the
-// stream had selected in <database>-replication; the next start takes
-// them (and removes the file, so that a crash after it cannot reuse
-// them) and keeps counting the stream from that offset. So a replica of
-// a master that had everything (its offset the saved one) continues with
-// +CONTINUE and an empty backlog, as after a Redis master's restart; and
-// a replica, whose ID and offset are its master's history as far as its
-// data goes, asks its master to continue it when it follows again (the
-// replicaof setting, or REPLICAOF), as Redis 7.0's replica does from its
-// RDB's repl-id, repl-offset and repl-stream-db: the stream continues in
-// the saved database, the master selecting none. After a crash there is
-// no file: the offset of what the replicas got (or of what a replica
-// applied) is unknown, so the server starts a new history (a new ID; full
-// resyncs).
-
-// replStatePath is where a clean stop leaves the replication state.
-func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
-
-// saveReplication writes the state at a clean stop (Run's end).
-func (a *Actor) saveReplication() {
-	m := &a.master
-	l := a.cfg.Log
-	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
-		return
-	}
-	path := a.replStatePath()
-	tmp := path + ".tmp"
-	role := "master"
-	if a.repl.on {
-		role = "replica"
-	}
-	data := fmt.Sprintf("%s %d %d %s\n", a.repl.replID, m.offset, max(m.selDB, 0), role)
-	err := writeSynced(tmp, []byte(data))
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
-		return
-	}
-	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Bool("replica", a.repl.on).
-		Msg("replication: replication ID and offset saved for the restart")
-}
-
-// loadReplication takes the state a clean stop left (New, with a redo log).
-func (a *Actor) loadReplication() {
-	path := a.replStatePath()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	if err := os.Remove(path); err != nil {
-		return // kept, it could be read again after a crash: not used
-	}
-	if syncDir(filepath.Dir(path)) != nil {
-		return
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 || len(f) > 4 || len(f[0]) != 40 {
-		return
-	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || off < 0 {
-		return
-	}
-	db := 0
-	if len(f) >= 3 {
-		if db, err = strconv.Atoi(f[2]); err != nil || db < 0 || db >= storage.NumDBs {
-			return
-		}
-	}
-	m := &a.master
-	a.repl.replID = f[0]
-	// As a master, the stream after the restart starts with a SELECT; as
-	// a replica, it continues in the database its master's had selected.
-	m.active, m.offset, m.selDB, m.resumeDB = true, off, -1, db
-	m.loadedReplica = len(f) == 4 && f[3] == "replica"
-}
-
-// shiftIfLoaded gives a server that stopped as a replica and started as
-// a master a history of its own before it streams anything or serves a
-// replica (Redis 7.0's loadDataFromDisk, for a master: the saved ID
-// becomes the second one, valid up to the saved offset). Until then the
-// ID is its old master's, which a REPLICAOF continues.
-func (a *Actor) shiftIfLoaded() {
-	m := &a.master
-	if !m.loadedReplica || a.repl.on {
-		return
-	}
-	m.loadedReplica = false
-	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
-	a.repl.replID = newReplID()
-	m.selDB = -1
-	a.dropReplicas()
-	a.log.Info().Str("replid", a.repl.replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
-		Msg("replication: started as a master from a replica's state: a new replication ID, the old one valid up to the saved offset")
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
