@@ -1,18 +1,13 @@
 package actor
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/proto"
-	"github.com/cellar-db/cellar/rdb"
-	"github.com/cellar-db/cellar/storage"
 )
 
 // The master side of Redis's replication (Redis 7.0's replication.c is the
@@ -179,7 +174,14 @@ const noReplID = "0000000000000000000000000000000000000000"
 
 // Replica states, as INFO names them.
 const (
-	replWaitBgsave = iota // its full sync's job runs
+	// replWaitBgsave: its full sync's job has not copied the database
+	// yet (the stream's marks are kept).
+	replWaitBgsave = iota
+	// replWaitBgsaveEnd: +FULLRESYNC went; the job writes the RDB's file
+	// (the length form). INFO's wait_bgsave, as the one before.
+	replWaitBgsaveEnd
+	// replSendBulk: the RDB goes to it (INFO's send_bulk).
+	replSendBulk
 	replOnline
 )
 
@@ -209,6 +211,10 @@ type replica struct {
 	// since (pend) waits for its first REPLCONF ACK, as in Redis: a
 	// replica finds the end mark more simply with nothing glued after it.
 	streamOnAck bool
+	// job is the sync job serving it (fullsync.go), until it is online;
+	// ackedEarly: an acknowledgement came while the RDB was being sent.
+	job        *fullSync
+	ackedEarly bool
 }
 
 // replMark is where the stream stood at a round's end.
@@ -299,6 +305,9 @@ func cmdReplconf(c *Ctx) error {
 				r.ackOff = off
 			}
 			r.ackTime = c.a.roundStart
+			if r.state != replOnline {
+				r.ackedEarly = true // it has the RDB: the stream may follow it at once
+			}
 			if r.streamOnAck {
 				// The first acknowledgement after a diskless sync: the
 				// stream since its RDB goes now.
@@ -483,192 +492,6 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 		s.replica.started = true
 	}
 	a.startFullSync(waiting, diskless && allEOF)
-}
-
-// startFullSync runs one sync job for the replicas group after the next
-// flush; eof: they get the RDB in the diskless form.
-func (a *Actor) startFullSync(group []*session, eof bool) {
-	m := &a.master
-	m.syncs++
-	ids := make([]uint64, len(group))
-	for i, s := range group {
-		ids[i] = s.id
-		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int("replicas", len(group)).Bool("diskless", eof).
-			Msg("replica: full resync: writing an RDB from a snapshot")
-	}
-	src := a.st.Path()
-	tmp := fmt.Sprintf("%s%d-%d.db", a.syncTempPrefix(), os.Getpid(), m.syncs)
-	start := func() {
-		job := &offload.Job{Run: func() {
-			w, pos, err := buildSyncRDB(src, tmp)
-			a.in.put(message{kind: msgCall, fn: func() { a.fullSyncDone(ids, eof, w, pos, err) }})
-		}}
-		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
-			a.fullSyncDone(ids, eof, nil, 0, err)
-		}
-	}
-	a.afterFlush = append(a.afterFlush, start)
-}
-
-// syncCopyMemory bounds what buildSyncRDB's copy holds in memory.
-const syncCopyMemory = 16 << 20
-
-// buildSyncRDB copies the database at src to tmp and writes every key of
-// the copy into an RDB; pos is the redo log position the copy covers. On
-// an offload worker: the copy and its Store are the job's alone.
-func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
-	defer func() {
-		for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
-			os.Remove(f)
-		}
-	}()
-	if err := storage.Snapshot(src, tmp); err != nil {
-		return nil, 0, err
-	}
-	// The copy's keys pass through its engine one by one: a small bound
-	// lets each go once written (it is clean: nothing of it waits for a
-	// flush), so the job holds the RDB, not the keyspace twice.
-	st, err := storage.Open(storage.Options{Path: tmp, MaxMemory: syncCopyMemory})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer st.Close()
-	st.Now = 0 // everything the copy holds goes, expired or not; the stream's DELs follow
-	if pos, err = st.RedoPosition(); err != nil {
-		return nil, 0, err
-	}
-	w = rdb.NewFileWriter()
-	w.Aux("redis-ver", RedisVersion)
-	w.Aux("redis-bits", "64")
-	w.Aux("ctime", strconv.FormatInt(time.Now().Unix(), 10))
-	w.Aux("used-mem", "0")
-	libs, err := st.FunctionLibraries()
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, l := range libs {
-		w.Function(l.Code)
-	}
-	var keys [][]byte
-	for db := range storage.NumDBs {
-		keys = keys[:0]
-		err := st.Keys(db, nil, func(k []byte) bool {
-			keys = append(keys, append([]byte(nil), k...))
-			return true
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(keys) == 0 {
-			continue
-		}
-		w.SelectDB(db, uint64(len(keys)), 0)
-		for _, k := range keys {
-			meta, ok, err := st.Lookup(db, k)
-			if err != nil {
-				return nil, 0, err
-			}
-			if !ok {
-				continue
-			}
-			o, err := readObject(st, db, k, meta.Type)
-			if err != nil {
-				return nil, 0, err
-			}
-			w.Key(k, o, meta.ExpireAt)
-			if err := st.EndCommand(); err != nil { // lets the key go
-				return nil, 0, err
-			}
-		}
-		w.Checkpoint()
-	}
-	return w, pos, nil
-}
-
-// fullSyncDone answers the suspended PSYNCs of the clients ids with the
-// RDB w, which holds the keyspace at redo log position pos, and each
-// with the stream since; eof: in the diskless form.
-//
-// The RDB stands at the last mark of position pos: every replica of the
-// group waited through it (they all asked before the job started, and
-// the marks of every round's end are the same for all), and between its
-// first and last marks of one position the stream holds no write (a PING,
-// a GETACK), so the keyspace at pos is the one at either. So one RDB, its
-// repl-offset included, serves them all.
-func (a *Actor) fullSyncDone(ids []uint64, eof bool, w *rdb.FileWriter, pos uint64, err error) {
-	m := &a.master
-	var file []byte
-	var at replMark
-	for _, id := range ids {
-		s := a.sessions[id]
-		if s == nil || s.replica == nil || s.replica.finish == nil {
-			continue // gone meanwhile
-		}
-		r := s.replica
-		fail := func(why string, err error) {
-			a.log.Error().Err(err).Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync failed: " + why)
-			r.finish = nil
-			a.kill(s) // its suspended PSYNC goes unanswered; the replica retries
-		}
-		if err != nil {
-			fail("writing the RDB", err)
-			continue
-		}
-		i := len(r.marks) - 1
-		for i >= 0 && r.marks[i].logPos != pos {
-			i--
-		}
-		if i < 0 {
-			fail("the snapshot's log position is not one of the stream's", fmt.Errorf("position %d", pos))
-			continue
-		}
-		mk := r.marks[i]
-		if file == nil {
-			at = mk
-			w.Aux("repl-stream-db", strconv.Itoa(max(mk.selDB, 0)))
-			w.Aux("repl-id", a.repl.replID)
-			w.Aux("repl-offset", strconv.FormatInt(mk.offset, 10))
-			file = w.End()
-		} else if mk != at {
-			fail("the snapshot's log position stands at another offset for this replica", fmt.Errorf("offset %d, not %d", mk.offset, at.offset))
-			continue
-		}
-		var out []byte
-		if r.psync {
-			out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
-		}
-		out = appendRDB(out, file, eof)
-		rest := r.pend[mk.offset-r.pendFrom:]
-		if eof {
-			r.pend, r.streamOnAck = append([]byte(nil), rest...), true
-		} else {
-			out = append(out, rest...)
-			r.pend = nil
-		}
-		finish := r.finish
-		r.finish, r.marks = nil, nil
-		r.state, r.ackTime = replOnline, a.roundStart
-		finish(out)
-		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Bool("diskless", eof).
-			Int64("offset", mk.offset).Int64("master_repl_offset", m.offset).Msg("replica: full resync sent")
-	}
-}
-
-// appendRDB appends the RDB file as a full sync sends it: "$<length>\r\n"
-// and the file, or in the diskless form (Redis's rdbSaveRioWithEOFMark)
-// "$EOF:<40 random hex characters>\r\n", the file and the same 40
-// characters, which a replica reads up to without knowing the length.
-func appendRDB(dst, file []byte, eof bool) []byte {
-	if !eof {
-		dst = append(dst, '$')
-		dst = strconv.AppendInt(dst, int64(len(file)), 10)
-		dst = append(dst, '\r', '\n')
-		return append(dst, file...)
-	}
-	mark := newReplID() // 40 random hex characters, as Redis's getRandomHexChars
-	dst = append(dst, "$EOF:"+mark+"\r\n"...)
-	dst = append(dst, file...)
-	return append(dst, mark...)
 }
 
 // feedReplicas converts one record the round gives the redo log into the
@@ -892,6 +715,10 @@ func (a *Actor) endStream() {
 			r.pend = append(r.pend, b...)
 			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
 			a.boundPend(s)
+		case replWaitBgsaveEnd, replSendBulk:
+			// Its RDB's offset is known: the stream is kept from there.
+			r.pend = append(r.pend, b...)
+			a.boundPend(s)
 		}
 	}
 	m.round = m.round[:0]
@@ -997,8 +824,10 @@ func (a *Actor) replHousekeeping(now time.Time) {
 		// during a FAILOVER, which waits for the offset to be reached.
 		m.ping = !a.repl.on && m.fo.state == foNone
 		for _, s := range m.replicas {
-			if s.replica.state == replWaitBgsave {
-				a.push(s, []byte("\n"), false)
+			// Not while the RDB is sent: a newline inside it would
+			// corrupt it (Redis sends them only before).
+			if st := s.replica.state; st == replWaitBgsave || st == replWaitBgsaveEnd {
+				a.pushSync(s, []byte("\n"))
 			}
 		}
 	}
@@ -1134,7 +963,10 @@ func (a *Actor) infoReplicas(kv func(k string, v any)) {
 		r := s.replica
 		state := "wait_bgsave"
 		lag := int64(0)
-		if r.state == replOnline {
+		switch r.state {
+		case replSendBulk:
+			state = "send_bulk"
+		case replOnline:
 			state = "online"
 			lag = int64(now.Sub(r.ackTime) / time.Second)
 		}
