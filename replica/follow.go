@@ -214,6 +214,10 @@ func (l *link) follow(c *conn, p *pipe) error {
 	}
 }
 
+// staleMaster is the reply the actor gives every command of a batch that
+// came after its connection stopped being the master's.
+var staleMaster = []byte("-" + string(actor.ErrStaleMaster) + "\r\n")
+
 // relayCmd is the command that ends every batch of the master's stream.
 var relayCmd = [2][]byte{[]byte("REPLCONF"), []byte("cellar-relay")}
 
@@ -247,12 +251,19 @@ func (fs *stream) Deliver(cs []actor.Completion) {
 		if !ok {
 			continue
 		}
-		fs.l.advance(e.offset)
+		// A batch refused as a whole did not run: this connection stopped
+		// being the master's before it (REPLICAOF NO ONE, or another
+		// master). Acknowledging it would tell the old master a write is
+		// here that is not, and a WAIT it confirmed would be lost.
+		ran := !bytes.Contains(c.Reply, staleMaster)
+		if ran {
+			fs.l.advance(e.offset)
+		}
 		select {
 		case <-fs.slots:
 		default:
 		}
-		if e.ack {
+		if e.ack && ran {
 			fs.ackSoon()
 		}
 	}
