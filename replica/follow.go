@@ -112,6 +112,11 @@ func (l *link) follow(c *conn, p *pipe) error {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	// The first acknowledgement goes at once, as Redis 7.0's replica
+	// sends it once the RDB is loaded: a master that sent the RDB
+	// diskless holds the stream until then (Redis's and Cellar's), so
+	// waiting for the first tick would delay it by up to a second.
+	fs.ackSoon()
 	go fs.acknowledge(c, stop)
 	c.SetReadDeadline(time.Time{})
 	var (
