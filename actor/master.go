@@ -38,30 +38,29 @@ import (
 // the first has waited repl-diskless-sync-delay seconds or
 // repl-diskless-sync-max-replicas are waiting, so that they share one
 // snapshot. The job runs on the offload pool after the next flush
-// (afterFlush), for every replica waiting then: it copies the
-// database (storage.Snapshot: VACUUM INTO through a connection of its
-// own), opens the copy as a Store of its own, reads the redo log position
-// the copy covers (the last flush's, stored in the same transaction as
-// its rows), and writes every key of every database and every function
-// library into an RDB of version 10 (rdb.FileWriter). Meanwhile the actor
-// serves everybody, and keeps for the waiting replica the stream from the
+// (afterFlush), for every replica waiting then (fullsync.go has the
+// detail): it copies the database (storage.Snapshot: VACUUM INTO through
+// a connection of its own), opens the copy as a Store of its own and
+// reads the redo log position the copy covers (the last flush's, stored
+// in the same transaction as its rows). Meanwhile the actor serves
+// everybody, and keeps for the waiting replica the stream from the
 // moment it asked (replica.pend) with a mark (log position, offset,
-// selected database) at the end of every round. When the job is back the
-// actor finds the mark of the copy's log position: that is the offset the
-// RDB stands at. It finishes the RDB with the auxiliary fields that need
-// it (repl-stream-db, the database the stream had selected there, which a
-// Redis replica selects for its master client; repl-id; repl-offset) and
-// answers the suspended PSYNC with "+FULLRESYNC <replid> <offset>", the
-// RDB, and the stream since that offset; from then on the replica is
-// online. The RDB goes as "$<len>\r\n<bytes>", or, when the job started
-// as a diskless one, as Redis's diskless form "$EOF:<40 random hex
-// characters>\r\n<bytes><the same 40 characters>" (appendRDB), and then
-// the stream since waits for the replica's first REPLCONF ACK, as Redis
-// waits (repl_start_cmd_stream_on_ack): nothing follows the mark until the
-// replica has found it. Either way
-// the RDB is built whole in memory before it is sent; the EOF form is
-// what would let it stream. While it waits the replica gets a newline
-// every second (Redis's keep-alive before the reply), which no offset
+// selected database) at the end of every round. Told the copy's position
+// (syncBegin), the actor finds its mark: the offset the RDB stands at,
+// and the database the stream had selected there (repl-stream-db, which
+// a Redis replica selects for its master client). It answers the
+// suspended PSYNC with "+FULLRESYNC <replid> <offset>", and the job
+// streams the RDB (version 10, rdb.FileWriter; repl-stream-db, repl-id
+// and repl-offset among its first auxiliary fields): diskless, as Redis's
+// "$EOF:<40 random hex characters>\r\n<bytes><the same 40 characters>"
+// while it is written; otherwise written to a file, then sent as
+// "$<len>\r\n<bytes>". The pieces go within a window per replica, not
+// held against the replica output class. Once the RDB has left the
+// replica's output it is online, and the stream since its offset
+// follows, at once or, after the EOF form, at its first REPLCONF ACK, as
+// Redis waits (repl_start_cmd_stream_on_ack): nothing follows the mark
+// until the replica has found it. Until the RDB starts to go the replica
+// gets a newline every second (Redis's keep-alive), which no offset
 // counts. Unlike Redis, which forks one child at a time, sync jobs may
 // run side by side: a replica that asks while one runs waits for its own.
 //
@@ -93,12 +92,12 @@ import (
 // Bounds: a waiting replica's stream and an online replica's unsent
 // output are bounded by the replica output class (Config.ReplicaHardLimit
 // and ReplicaSoftLimit/ReplicaSoftTime, Redis's "replica 256mb 64mb 60"):
-// past them it is disconnected, and starts over. The RDB is built in the
-// job's memory whole (a limit of this first version: a dataset the size
-// of the memory cannot be sent).
+// past them it is disconnected, and starts over. The RDB itself is not
+// counted (fullsync.go): the job holds a piece of it and a window per
+// replica, whatever the keyspace's size.
 //
-// Only the actor touches the master state; the job owns its copy and its
-// writer until it posts them back (msgCall).
+// Only the actor touches the master state; the job owns its copy, its
+// writer and its file, and reaches the actor only through Call.
 
 // master is the actor's state as a master. Only the actor touches it.
 type master struct {
