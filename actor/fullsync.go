@@ -350,7 +350,8 @@ func (j *fullSync) keep(alive []uint64) int {
 // connection's unsent bytes when they write and on their 20 ms tick while
 // any are left, and tell nobody when they go down, so the job looks again
 // after a millisecond, then less and less often up to the tick. A replica
-// whose unsent bytes do not go down for repl-timeout is disconnected.
+// that keeps the job waiting for repl-timeout without taking anything is
+// disconnected.
 func (j *fullSync) room(n int64) error {
 	delay := time.Millisecond
 	timer := time.NewTimer(time.Hour)
@@ -365,11 +366,14 @@ func (j *fullSync) room(n int64) error {
 				continue // its connection closed; the actor drops it at the next piece
 			}
 			out := t.mem.Output()
-			if t.moved.IsZero() || out < t.out {
+			full := out > 0 && out+n > syncWindow
+			if !full || out < t.out || t.moved.IsZero() {
+				// Not in the way, or taking: repl-timeout counts from
+				// here.
 				t.moved = now
 			}
 			t.out = out
-			if out == 0 || out+n <= syncWindow {
+			if !full {
 				continue
 			}
 			if now.Sub(t.moved) > j.timeout {

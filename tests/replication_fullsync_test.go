@@ -277,3 +277,36 @@ func TestCrashedFullSyncFilesRemoved(t *testing.T) {
 		t.Fatalf("DBSIZE %d after the restart, want %d", n, bigKeys)
 	}
 }
+
+// TestFullSyncStalledReplicaTimesOut: a replica that stops reading its
+// RDB, the master's window for it full, is disconnected once it has taken
+// nothing for repl-timeout (1 s here), and the master serves on.
+func TestFullSyncStalledReplicaTimesOut(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, infoLog)
+	needCellar(t, srv)
+	ctx := context.Background()
+	c := srv.client()
+	fillBig(t, c)
+	if err := c.ConfigSet(ctx, "repl-timeout", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := dialReplica(t, srv.addr, true)
+	if f := strings.Fields(r.line()); len(f) != 3 || f[0] != "+FULLRESYNC" {
+		t.Fatalf("PSYNC ? -1: %q", f)
+	}
+	// It reads nothing more.
+	wait.For(t, 60*time.Second, "the master to disconnect its stalled replica", func() bool {
+		return masterInfo(t, c, "replication", "connected_slaves") == "0"
+	})
+	r.c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	if _, err := io.Copy(io.Discard, r.br); err != nil {
+		t.Fatalf("the stalled replica's connection did not end with EOF: %v", err)
+	}
+	if !strings.Contains(srv.logBuf.String(), "it read nothing for repl-timeout") {
+		t.Errorf("the master did not log why it disconnected the replica")
+	}
+	if err := c.Set(ctx, "after", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
