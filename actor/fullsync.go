@@ -490,7 +490,11 @@ func (a *Actor) syncBegin(j *fullSync, pos uint64) ([]syncTarget, syncAux) {
 			continue
 		}
 		// The stream it waited through up to the mark is in the RDB.
-		r.pend = append([]byte(nil), r.pend[mk.offset-r.pendFrom:]...)
+		if r.rdbOnly {
+			r.pend = nil
+		} else {
+			r.pend = append([]byte(nil), r.pend[mk.offset-r.pendFrom:]...)
+		}
 		r.pendFrom, r.marks = mk.offset, nil
 		var hdr []byte
 		if r.psync {
@@ -551,6 +555,12 @@ func (a *Actor) syncSent(j *fullSync) {
 		s := a.sessions[id]
 		r := s.replica
 		r.job = nil
+		if r.rdbOnly {
+			a.log.Info().Uint64("client", id).Str("addr", s.addr).Int64("rdb_bytes", j.sent).
+				Msg("replica: RDB transfer completed; an rdb-only replica is disconnected")
+			a.kill(s)
+			continue
+		}
 		r.state, r.ackTime = replOnline, a.roundStart
 		if j.eof && !r.ackedEarly {
 			r.streamOnAck = true

@@ -214,6 +214,10 @@ type replica struct {
 	// ackedEarly: an acknowledgement came while the RDB was being sent.
 	job        *fullSync
 	ackedEarly bool
+	// rdbOnly: it wants the RDB alone (REPLCONF rdb-only 1, as redis-cli
+	// --rdb sends): it is given no stream and disconnected once the RDB
+	// is sent, as Redis's replicaPutOnline does.
+	rdbOnly bool
 }
 
 // replMark is where the stream stood at a round's end.
@@ -228,6 +232,7 @@ type replConf struct {
 	listenPort int64
 	ipAddr     string
 	capaEOF    bool
+	rdbOnly    bool // REPLCONF rdb-only 1 (redis-cli --rdb)
 }
 
 // replWait is a blocked WAIT.
@@ -340,6 +345,7 @@ func cmdReplconf(c *Ctx) error {
 			if v < 0 || v > 1 {
 				return ErrRdbOnlyRange
 			}
+			s.replConf.rdbOnly = v == 1
 		default:
 			return errReplconfOption(c.args[j])
 		}
@@ -386,7 +392,7 @@ func cmdPsync(c *Ctx) error {
 		m.active, m.selDB = true, -1
 		m.lastPing = a.roundStart
 	}
-	if id := string(c.args[1]); psync && (id == a.repl.replID || (id == m.replID2 && id != "")) {
+	if id := psyncID(c, psync); psync && (id == a.repl.replID || (id == m.replID2 && id != "")) {
 		if from, err := parseInt(c.args[2]); err == nil && (id == a.repl.replID || from <= m.secondOffset) && a.canContinue(from) {
 			r := a.addReplica(s, true)
 			r.state = replOnline
@@ -421,6 +427,15 @@ func cmdPsync(c *Ctx) error {
 	return nil
 }
 
+// psyncID is the replication ID PSYNC names ("" for SYNC, which names
+// none and has no argument).
+func psyncID(c *Ctx, psync bool) string {
+	if !psync {
+		return ""
+	}
+	return string(c.args[1])
+}
+
 // canContinue reports whether the stream from offset from on is still in
 // the backlog (Redis's masterTryPartialResynchronization's test).
 func (a *Actor) canContinue(from int64) bool {
@@ -431,7 +446,7 @@ func (a *Actor) canContinue(from int64) bool {
 
 // addReplica makes s a replica.
 func (a *Actor) addReplica(s *session, psync bool) *replica {
-	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF}
+	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF, rdbOnly: s.replConf.rdbOnly}
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
 	// Client eviction (maxmemory_clients) spares replicas, as Redis's
@@ -711,13 +726,17 @@ func (a *Actor) endStream() {
 			if last := r.marks[len(r.marks)-1]; last.logPos == pos && last.offset == m.offset {
 				continue
 			}
-			r.pend = append(r.pend, b...)
 			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
-			a.boundPend(s)
+			if !r.rdbOnly {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			}
 		case replWaitBgsaveEnd, replSendBulk:
 			// Its RDB's offset is known: the stream is kept from there.
-			r.pend = append(r.pend, b...)
-			a.boundPend(s)
+			if !r.rdbOnly {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			}
 		}
 	}
 	m.round = m.round[:0]

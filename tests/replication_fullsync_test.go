@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -308,5 +310,46 @@ func TestFullSyncStalledReplicaTimesOut(t *testing.T) {
 	}
 	if err := c.Set(ctx, "after", "1", 0).Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRedisCliRdb: redis-cli --rdb (SYNC after REPLCONF capa eof and
+// REPLCONF rdb-only 1) gets an RDB that decodes whole with every key,
+// diskless and with a length, and the master then disconnects it (an
+// rdb-only replica gets no stream), as Redis 7.0 does. SYNC, which has no
+// argument, once crashed the server.
+func TestRedisCliRdb(t *testing.T) {
+	t.Parallel()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli is not installed: run scripts/deps.sh (make test does)")
+	}
+	srv := startServer(t)
+	needCellar(t, srv)
+	ctx := context.Background()
+	c := srv.client()
+	for i := range 100 {
+		c.Set(ctx, "k"+strconv.Itoa(i), i, 0)
+	}
+	host, port, _ := net.SplitHostPort(srv.addr)
+	for _, diskless := range []string{"yes", "no"} {
+		if err := c.ConfigSet(ctx, "repl-diskless-sync", diskless).Err(); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "dump.rdb")
+		out, err := exec.Command(cli, "-h", host, "-p", port, "--rdb", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli --rdb (repl-diskless-sync %s): %v\n%s", diskless, err, out)
+		}
+		file, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys, _ := rdbKeys(t, file); keys != 100 {
+			t.Fatalf("redis-cli --rdb (repl-diskless-sync %s): %d keys in the RDB, want 100", diskless, keys)
+		}
+		wait.For(t, 60*time.Second, "the master to disconnect the rdb-only replica", func() bool {
+			return masterInfo(t, c, "replication", "connected_slaves") == "0"
+		})
 	}
 }
