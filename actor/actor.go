@@ -224,7 +224,8 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		a.repl.replID = newReplID()
 	}
 	if cfg.Log != nil {
-		a.loadReplication() // a clean stop's replication ID and offset (master.go)
+		a.removeSyncLeftovers() // a crashed full sync's files (replstate.go)
+		a.loadReplication()     // a clean stop's replication state (replstate.go)
 	}
 	a.errorStats = map[string]uint64{}
 	a.storedParams = storedParams{}

@@ -484,8 +484,14 @@ func (a *Actor) clientLine(b []byte, s *session, now time.Time) []byte {
 	// In Redis's order (CLIENT LIST's flags).
 	var fl [8]byte
 	flags := fl[:0]
-	if s.monitor {
+	switch {
+	case s.monitor:
 		flags = append(flags, 'O')
+	case s.replica != nil:
+		flags = append(flags, 'S')
+	}
+	if s.master {
+		flags = append(flags, 'M')
 	}
 	if s.subscribed {
 		flags = append(flags, 'P')

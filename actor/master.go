@@ -1,19 +1,13 @@
 package actor
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/proto"
-	"github.com/cellar-db/cellar/rdb"
-	"github.com/cellar-db/cellar/storage"
 )
 
 // The master side of Redis's replication (Redis 7.0's replication.c is the
@@ -44,30 +38,29 @@ import (
 // the first has waited repl-diskless-sync-delay seconds or
 // repl-diskless-sync-max-replicas are waiting, so that they share one
 // snapshot. The job runs on the offload pool after the next flush
-// (afterFlush), for every replica waiting then: it copies the
-// database (storage.Snapshot: VACUUM INTO through a connection of its
-// own), opens the copy as a Store of its own, reads the redo log position
-// the copy covers (the last flush's, stored in the same transaction as
-// its rows), and writes every key of every database and every function
-// library into an RDB of version 10 (rdb.FileWriter). Meanwhile the actor
-// serves everybody, and keeps for the waiting replica the stream from the
+// (afterFlush), for every replica waiting then (fullsync.go has the
+// detail): it copies the database (storage.Snapshot: VACUUM INTO through
+// a connection of its own), opens the copy as a Store of its own and
+// reads the redo log position the copy covers (the last flush's, stored
+// in the same transaction as its rows). Meanwhile the actor serves
+// everybody, and keeps for the waiting replica the stream from the
 // moment it asked (replica.pend) with a mark (log position, offset,
-// selected database) at the end of every round. When the job is back the
-// actor finds the mark of the copy's log position: that is the offset the
-// RDB stands at. It finishes the RDB with the auxiliary fields that need
-// it (repl-stream-db, the database the stream had selected there, which a
-// Redis replica selects for its master client; repl-id; repl-offset) and
-// answers the suspended PSYNC with "+FULLRESYNC <replid> <offset>", the
-// RDB, and the stream since that offset; from then on the replica is
-// online. The RDB goes as "$<len>\r\n<bytes>", or, when the job started
-// as a diskless one, as Redis's diskless form "$EOF:<40 random hex
-// characters>\r\n<bytes><the same 40 characters>" (appendRDB), and then
-// the stream since waits for the replica's first REPLCONF ACK, as Redis
-// waits (repl_start_cmd_stream_on_ack): nothing follows the mark until the
-// replica has found it. Either way
-// the RDB is built whole in memory before it is sent; the EOF form is
-// what would let it stream. While it waits the replica gets a newline
-// every second (Redis's keep-alive before the reply), which no offset
+// selected database) at the end of every round. Told the copy's position
+// (syncBegin), the actor finds its mark: the offset the RDB stands at,
+// and the database the stream had selected there (repl-stream-db, which
+// a Redis replica selects for its master client). It answers the
+// suspended PSYNC with "+FULLRESYNC <replid> <offset>", and the job
+// streams the RDB (version 10, rdb.FileWriter; repl-stream-db, repl-id
+// and repl-offset among its first auxiliary fields): diskless, as Redis's
+// "$EOF:<40 random hex characters>\r\n<bytes><the same 40 characters>"
+// while it is written; otherwise written to a file, then sent as
+// "$<len>\r\n<bytes>". The pieces go within a window per replica, not
+// held against the replica output class. Once the RDB has left the
+// replica's output it is online, and the stream since its offset
+// follows, at once or, after the EOF form, at its first REPLCONF ACK, as
+// Redis waits (repl_start_cmd_stream_on_ack): nothing follows the mark
+// until the replica has found it. Until the RDB starts to go the replica
+// gets a newline every second (Redis's keep-alive), which no offset
 // counts. Unlike Redis, which forks one child at a time, sync jobs may
 // run side by side: a replica that asks while one runs waits for its own.
 //
@@ -99,12 +92,12 @@ import (
 // Bounds: a waiting replica's stream and an online replica's unsent
 // output are bounded by the replica output class (Config.ReplicaHardLimit
 // and ReplicaSoftLimit/ReplicaSoftTime, Redis's "replica 256mb 64mb 60"):
-// past them it is disconnected, and starts over. The RDB is built in the
-// job's memory whole (a limit of this first version: a dataset the size
-// of the memory cannot be sent).
+// past them it is disconnected, and starts over. The RDB itself is not
+// counted (fullsync.go): the job holds a piece of it and a window per
+// replica, whatever the keyspace's size.
 //
-// Only the actor touches the master state; the job owns its copy and its
-// writer until it posts them back (msgCall).
+// Only the actor touches the master state; the job owns its copy, its
+// writer and its file, and reaches the actor only through Call.
 
 // master is the actor's state as a master. Only the actor touches it.
 type master struct {
@@ -180,7 +173,14 @@ const noReplID = "0000000000000000000000000000000000000000"
 
 // Replica states, as INFO names them.
 const (
-	replWaitBgsave = iota // its full sync's job runs
+	// replWaitBgsave: its full sync's job has not copied the database
+	// yet (the stream's marks are kept).
+	replWaitBgsave = iota
+	// replWaitBgsaveEnd: +FULLRESYNC went; the job writes the RDB's file
+	// (the length form). INFO's wait_bgsave, as the one before.
+	replWaitBgsaveEnd
+	// replSendBulk: the RDB goes to it (INFO's send_bulk).
+	replSendBulk
 	replOnline
 )
 
@@ -210,6 +210,14 @@ type replica struct {
 	// since (pend) waits for its first REPLCONF ACK, as in Redis: a
 	// replica finds the end mark more simply with nothing glued after it.
 	streamOnAck bool
+	// job is the sync job serving it (fullsync.go), until it is online;
+	// ackedEarly: an acknowledgement came while the RDB was being sent.
+	job        *fullSync
+	ackedEarly bool
+	// rdbOnly: it wants the RDB alone (REPLCONF rdb-only 1, as redis-cli
+	// --rdb sends): it is given no stream and disconnected once the RDB
+	// is sent, as Redis's replicaPutOnline does.
+	rdbOnly bool
 }
 
 // replMark is where the stream stood at a round's end.
@@ -224,6 +232,7 @@ type replConf struct {
 	listenPort int64
 	ipAddr     string
 	capaEOF    bool
+	rdbOnly    bool // REPLCONF rdb-only 1 (redis-cli --rdb)
 }
 
 // replWait is a blocked WAIT.
@@ -300,6 +309,9 @@ func cmdReplconf(c *Ctx) error {
 				r.ackOff = off
 			}
 			r.ackTime = c.a.roundStart
+			if r.state != replOnline {
+				r.ackedEarly = true // it has the RDB: the stream may follow it at once
+			}
 			if r.streamOnAck {
 				// The first acknowledgement after a diskless sync: the
 				// stream since its RDB goes now.
@@ -333,6 +345,7 @@ func cmdReplconf(c *Ctx) error {
 			if v < 0 || v > 1 {
 				return ErrRdbOnlyRange
 			}
+			s.replConf.rdbOnly = v == 1
 		default:
 			return errReplconfOption(c.args[j])
 		}
@@ -379,7 +392,7 @@ func cmdPsync(c *Ctx) error {
 		m.active, m.selDB = true, -1
 		m.lastPing = a.roundStart
 	}
-	if id := string(c.args[1]); psync && (id == a.repl.replID || (id == m.replID2 && id != "")) {
+	if id := psyncID(c, psync); psync && (id == a.repl.replID || (id == m.replID2 && id != "")) {
 		if from, err := parseInt(c.args[2]); err == nil && (id == a.repl.replID || from <= m.secondOffset) && a.canContinue(from) {
 			r := a.addReplica(s, true)
 			r.state = replOnline
@@ -414,6 +427,15 @@ func cmdPsync(c *Ctx) error {
 	return nil
 }
 
+// psyncID is the replication ID PSYNC names ("" for SYNC, which names
+// none and has no argument).
+func psyncID(c *Ctx, psync bool) string {
+	if !psync {
+		return ""
+	}
+	return string(c.args[1])
+}
+
 // canContinue reports whether the stream from offset from on is still in
 // the backlog (Redis's masterTryPartialResynchronization's test).
 func (a *Actor) canContinue(from int64) bool {
@@ -424,7 +446,7 @@ func (a *Actor) canContinue(from int64) bool {
 
 // addReplica makes s a replica.
 func (a *Actor) addReplica(s *session, psync bool) *replica {
-	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF}
+	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF, rdbOnly: s.replConf.rdbOnly}
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
 	// Client eviction (maxmemory_clients) spares replicas, as Redis's
@@ -484,192 +506,6 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 		s.replica.started = true
 	}
 	a.startFullSync(waiting, diskless && allEOF)
-}
-
-// startFullSync runs one sync job for the replicas group after the next
-// flush; eof: they get the RDB in the diskless form.
-func (a *Actor) startFullSync(group []*session, eof bool) {
-	m := &a.master
-	m.syncs++
-	ids := make([]uint64, len(group))
-	for i, s := range group {
-		ids[i] = s.id
-		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int("replicas", len(group)).Bool("diskless", eof).
-			Msg("replica: full resync: writing an RDB from a snapshot")
-	}
-	src := a.st.Path()
-	tmp := filepath.Join(filepath.Dir(src), fmt.Sprintf("replsync-%d-%d.db", os.Getpid(), m.syncs))
-	start := func() {
-		job := &offload.Job{Run: func() {
-			w, pos, err := buildSyncRDB(src, tmp)
-			a.in.put(message{kind: msgCall, fn: func() { a.fullSyncDone(ids, eof, w, pos, err) }})
-		}}
-		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
-			a.fullSyncDone(ids, eof, nil, 0, err)
-		}
-	}
-	a.afterFlush = append(a.afterFlush, start)
-}
-
-// syncCopyMemory bounds what buildSyncRDB's copy holds in memory.
-const syncCopyMemory = 16 << 20
-
-// buildSyncRDB copies the database at src to tmp and writes every key of
-// the copy into an RDB; pos is the redo log position the copy covers. On
-// an offload worker: the copy and its Store are the job's alone.
-func buildSyncRDB(src, tmp string) (w *rdb.FileWriter, pos uint64, err error) {
-	defer func() {
-		for _, f := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
-			os.Remove(f)
-		}
-	}()
-	if err := storage.Snapshot(src, tmp); err != nil {
-		return nil, 0, err
-	}
-	// The copy's keys pass through its engine one by one: a small bound
-	// lets each go once written (it is clean: nothing of it waits for a
-	// flush), so the job holds the RDB, not the keyspace twice.
-	st, err := storage.Open(storage.Options{Path: tmp, MaxMemory: syncCopyMemory})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer st.Close()
-	st.Now = 0 // everything the copy holds goes, expired or not; the stream's DELs follow
-	if pos, err = st.RedoPosition(); err != nil {
-		return nil, 0, err
-	}
-	w = rdb.NewFileWriter()
-	w.Aux("redis-ver", RedisVersion)
-	w.Aux("redis-bits", "64")
-	w.Aux("ctime", strconv.FormatInt(time.Now().Unix(), 10))
-	w.Aux("used-mem", "0")
-	libs, err := st.FunctionLibraries()
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, l := range libs {
-		w.Function(l.Code)
-	}
-	var keys [][]byte
-	for db := range storage.NumDBs {
-		keys = keys[:0]
-		err := st.Keys(db, nil, func(k []byte) bool {
-			keys = append(keys, append([]byte(nil), k...))
-			return true
-		})
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(keys) == 0 {
-			continue
-		}
-		w.SelectDB(db, uint64(len(keys)), 0)
-		for _, k := range keys {
-			meta, ok, err := st.Lookup(db, k)
-			if err != nil {
-				return nil, 0, err
-			}
-			if !ok {
-				continue
-			}
-			o, err := readObject(st, db, k, meta.Type)
-			if err != nil {
-				return nil, 0, err
-			}
-			w.Key(k, o, meta.ExpireAt)
-			if err := st.EndCommand(); err != nil { // lets the key go
-				return nil, 0, err
-			}
-		}
-		w.Checkpoint()
-	}
-	return w, pos, nil
-}
-
-// fullSyncDone answers the suspended PSYNCs of the clients ids with the
-// RDB w, which holds the keyspace at redo log position pos, and each
-// with the stream since; eof: in the diskless form.
-//
-// The RDB stands at the last mark of position pos: every replica of the
-// group waited through it (they all asked before the job started, and
-// the marks of every round's end are the same for all), and between its
-// first and last marks of one position the stream holds no write (a PING,
-// a GETACK), so the keyspace at pos is the one at either. So one RDB, its
-// repl-offset included, serves them all.
-func (a *Actor) fullSyncDone(ids []uint64, eof bool, w *rdb.FileWriter, pos uint64, err error) {
-	m := &a.master
-	var file []byte
-	var at replMark
-	for _, id := range ids {
-		s := a.sessions[id]
-		if s == nil || s.replica == nil || s.replica.finish == nil {
-			continue // gone meanwhile
-		}
-		r := s.replica
-		fail := func(why string, err error) {
-			a.log.Error().Err(err).Uint64("client", id).Str("addr", s.addr).Msg("replica: full resync failed: " + why)
-			r.finish = nil
-			a.kill(s) // its suspended PSYNC goes unanswered; the replica retries
-		}
-		if err != nil {
-			fail("writing the RDB", err)
-			continue
-		}
-		i := len(r.marks) - 1
-		for i >= 0 && r.marks[i].logPos != pos {
-			i--
-		}
-		if i < 0 {
-			fail("the snapshot's log position is not one of the stream's", fmt.Errorf("position %d", pos))
-			continue
-		}
-		mk := r.marks[i]
-		if file == nil {
-			at = mk
-			w.Aux("repl-stream-db", strconv.Itoa(max(mk.selDB, 0)))
-			w.Aux("repl-id", a.repl.replID)
-			w.Aux("repl-offset", strconv.FormatInt(mk.offset, 10))
-			file = w.End()
-		} else if mk != at {
-			fail("the snapshot's log position stands at another offset for this replica", fmt.Errorf("offset %d, not %d", mk.offset, at.offset))
-			continue
-		}
-		var out []byte
-		if r.psync {
-			out = append(out, "+FULLRESYNC "+a.repl.replID+" "+strconv.FormatInt(mk.offset, 10)+"\r\n"...)
-		}
-		out = appendRDB(out, file, eof)
-		rest := r.pend[mk.offset-r.pendFrom:]
-		if eof {
-			r.pend, r.streamOnAck = append([]byte(nil), rest...), true
-		} else {
-			out = append(out, rest...)
-			r.pend = nil
-		}
-		finish := r.finish
-		r.finish, r.marks = nil, nil
-		r.state, r.ackTime = replOnline, a.roundStart
-		finish(out)
-		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int("rdb_bytes", len(file)).Bool("diskless", eof).
-			Int64("offset", mk.offset).Int64("master_repl_offset", m.offset).Msg("replica: full resync sent")
-	}
-}
-
-// appendRDB appends the RDB file as a full sync sends it: "$<length>\r\n"
-// and the file, or in the diskless form (Redis's rdbSaveRioWithEOFMark)
-// "$EOF:<40 random hex characters>\r\n", the file and the same 40
-// characters, which a replica reads up to without knowing the length.
-func appendRDB(dst, file []byte, eof bool) []byte {
-	if !eof {
-		dst = append(dst, '$')
-		dst = strconv.AppendInt(dst, int64(len(file)), 10)
-		dst = append(dst, '\r', '\n')
-		return append(dst, file...)
-	}
-	mark := newReplID() // 40 random hex characters, as Redis's getRandomHexChars
-	dst = append(dst, "$EOF:"+mark+"\r\n"...)
-	dst = append(dst, file...)
-	return append(dst, mark...)
 }
 
 // feedReplicas converts one record the round gives the redo log into the
@@ -890,9 +726,17 @@ func (a *Actor) endStream() {
 			if last := r.marks[len(r.marks)-1]; last.logPos == pos && last.offset == m.offset {
 				continue
 			}
-			r.pend = append(r.pend, b...)
 			r.marks = append(r.marks, replMark{logPos: pos, offset: m.offset, selDB: m.selDB})
-			a.boundPend(s)
+			if !r.rdbOnly {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			}
+		case replWaitBgsaveEnd, replSendBulk:
+			// Its RDB's offset is known: the stream is kept from there.
+			if !r.rdbOnly {
+				r.pend = append(r.pend, b...)
+				a.boundPend(s)
+			}
 		}
 	}
 	m.round = m.round[:0]
@@ -998,8 +842,10 @@ func (a *Actor) replHousekeeping(now time.Time) {
 		// during a FAILOVER, which waits for the offset to be reached.
 		m.ping = !a.repl.on && m.fo.state == foNone
 		for _, s := range m.replicas {
-			if s.replica.state == replWaitBgsave {
-				a.push(s, []byte("\n"), false)
+			// Not while the RDB is sent: a newline inside it would
+			// corrupt it (Redis sends them only before).
+			if st := s.replica.state; st == replWaitBgsave || st == replWaitBgsaveEnd {
+				a.pushSync(s, []byte("\n"))
 			}
 		}
 	}
@@ -1135,7 +981,10 @@ func (a *Actor) infoReplicas(kv func(k string, v any)) {
 		r := s.replica
 		state := "wait_bgsave"
 		lag := int64(0)
-		if r.state == replOnline {
+		switch r.state {
+		case replSendBulk:
+			state = "send_bulk"
+		case replOnline:
 			state = "online"
 			lag = int64(now.Sub(r.ackTime) / time.Second)
 		}
@@ -1224,132 +1073,4 @@ func (a *Actor) goodReplicas() int64 {
 		}
 	}
 	return good
-}
-
-// Across a restart. A clean stop (every round flushed to SQLite, nothing
-// failed) leaves the replication ID, the offset and the database the
-// stream had selected in <database>-replication; the next start takes
-// them (and removes the file, so that a crash after it cannot reuse
-// them) and keeps counting the stream from that offset. So a replica of
-// a master that had everything (its offset the saved one) continues with
-// +CONTINUE and an empty backlog, as after a Redis master's restart; and
-// a replica, whose ID and offset are its master's history as far as its
-// data goes, asks its master to continue it when it follows again (the
-// replicaof setting, or REPLICAOF), as Redis 7.0's replica does from its
-// RDB's repl-id, repl-offset and repl-stream-db: the stream continues in
-// the saved database, the master selecting none. After a crash there is
-// no file: the offset of what the replicas got (or of what a replica
-// applied) is unknown, so the server starts a new history (a new ID; full
-// resyncs).
-
-// replStatePath is where a clean stop leaves the replication state.
-func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
-
-// saveReplication writes the state at a clean stop (Run's end).
-func (a *Actor) saveReplication() {
-	m := &a.master
-	l := a.cfg.Log
-	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
-		return
-	}
-	path := a.replStatePath()
-	tmp := path + ".tmp"
-	role := "master"
-	if a.repl.on {
-		role = "replica"
-	}
-	data := fmt.Sprintf("%s %d %d %s\n", a.repl.replID, m.offset, max(m.selDB, 0), role)
-	err := writeSynced(tmp, []byte(data))
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		a.log.Warn().Err(err).Msg("replication: could not save the replication ID and offset; replicas will resync in full after the restart")
-		return
-	}
-	a.log.Info().Str("replid", a.repl.replID).Int64("offset", m.offset).Bool("replica", a.repl.on).
-		Msg("replication: replication ID and offset saved for the restart")
-}
-
-// loadReplication takes the state a clean stop left (New, with a redo log).
-func (a *Actor) loadReplication() {
-	path := a.replStatePath()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	if err := os.Remove(path); err != nil {
-		return // kept, it could be read again after a crash: not used
-	}
-	if syncDir(filepath.Dir(path)) != nil {
-		return
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 || len(f) > 4 || len(f[0]) != 40 {
-		return
-	}
-	off, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || off < 0 {
-		return
-	}
-	db := 0
-	if len(f) >= 3 {
-		if db, err = strconv.Atoi(f[2]); err != nil || db < 0 || db >= storage.NumDBs {
-			return
-		}
-	}
-	m := &a.master
-	a.repl.replID = f[0]
-	// As a master, the stream after the restart starts with a SELECT; as
-	// a replica, it continues in the database its master's had selected.
-	m.active, m.offset, m.selDB, m.resumeDB = true, off, -1, db
-	m.loadedReplica = len(f) == 4 && f[3] == "replica"
-}
-
-// shiftIfLoaded gives a server that stopped as a replica and started as
-// a master a history of its own before it streams anything or serves a
-// replica (Redis 7.0's loadDataFromDisk, for a master: the saved ID
-// becomes the second one, valid up to the saved offset). Until then the
-// ID is its old master's, which a REPLICAOF continues.
-func (a *Actor) shiftIfLoaded() {
-	m := &a.master
-	if !m.loadedReplica || a.repl.on {
-		return
-	}
-	m.loadedReplica = false
-	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
-	a.repl.replID = newReplID()
-	m.selDB = -1
-	a.dropReplicas()
-	a.log.Info().Str("replid", a.repl.replID).Str("replid2", m.replID2).Int64("second_repl_offset", m.secondOffset).
-		Msg("replication: started as a master from a replica's state: a new replication ID, the old one valid up to the saved offset")
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -360,8 +360,17 @@ func (a *Actor) publish(k subKind, channel, msg []byte, event bool) int {
 // push gives s a frame that answers none of its requests (a message, a
 // notification). See the top of this file for where it goes.
 func (a *Actor) push(s *session, frame []byte, event bool) {
+	if out, ok := a.pushFrame(s, frame, event); ok {
+		a.pushLimits(s, out)
+	}
+}
+
+// pushFrame is push without the output class's limits: it reports what
+// the client's replies then hold, and false when nothing is left to check
+// (the frame went into a running command's reply, or the client is gone).
+func (a *Actor) pushFrame(s *session, frame []byte, event bool) (int64, bool) {
 	if s.killed {
-		return
+		return 0, false
 	}
 	if a.depth > 0 {
 		f := a.frames[a.depth-1]
@@ -380,12 +389,12 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 			copy(w.Buf[at+len(frame):], w.Buf[at:len(w.Buf)-len(frame)])
 			copy(w.Buf[at:], frame)
 			f.pushAt = at + len(frame)
-			return
+			return 0, false
 		}
 	}
 	out, ok := s.mem.chargeReply(int64(len(frame)))
 	if !ok {
-		return // evicted; its loop is closing it
+		return 0, false // evicted; its loop is closing it
 	}
 	seq := s.seq
 	if b := s.blocked; b != nil && b.oi != pendingOut {
@@ -401,14 +410,13 @@ func (a *Actor) push(s *session, frame []byte, event bool) {
 			}
 			r.c.Reply = append(r.c.Reply, frame...)
 			r.c.Charged += int64(len(frame))
-			a.pushLimits(s, out)
-			return
+			return out, true
 		}
 	}
 	s.pushRound, s.pushOut = a.stats.rounds, int32(len(a.out))
 	a.out = append(a.out, routed{sink: s.sink, event: event,
 		c: Completion{ConnID: s.id, Seq: seq, Reply: frame, Push: true, Charged: int64(len(frame))}})
-	a.pushLimits(s, out)
+	return out, true
 }
 
 // pushLimits applies the pubsub output class's limits to a subscriber whose

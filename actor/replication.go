@@ -192,20 +192,25 @@ func (a *Actor) replicaOfSpec(host string, port int, failover bool) {
 	f := FollowSpec{Host: host, Port: port, Gen: a.repl.gen, AnnounceIP: a.storedParamValue("replica-announce-ip"), Failover: failover}
 	f.AnnouncePort, _ = strconv.Atoi(a.storedParamValue("replica-announce-port"))
 	switch {
-	case !wasMaster:
-		// A replica changing masters asks with the history of its data.
-		a.repl.r.Follow(f)
 	case m.active && a.logging():
 		// A master asks its new master to continue its own history (a
-		// replica of it promoted holds it as its second ID). The offset
-		// is known once this round's writes are in the stream, after the
-		// round (a flush, as for SAVE).
+		// replica of it promoted holds it as its second ID); a replica
+		// changing masters, the history of its data: its old master's
+		// stream as far as it ran here (what the old link read beyond is
+		// refused from now on, ErrStaleMaster, so it is not in the data).
+		// The offset is known once this round's writes, or relayed
+		// stream, are in the stream kept here, after the round (a flush,
+		// as for SAVE).
 		a.afterFlush = append(a.afterFlush, func() {
 			if a.repl.on && a.repl.gen == f.Gen {
 				f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 				a.repl.r.Follow(f)
 			}
 		})
+	case !wasMaster:
+		// A replica that has no stream of its own kept (it never
+		// synced): the link asks with the history of its data, if any.
+		a.repl.r.Follow(f)
 	default:
 		f.ReplID, f.Offset, f.DB = a.repl.replID, m.offset, m.streamDB()
 		a.repl.r.Follow(f)

@@ -92,7 +92,7 @@ func findTable(ts []*table, id string) *table {
 	return nil
 }
 
-// evaluateGoals lists every goal of issues 3–6, 12 and 14 with its outcome
+// evaluateGoals lists every goal of issues 3–6, 12, 14 and 33 with its outcome
 // here. Issue 12 restated the throughput goals: every write test at
 // pipeline 1 ≥ 0.8× Redis; at pipeline 16 SET ≥ 0.5× and every other
 // write ≥ 0.4×.
@@ -210,6 +210,22 @@ func evaluateGoals(cfg config, ts []*table) []goal {
 		for _, mg := range memGoals {
 			gs = append(gs, goal{Group: "memory", Goal: fmt.Sprintf("RSS with 1000000 keys: %s/%s ≤ %.2g×", mg.pair[0], mg.pair[1], mg.target), Status: goalNotMeasured, Detail: "scenario not run"})
 		}
+	}
+
+	// Issue 33: Cellar serving replicas, beside Redis serving Redis.
+	if load := findTable(ts, "replication-load"); load != nil && len(load.Rows) > 0 {
+		cc := [2]string{"cellar-cellar", "redis-redis"}
+		gs = append(gs, ratioGoal("replication", load, load.Rows[0].Test, cc, false, false, 1.0))
+		if lag := findTable(ts, "replication-lag"); lag != nil {
+			for _, r := range lag.Rows {
+				gs = append(gs, ratioGoal("replication", lag, r.Test, cc, false, true, 2.0))
+			}
+		}
+		if w := findTable(ts, "replication-writes"); w != nil && len(w.Rows) > 0 {
+			gs = append(gs, ratioGoal("replication", w, w.Rows[0].Test, [2]string{"cellar-2", "cellar-0"}, false, false, 0.9))
+		}
+	} else {
+		gs = append(gs, goal{Group: "replication", Goal: "back-fill Cellar → Cellar ≥ 1× Redis → Redis; follow lag p50/p99 ≤ 2×; writes with two replicas ≥ 0.9× without", Status: goalNotMeasured, Detail: "scenario not run"})
 	}
 	return gs
 }

@@ -145,6 +145,7 @@ func parseConfig(args []string) (config, error) {
 	replKeys := fs.Int("repl-keys", 0, "keys the master holds for the replication back-fill (default 1000000; quick 100000)")
 	replRate := fs.Int("repl-rate", 20000, "writes/s paced on the master while the replication lag is measured")
 	replFollow := fs.Duration("repl-follow", 0, "how long the replication lag is measured (default 20s; quick 5s)")
+	replWrites := fs.Int("repl-writes", 0, "SETs of each measurement of the master's write throughput with and without replicas (default 1000000; quick 200000)")
 	floodN := fs.Int("flood-n", 0, "SETs each flood connection writes without reading (default 200; quick 50)")
 	redka := fs.String("redka", "auto", "Redka: auto (full run builds it if missing; quick uses it only if built), build, off")
 	cellarBin := fs.String("cellar", "", "Cellar binary to measure (default: build this checkout into the work dir)")
@@ -185,7 +186,7 @@ func parseConfig(args []string) (config, error) {
 		durRequests: pick(*durN, 20000, 5000),
 		memKeys:     pick(*memKeys, 1_000_000, 200_000),
 		flood:       floodCfg{conns: pick(*floodConns, 1000, 200), perConn: pick(*floodN, 200, 50), size: 1024},
-		replication: replCfg{keys: pick(*replKeys, 1_000_000, 100_000), rate: max(*replRate, 1), follow: *replFollow},
+		replication: replCfg{keys: pick(*replKeys, 1_000_000, 100_000), rate: max(*replRate, 1), follow: *replFollow, writes: pick(*replWrites, 1_000_000, 200_000)},
 		sustained:   sustainedCfg{requests: pick(*susN, 10_000_000, 1_000_000), keys: pick(*susKeys, 2_000_000, 200_000)},
 		larger:      largerCfg{maxMemory: pick(*largerMem, 64, 16) << 20, valueSize: largerValue, hot: pick(*largerHot, 20_000, 5_000)},
 		queue: queueCfg{

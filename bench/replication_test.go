@@ -51,3 +51,37 @@ func TestReplicationScenario(t *testing.T) {
 		t.Fatalf("the replica holds %d of probe:0 and load:0", n)
 	}
 }
+
+// TestReplicationWrites runs the write-throughput measurement with
+// redis-server as the master and two redis-server replicas, at a tiny
+// size: a figure, and both replicas at the master's offset after it. No
+// timing asserted.
+func TestReplicationWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed (make deps)")
+	}
+	redisBenchmark, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		t.Skip("redis-benchmark not installed (make deps)")
+	}
+	t.Cleanup(procs.killAll)
+	r := &runner{
+		cfg:   config{workDir: t.TempDir(), stallAfter: 20 * time.Second, hardLimit: time.Minute, rounds: 1},
+		peers: &peers{redisServer: redisServer, redisBenchmark: redisBenchmark},
+		log:   t.Logf,
+	}
+	job := rbJob{Clients: 5, Requests: 5000, Pipeline: 4, Keyspace: 100, DataSize: 16, Test: "set", Row: "SET"}
+	for _, n := range []int{0, 2} {
+		s := r.writesWithReplicas(context.Background(), redisSpec(r.peers, "redis", "Redis"), n, job)
+		if s.Status != statusOK || s.Value <= 0 {
+			t.Fatalf("%d replicas: %+v", n, s)
+		}
+		if n > 0 && !strings.Contains(s.Detail, "both replicas reached the master's offset") {
+			t.Fatalf("%d replicas: %+v", n, s)
+		}
+	}
+}

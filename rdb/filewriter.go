@@ -6,20 +6,25 @@ import (
 )
 
 // FileWriter builds an RDB file of version 10 (the one Redis 7.0 writes
-// and loads) in memory: the header, auxiliary fields, databases, keys
-// with their expiry, function libraries, and the EOF opcode with the
-// CRC-64 of everything before it. A master's full sync sends it to a
-// replica (actor/master.go). Values use the encodings DUMP uses
-// (AppendDump), which Redis's loader accepts in a file as in a payload.
+// and loads): the header, auxiliary fields, databases, keys with their
+// expiry, function libraries, and the EOF opcode with the CRC-64 of
+// everything before it. A master's full sync sends it to a replica
+// (actor/fullsync.go). Values use the encodings DUMP uses (AppendDump),
+// which Redis's loader accepts in a file as in a payload.
 //
-// A FileWriter is not safe for concurrent use; Bytes may be taken at any
-// point, and the CRC is kept as the bytes are appended, so a writer
-// handed from one goroutine to another continues where it was.
+// The file is built in memory whole, or streamed: Take hands over what
+// was appended since the last Take, so a writer that takes a piece every
+// so often holds one piece, not the file. The CRC is kept as the bytes
+// are appended.
+//
+// A FileWriter is not safe for concurrent use; a writer handed from one
+// goroutine to another continues where it was.
 type FileWriter struct {
-	buf []byte
-	crc uint64
-	sum int // how much of buf the CRC covers
-	obj []byte
+	buf   []byte
+	crc   uint64
+	sum   int   // how much of buf the CRC covers
+	taken int64 // the bytes handed over by Take
+	obj   []byte
 }
 
 // NewFileWriter starts a file: "REDIS0010".
@@ -68,7 +73,9 @@ func (w *FileWriter) Function(code []byte) {
 	w.buf = appendString(w.buf, code)
 }
 
-// End appends the EOF opcode and the checksum; the file is then whole.
+// End appends the EOF opcode and the checksum; the file is then whole,
+// and End returns what was appended since the last Take (without Take,
+// the whole file).
 func (w *FileWriter) End() []byte {
 	w.buf = append(w.buf, opEOF)
 	w.crc = CRC64(w.crc, w.buf[w.sum:])
@@ -77,8 +84,22 @@ func (w *FileWriter) End() []byte {
 	return w.buf
 }
 
-// Len is the size of the file so far.
-func (w *FileWriter) Len() int { return len(w.buf) }
+// Len is the size of the file so far, the pieces taken included.
+func (w *FileWriter) Len() int64 { return w.taken + int64(len(w.buf)) }
+
+// Pending is what was appended since the last Take.
+func (w *FileWriter) Pending() int { return len(w.buf) }
+
+// Take returns the bytes appended since the last Take (the file's first
+// bytes, the first time) and forgets them; the caller owns the slice.
+// End returns the last piece itself.
+func (w *FileWriter) Take() []byte {
+	w.Checkpoint()
+	b := w.buf
+	w.buf, w.sum = make([]byte, 0, cap(b)), 0
+	w.taken += int64(len(b))
+	return b
+}
 
 // Checkpoint folds what was appended so far into the CRC, so that a
 // large file's checksum is computed as it is built rather than at End

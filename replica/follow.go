@@ -112,6 +112,11 @@ func (l *link) follow(c *conn, p *pipe) error {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	// The first acknowledgement goes at once, as Redis 7.0's replica
+	// sends it once the RDB is loaded: a master that sent the RDB
+	// diskless holds the stream until then (Redis's and Cellar's), so
+	// waiting for the first tick would delay it by up to a second.
+	fs.ackSoon()
 	go fs.acknowledge(c, stop)
 	c.SetReadDeadline(time.Time{})
 	var (
@@ -214,6 +219,10 @@ func (l *link) follow(c *conn, p *pipe) error {
 	}
 }
 
+// staleMaster is the reply the actor gives every command of a batch that
+// came after its connection stopped being the master's.
+var staleMaster = []byte("-" + string(actor.ErrStaleMaster) + "\r\n")
+
 // relayCmd is the command that ends every batch of the master's stream.
 var relayCmd = [2][]byte{[]byte("REPLCONF"), []byte("cellar-relay")}
 
@@ -247,12 +256,19 @@ func (fs *stream) Deliver(cs []actor.Completion) {
 		if !ok {
 			continue
 		}
-		fs.l.advance(e.offset)
+		// A batch refused as a whole did not run: this connection stopped
+		// being the master's before it (REPLICAOF NO ONE, or another
+		// master). Acknowledging it would tell the old master a write is
+		// here that is not, and a WAIT it confirmed would be lost.
+		ran := !bytes.Contains(c.Reply, staleMaster)
+		if ran {
+			fs.l.advance(e.offset)
+		}
 		select {
 		case <-fs.slots:
 		default:
 		}
-		if e.ack {
+		if e.ack && ran {
 			fs.ackSoon()
 		}
 	}

@@ -261,7 +261,8 @@ func (c *conn) send(args ...string) error {
 }
 
 // line reads one reply line, skipping the empty lines a master sends to
-// keep the link alive while it prepares the RDB.
+// keep the link alive while it prepares the RDB; each of them gives the
+// master keepAliveWithin more (a large RDB may take long to write).
 func (c *conn) line() (string, error) {
 	for {
 		s, err := c.br.ReadString('\n')
@@ -272,8 +273,13 @@ func (c *conn) line() (string, error) {
 		if s != "" {
 			return s, nil
 		}
+		c.SetReadDeadline(time.Now().Add(keepAliveWithin))
 	}
 }
+
+// keepAliveWithin is how long a replica waits for the next line of a
+// master preparing its RDB (Redis's repl-timeout default).
+const keepAliveWithin = 60 * time.Second
 
 func (c *conn) call(args ...string) (string, error) {
 	if err := c.send(args...); err != nil {

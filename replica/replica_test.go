@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/cellar-db/cellar/actor"
 )
 
 // chunked hands out its data a few bytes per Read, so a mark or a
@@ -109,5 +111,34 @@ func TestReadCommand(t *testing.T) {
 		if _, _, err := readCommand(bufio.NewReader(strings.NewReader(bad)), nil); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestRefusedBatchNotAcknowledged: the applied offset (what REPLCONF ACK
+// reports) advances by a batch that ran, not by one the actor refused
+// because the connection had stopped being the master's: a WAIT on the
+// old master must not count a write this server never applied.
+func TestRefusedBatchNotAcknowledged(t *testing.T) {
+	l := &link{m: &Manager{}}
+	fs := &stream{l: l, connID: 7, slots: make(chan struct{}, 2), ackNow: make(chan struct{}, 1), killed: make(chan struct{}),
+		ends: map[uint64]batchEnd{1: {offset: 100}, 2: {offset: 200, ack: true}}}
+	fs.slots <- struct{}{}
+	fs.slots <- struct{}{}
+	fs.Deliver([]actor.Completion{{ConnID: 7, Seq: 1, Reply: []byte("+OK\r\n")}})
+	if got := l.applied.Load(); got != 100 {
+		t.Fatalf("applied %d after a batch that ran, want 100", got)
+	}
+	refused := "-" + string(actor.ErrStaleMaster) + "\r\n"
+	fs.Deliver([]actor.Completion{{ConnID: 7, Seq: 2, Reply: []byte(refused + refused)}})
+	if got := l.applied.Load(); got != 100 {
+		t.Fatalf("applied %d after a refused batch, want 100", got)
+	}
+	if len(fs.slots) != 0 {
+		t.Fatalf("%d batch slots still taken after both completions", len(fs.slots))
+	}
+	select {
+	case <-fs.ackNow:
+		t.Fatal("a refused batch asked for an acknowledgement")
+	default:
 	}
 }

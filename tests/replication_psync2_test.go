@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/redistest"
 	"github.com/cellar-db/cellar/internal/wait"
 )
@@ -487,4 +488,48 @@ func TestReplicationChains(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.raw().expect(errr("NOMASTERLINK Can't SYNC while not connected with my master"), "PSYNC", "?", "-1")
+}
+
+// TestReplicaChangingMastersContinues: a Cellar replica B of A, moved
+// with REPLICAOF to C, another replica of A (so C's backlog holds A's
+// stream), asks C to continue from the offset it has applied — not from
+// where its last full sync stood — and continues with +CONTINUE: C
+// serves no full sync, and nothing of A's stream runs twice on B (a
+// counter A incremented 100 times reads 100 on B, and keeps following).
+func TestReplicaChangingMastersContinues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := startServer(t)
+	needCellar(t, a)
+	ac := a.client()
+	host, port, _ := net.SplitHostPort(a.addr)
+	follow := func(c *cellar.Config) { c.ReplicaOf = host + " " + port }
+	b, c := startServer(t, follow), startServer(t, follow)
+	bc, cc := b.client(), c.client()
+	sameOffset(t, "B and C to reach A's offset", ac, bc, cc)
+	for range 100 {
+		if err := ac.Incr(ctx, "counter").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameOffset(t, "B and C to reach A's offset after the increments", ac, bc, cc)
+
+	chost, cport, _ := net.SplitHostPort(c.addr)
+	if err := bc.SlaveOf(ctx, chost, cport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 60*time.Second, "B to follow C with its link up", func() bool {
+		return masterInfo(t, bc, "replication", "master_port") == cport &&
+			masterInfo(t, bc, "replication", "master_link_status") == "up"
+	})
+	if err := ac.Incr(ctx, "counter").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sameOffset(t, "B, through C, to reach A's offset", ac, cc, bc)
+	if got := bc.Get(ctx, "counter").Val(); got != "101" {
+		t.Errorf("B's counter %q, A's 101: A's stream ran twice (or not at all) on B", got)
+	}
+	if full, partial := masterInfo(t, cc, "stats", "sync_full"), masterInfo(t, cc, "stats", "sync_partial_ok"); full != "0" || partial != "1" {
+		t.Errorf("C served sync_full %s, sync_partial_ok %s; want 0 and 1", full, partial)
+	}
 }

@@ -232,6 +232,28 @@ func TestSentinelFailover(t *testing.T) {
 	wait.For(t, 120*time.Second, "writes confirmed by WAIT 2 on the new primary", func() bool { return count() >= after+100 })
 	wait.For(t, 120*time.Second, "redis-py's writes confirmed by WAIT 2 on the new primary", func() bool { return py.count() >= pyAfter+50 })
 
+	// Every Sentinel must have seen the old primary as a replica before
+	// the planned switch: one that still takes it for the master it was
+	// since its restart would, seeing it promoted, make it a replica again
+	// (Sentinel 7.0 converts a replica reporting role:master 8 s after the
+	// role it last saw changed), and the promotion would time out.
+	for _, addr := range sentinels {
+		s := redis.NewSentinelClient(&redis.Options{Addr: addr})
+		wait.For(t, 120*time.Second, "Sentinel "+addr+" to see the old primary as a replica of the new one", func() bool {
+			rs, err := s.Replicas(ctx, "mymaster").Result()
+			if err != nil {
+				return false
+			}
+			for _, r := range rs {
+				if r["name"] == old.addr {
+					return r["role-reported"] == "slave" && r["master-port"] == newAddr[len("127.0.0.1:"):]
+				}
+			}
+			return false
+		})
+		s.Close()
+	}
+
 	// A planned switch (SENTINEL FAILOVER) while the writer goes on: the
 	// primary it demotes asks the one it promoted to continue its own
 	// history; writes it took after the promotion make that a full resync
