@@ -2,7 +2,6 @@ package actor
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -103,20 +102,7 @@ func (c *Ctx) debugAllowed() bool { return c.protectedAllowed(c.a.cfg.EnableDebu
 
 // protectedAllowed applies an enable-*-command setting (no, yes, local) to
 // this client, as Redis does for the commands it flags protected.
-func (c *Ctx) protectedAllowed(setting string) bool {
-	switch setting {
-	case "yes":
-		return true
-	case "local":
-		host, _, err := net.SplitHostPort(c.s.addr)
-		if err != nil {
-			return strings.HasPrefix(c.s.addr, "/") || c.s.addr == "" // a unix socket
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
-}
+func (c *Ctx) protectedAllowed(setting string) bool { return protectedAllowed(setting, c.s.addr) }
 
 // debugObject is DEBUG OBJECT key: Redis's line of low-level facts. The
 // address is the key's id, refcount is 1, the encoding is OBJECT

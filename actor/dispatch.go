@@ -184,7 +184,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if len(a.monitors) > 0 && !cmd.Is(FlagSkipMonitor) {
 		a.feedMonitors(s, cmd, args) // monitor.go
 	}
-	if err != nil {
+	if err != nil || c.failed {
 		st.failed++
 	}
 	if s.track != nil && cmd.Is(FlagReadonly) && a.scripts.run != nil && a.scripts.run.ctx != c {

@@ -740,6 +740,9 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 	v, isErr := p.value()
 	if isErr && raise {
 		t := v.(*lua.LTable)
+		// Counted in errorstats by the call already: not again as the
+		// script's error (Redis marks its error table so too).
+		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		src, line := luaWhere(L)
 		if src != "" {
 			t.RawSetString("source", lua.LString(src))
