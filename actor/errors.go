@@ -546,7 +546,9 @@ const (
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
 
-	ErrDebugNotAllowed ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugProtocolType ReplyError = "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
+	ErrRESP2NotSupported ReplyError = "ERR RESP2 is not supported by this command"
+	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 	// ErrModuleNotAllowed refuses MODULE LOAD, LOADEX and UNLOAD while
 	// enable-module-command does not allow them.
 	ErrModuleNotAllowed   ReplyError = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
