@@ -424,6 +424,7 @@ const (
 	ErrNoScript         ReplyError = "NOSCRIPT No matching script. Please use EVAL."
 	ErrNumKeysNegative  ReplyError = "ERR Number of keys can't be negative"
 	ErrScriptFlushArg   ReplyError = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	ErrFcallNumKeys     ReplyError = "ERR Bad number of keys provided"
 	ErrNotBusy          ReplyError = "NOTBUSY No scripts in execution right now."
 	ErrUnkillable       ReplyError = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 	ErrBusyEval         ReplyError = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."

@@ -355,14 +355,17 @@ func (a *Actor) luaRegisterFunction(L *lua.LState) int {
 // FCALL function numkeys [key ...] [arg ...]; FCALL_RO the same,
 // read-only.
 func cmdFcall(c *Ctx) error {
-	nk, err := c.numKeys(2)
-	if err != nil {
-		return err
-	}
 	c.a.fnEnv()
 	fn := c.a.scripts.fn.fns[fnKey(string(c.args[1]))]
 	if fn == nil {
-		return ErrFnNotFound
+		return ErrFnNotFound // before numkeys, as Redis's fcallCommandGeneric
+	}
+	if _, err := parseInt(c.args[2]); err != nil {
+		return ErrFcallNumKeys
+	}
+	nk, err := c.numKeys(2)
+	if err != nil {
+		return err
 	}
 	ro := c.cmd.Name == "fcall_ro"
 	if ro && fn.flags&flagNoWrites == 0 {

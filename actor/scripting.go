@@ -410,7 +410,10 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	}
 	ret := L.Get(-1)
 	L.SetTop(0)
-	luaReply(c.w, ret, r.resp, 0)
+	luaReply(c.w, ret, r.resp, 0, func(e string) {
+		c.failed = true
+		a.countError(e)
+	})
 }
 
 // protectedCall is L.CallByParam, with any Go panic that escapes the
