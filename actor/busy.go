@@ -99,11 +99,8 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 	v := w.view
 	w.mu.Unlock()
 	if cmd.Is(FlagProtected) {
-		if cmd.Name == "debug" && !protectedAllowed(a.cfg.EnableDebugCommand, cl.Addr) {
-			return cmd, string(ErrDebugNotAllowed)
-		}
-		if cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(v.moduleCmd, cl.Addr) {
-			return cmd, string(ErrModuleNotAllowed)
+		if text := protectedText(cmd, a.cfg.EnableDebugCommand, v.moduleCmd, cl.Addr); text != "" {
+			return cmd, text
 		}
 	}
 	if !cl.Authed && !cmd.Is(FlagNoAuth) {
@@ -147,6 +144,25 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 		return cmd, string(ErrMasterDown)
 	}
 	return cmd, ""
+}
+
+// protectedRefusal is the refusal of a protected command (DEBUG, MODULE
+// LOAD, LOADEX, UNLOAD) that enable-debug-command or
+// enable-module-command does not allow for s, "" if allowed.
+func (a *Actor) protectedRefusal(s *session, cmd *Command) string {
+	return protectedText(cmd, a.cfg.EnableDebugCommand, a.storedParamValue("enable-module-command"), s.addr)
+}
+
+// protectedText is protectedRefusal for a client at addr, with the two
+// settings.
+func protectedText(cmd *Command, debug, module, addr string) string {
+	switch {
+	case cmd.Name == "debug" && !protectedAllowed(debug, addr):
+		return string(ErrDebugNotAllowed)
+	case cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(module, addr):
+		return string(ErrModuleNotAllowed)
+	}
+	return ""
 }
 
 // protectedAllowed applies an enable-*-command setting (no, yes, local) to
