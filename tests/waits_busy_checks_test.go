@@ -211,9 +211,8 @@ func TestBusyChecksInRedisOrder(t *testing.T) {
 	}
 }
 
-// A replica: a write is refused -READONLY before -BUSY, and with
-// replica-serve-stale-data no and the link down, a command not flagged
-// stale -MASTERDOWN (a write still -READONLY, checked first).
+// A master short of min-replicas-to-write refuses a write -NOREPLICAS
+// before -BUSY; so does a replica -READONLY.
 func busyReplicaSteps(t *testing.T, addr string) []string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -224,11 +223,8 @@ func busyReplicaSteps(t *testing.T, addr string) []string {
 	l.Close() // nothing listens there: the link stays down
 	admin := dialRaw(t, addr)
 	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
-	admin.expect(status("OK"), "REPLICAOF", "127.0.0.1", port)
 	c, runner := dialRaw(t, addr), dialRaw(t, addr)
-	runner.send(encode("EVAL", "#!lua flags=no-writes,allow-stale\nwhile true do end", "0"))
 	busy := busyEvalReply
-	waitFor(t, 20*time.Second, "the script to be busy", func() bool { return c.do("PING") == busy })
 	var diffs []string
 	expect := func(want string, args ...string) {
 		t.Helper()
@@ -236,6 +232,20 @@ func busyReplicaSteps(t *testing.T, addr string) []string {
 			diffs = append(diffs, strings.Join(args, " ")+": got "+clip(got)+", want "+clip(want))
 		}
 	}
+	// A master without the replicas min-replicas-to-write asks for.
+	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "1")
+	runner.send(encode("EVAL", "#!lua flags=no-writes\nwhile true do end", "0"))
+	waitFor(t, 20*time.Second, "the script to be busy", func() bool { return c.do("PING") == busy })
+	expect(errr("NOREPLICAS Not enough good replicas to write."), "SET", "k", "v")
+	expect(errr("NOREPLICAS Not enough good replicas to write."), "EVAL", "#!lua\nreturn 1", "0")
+	expect(busy, "GET", "k")
+	admin.expect(status("OK"), "SCRIPT", "KILL")
+	runner.read()
+	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "0")
+
+	admin.expect(status("OK"), "REPLICAOF", "127.0.0.1", port)
+	runner.send(encode("EVAL", "#!lua flags=no-writes,allow-stale\nwhile true do end", "0"))
+	waitFor(t, 20*time.Second, "the script to be busy", func() bool { return c.do("PING") == busy })
 	expect(errr("READONLY You can't write against a read only replica."), "SET", "k", "v")
 	expect(errr("READONLY You can't write against a read only replica."), "EVAL", "#!lua\nreturn 1", "0")
 	expect(busy, "EVAL", "#!lua flags=no-writes\nreturn 1", "0")
