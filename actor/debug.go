@@ -32,7 +32,8 @@ func cmdLolwut(c *Ctx) error {
 const maxDebugSleep = 60 * time.Second
 
 // DEBUG SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE 0|1 |
-// RELOAD [MERGE|NOFLUSH|NOSAVE ...] | PROTOCOL type | LOG message | HELP
+// RELOAD [MERGE|NOFLUSH|NOSAVE ...] | PROTOCOL type | LOG message |
+// DIGEST | DIGEST-VALUE [key ...] | HELP
 //
 // Refused unless enable-debug-command allows it (yes, or local for a
 // loopback or unix socket client), as in Redis.
@@ -60,6 +61,10 @@ func cmdDebug(c *Ctx) error {
 		c.w.OK()
 	case eqFold(sub, "OBJECT") && n == 3:
 		return debugObject(c)
+	case eqFold(sub, "DIGEST") && n == 2:
+		return debugDigest(c)
+	case eqFold(sub, "DIGEST-VALUE"):
+		return debugDigestValue(c)
 	case eqFold(sub, "PROTOCOL") && n == 3:
 		return debugProtocol(c)
 	case eqFold(sub, "LOG") && n == 3:
@@ -152,6 +157,10 @@ func debugProtocol(c *Ctx) error {
 
 var debugHelp = []string{
 	"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DIGEST",
+	"    Output a hex signature representing the current DB content.",
+	"DIGEST-VALUE <key> [<key> ...]",
+	"    Output a hex signature of the values of all the specified keys.",
 	"LOG <message>",
 	"    Write <message> to the server log.",
 	"OBJECT <key>",
