@@ -45,9 +45,12 @@ type functions struct {
 	// loading is the library whose code runs now (FUNCTION LOAD), the one
 	// redis.register_function adds to; nil otherwise.
 	loading *library
-	// loadAPI is the redis table a library's top level sees; runAPI the
-	// one functions see when they run.
-	loadAPI, runAPI *lua.LTable
+	// loadAPI is the redis table a library's top level sees.
+	loadAPI *lua.LTable
+	// loadGlobals is what a library's top level sees as its globals:
+	// redis (loadAPI) alone, as in Redis 7.0, whose load runs with the
+	// library API table in place of the globals (luaEngineCreate).
+	loadGlobals *lua.LTable
 }
 
 type library struct {
@@ -79,8 +82,10 @@ func (a *Actor) fnEnv() *luaEnv {
 		// A missing field of the load-time API fails as a missing
 		// global does.
 		L.SetMetatable(load, L.GetMetatable(f.env.globals))
-		f.runAPI = f.env.globals.RawGetString("redis").(*lua.LTable) // read-only view
 		f.loadAPI = f.env.protect(load)
+		f.loadGlobals = L.NewTable()
+		f.loadGlobals.RawSetString("redis", f.loadAPI)
+		L.SetMetatable(f.loadGlobals, L.GetMetatable(f.env.globals))
 		f.libs = map[string]*library{}
 		f.fns = map[string]*function{}
 	}
@@ -189,14 +194,18 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	}
 	lib := &library{name: name, code: append([]byte(nil), code...)}
 	f.loading = lib
-	env.globals.RawSetString("redis", f.loadAPI)
+	// The globals' read-only view looks in loadGlobals during the load,
+	// as Redis swaps its globals' __index (the functions it registers
+	// share that view, and see every global when they run).
+	view := env.env.Metatable.(*lua.LTable)
+	view.RawSetString("__index", f.loadGlobals)
 	err, broken := protectedCall(env.L, lua.P{Fn: fn, NRet: 0, Protect: true, Handler: env.errHandler})
+	view.RawSetString("__index", env.globals)
 	if broken {
 		a.log.Error().Err(err).Str("library", name).Msg("the Lua interpreter failed; its state is rebuilt")
 		a.reloadFunctions()
 		return "", errFnRegister("ERR " + err.Error())
 	}
-	env.globals.RawSetString("redis", f.runAPI)
 	f.loading = nil
 	env.L.SetTop(0)
 	if err != nil {
