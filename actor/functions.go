@@ -562,7 +562,7 @@ func cmdFunctionDump(c *Ctx) error {
 	for i, l := range libs {
 		codes[i] = l.code
 	}
-	c.w.Bulk(dumpFunctions(codes))
+	c.w.Bulk(dumpFunctions(codes, c.a.storedParamValue("rdbcompression") == "yes"))
 	return nil
 }
 
