@@ -46,6 +46,8 @@ type busyView struct {
 	// is down refuses the commands not flagged stale.
 	masterDown bool
 	moduleCmd  string // enable-module-command
+	// fnFlags is every function's flags (FCALL's write checks).
+	fnFlags map[string]scriptFlags
 }
 
 // busyView is the view of the script c is about to run.
@@ -62,6 +64,14 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		v.noReplicas = true
 	}
 	v.masterDown = a.master.noStale && a.repl.on && !a.repl.r.Status().LinkUp
+	f := &a.scripts.fn
+	if f.flags == nil {
+		f.flags = make(map[string]scriptFlags, len(f.fns))
+		for k, fn := range f.fns {
+			f.flags[k] = fn.flags
+		}
+	}
+	v.fnFlags = f.flags
 	return v
 }
 
@@ -118,12 +128,19 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 		}
 		return cmd, string(ErrNoPermChannel)
 	}
-	// A script's flags, where the arguments alone tell them (EVAL's
-	// shebang; EVALSHA and FCALL would need the actor's caches, and are
-	// taken at the table's flags).
+	// A script's flags: EVAL's shebang, a function's declared flags
+	// (EVALSHA would need the actor's script cache, and is taken at the
+	// table's flags).
 	flags := cmd.Flags
-	if (cmd.Name == "eval" || cmd.Name == "eval_ro") && len(args[1]) > 1 && args[1][0] == '#' && args[1][1] == '!' {
-		if sf, _, err := parseShebang(args[1]); err == nil {
+	switch cmd.Name {
+	case "eval", "eval_ro":
+		if len(args[1]) > 1 && args[1][0] == '#' && args[1][1] == '!' {
+			if sf, _, err := parseShebang(args[1]); err == nil {
+				flags = scriptCmdFlags(cmd.Flags, sf)
+			}
+		}
+	case "fcall", "fcall_ro":
+		if sf, ok := v.fnFlags[fnKey(string(args[1]))]; ok {
 			flags = scriptCmdFlags(cmd.Flags, sf)
 		}
 	}

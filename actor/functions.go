@@ -51,6 +51,10 @@ type functions struct {
 	// redis (loadAPI) alone, as in Redis 7.0, whose load runs with the
 	// library API table in place of the globals (luaEngineCreate).
 	loadGlobals *lua.LTable
+	// flags is every function's flags by fnKey, for the loops' checks
+	// while a script is busy (busyView): built when a script begins after
+	// the functions changed (nil then), never changed once built.
+	flags map[string]scriptFlags
 }
 
 type library struct {
@@ -231,6 +235,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	for _, fn := range lib.fns {
 		f.fns[fnKey(fn.name)] = fn
 	}
+	f.flags = nil
 	return name, nil
 }
 
@@ -242,6 +247,7 @@ func (a *Actor) dropLibrary(l *library) {
 		}
 	}
 	delete(f.libs, l.name)
+	f.flags = nil
 }
 
 // loadErrorText is the message of an error a library's top level raised.
@@ -447,6 +453,7 @@ func cmdFunctionFlush(c *Ctx) error {
 // flushFunctions forgets every library and starts a fresh Lua state.
 func (a *Actor) flushFunctions() {
 	f := &a.scripts.fn
+	f.flags = nil
 	if f.env != nil {
 		f.env.close()
 	}

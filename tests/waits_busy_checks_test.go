@@ -243,12 +243,17 @@ func busyReplicaSteps(t *testing.T, addr string) []string {
 	runner.read()
 	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "0")
 
+	admin.expect(bulk("rw"), "FUNCTION", "LOAD", "REPLACE", "#!lua name=rw\nredis.register_function('w', function() return 1 end)\n"+
+		"redis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes'}}")
 	admin.expect(status("OK"), "REPLICAOF", "127.0.0.1", port)
 	runner.send(encode("EVAL", "#!lua flags=no-writes,allow-stale\nwhile true do end", "0"))
 	waitFor(t, 20*time.Second, "the script to be busy", func() bool { return c.do("PING") == busy })
 	expect(errr("READONLY You can't write against a read only replica."), "SET", "k", "v")
 	expect(errr("READONLY You can't write against a read only replica."), "EVAL", "#!lua\nreturn 1", "0")
 	expect(busy, "EVAL", "#!lua flags=no-writes\nreturn 1", "0")
+	// A function's declared flags decide, as a script's shebang does.
+	expect(errr("READONLY You can't write against a read only replica."), "FCALL", "w", "0")
+	expect(busy, "FCALL", "r", "0")
 	expect(busy, "GET", "k")
 	admin.expect(status("OK"), "SCRIPT", "KILL")
 	runner.read()
