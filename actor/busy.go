@@ -46,8 +46,9 @@ type busyView struct {
 	// is down refuses the commands not flagged stale.
 	masterDown bool
 	moduleCmd  string // enable-module-command
-	// fnFlags is every function's flags (FCALL's write checks).
-	fnFlags map[string]scriptFlags
+	// fnFlags is every function's flags (FCALL's write checks), and
+	// evalFlags the cached #!lua scripts' (EVALSHA's).
+	fnFlags, evalFlags map[string]scriptFlags
 }
 
 // busyView is the view of the script c is about to run.
@@ -72,6 +73,15 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		}
 	}
 	v.fnFlags = f.flags
+	if a.scripts.flags == nil {
+		a.scripts.flags = map[string]scriptFlags{}
+		for sha, s := range a.scripts.cache {
+			if s.shebang {
+				a.scripts.flags[sha] = s.flags
+			}
+		}
+	}
+	v.evalFlags = a.scripts.flags
 	return v
 }
 
@@ -128,14 +138,19 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 		}
 		return cmd, string(ErrNoPermChannel)
 	}
-	// A script's flags: EVAL's shebang, a function's declared flags
-	// (EVALSHA would need the actor's script cache, and is taken at the
-	// table's flags).
+	// A script's flags, as Redis's getCommandFlags: EVAL's shebang, a
+	// cached #!lua script's for EVALSHA, a function's declared flags.
 	flags := cmd.Flags
 	switch cmd.Name {
 	case "eval", "eval_ro":
 		if len(args[1]) > 1 && args[1][0] == '#' && args[1][1] == '!' {
 			if sf, _, err := parseShebang(args[1]); err == nil {
+				flags = scriptCmdFlags(cmd.Flags, sf)
+			}
+		}
+	case "evalsha", "evalsha_ro":
+		if len(args[1]) == 40 {
+			if sf, ok := v.evalFlags[strings.ToLower(string(args[1]))]; ok {
 				flags = scriptCmdFlags(cmd.Flags, sf)
 			}
 		}

@@ -69,6 +69,11 @@ type scripting struct {
 	runBuf scriptRun
 	watch  ScriptWatch
 	fn     functions
+	// flags is the cached #!lua scripts' flags by SHA1, for the loops'
+	// checks while a script is busy (busyView): built when a script begins
+	// after such a script was cached or dropped (nil then), never changed
+	// once built.
+	flags map[string]scriptFlags
 }
 
 // script is one compiled EVAL script.
@@ -148,7 +153,13 @@ func (a *Actor) loadScript(body []byte) (*script, error) {
 		return nil, errScriptCompile(compileMessage(err, code))
 	}
 	s.fn, s.body = fn, append([]byte(nil), body...)
+	if s.shebang {
+		a.scripts.flags = nil // busyView's snapshot
+	}
 	for len(a.scripts.cache) >= a.cfg.MaxScripts && len(a.scripts.order) > 0 {
+		if old := a.scripts.cache[a.scripts.order[0]]; old != nil && old.shebang {
+			a.scripts.flags = nil
+		}
 		delete(a.scripts.cache, a.scripts.order[0])
 		a.scripts.order[0] = ""
 		a.scripts.order = a.scripts.order[1:]
@@ -436,6 +447,7 @@ func (a *Actor) resetEval() {
 	}
 	a.scripts.cache = nil
 	a.scripts.order = nil
+	a.scripts.flags = nil
 }
 
 // scriptErrorText is the reply to a script that raised an error: its

@@ -245,6 +245,9 @@ func busyReplicaSteps(t *testing.T, addr string) []string {
 
 	admin.expect(bulk("rw"), "FUNCTION", "LOAD", "REPLACE", "#!lua name=rw\nredis.register_function('w', function() return 1 end)\n"+
 		"redis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes'}}")
+	writeSha := admin.do("SCRIPT", "LOAD", "#!lua\nreturn 1")[5:45]
+	readSha := admin.do("SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn 1")[5:45]
+	plainSha := admin.do("SCRIPT", "LOAD", "return 1")[5:45]
 	admin.expect(status("OK"), "REPLICAOF", "127.0.0.1", port)
 	runner.send(encode("EVAL", "#!lua flags=no-writes,allow-stale\nwhile true do end", "0"))
 	waitFor(t, 20*time.Second, "the script to be busy", func() bool { return c.do("PING") == busy })
@@ -254,6 +257,11 @@ func busyReplicaSteps(t *testing.T, addr string) []string {
 	// A function's declared flags decide, as a script's shebang does.
 	expect(errr("READONLY You can't write against a read only replica."), "FCALL", "w", "0")
 	expect(busy, "FCALL", "r", "0")
+	// So do a cached script's (EVALSHA); one without a shebang is not a
+	// write for these checks.
+	expect(errr("READONLY You can't write against a read only replica."), "EVALSHA", writeSha, "0")
+	expect(busy, "EVALSHA", readSha, "0")
+	expect(busy, "EVALSHA", plainSha, "0")
 	expect(busy, "GET", "k")
 	admin.expect(status("OK"), "SCRIPT", "KILL")
 	runner.read()
