@@ -235,7 +235,7 @@ func (a *Actor) dropUser(u *aclUser, cur *session) {
 		if s.user != u {
 			continue
 		}
-		s.user = a.acl.def
+		s.setUser(a.acl.def)
 		s.setAuthed(false)
 		if s == cur {
 			s.closing = true
@@ -683,7 +683,7 @@ func cmdACLLog(c *Ctx) error {
 func (a *Actor) authenticate(s *session, cmdName []byte, user, pass []byte) bool {
 	u := a.acl.users[string(user)]
 	if u != nil && u.checkPassword(pass) {
-		s.user = u
+		s.setUser(u)
 		s.setAuthed(true)
 		return true
 	}

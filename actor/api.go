@@ -280,6 +280,12 @@ type ConnInfo struct {
 	// actor, for the loop's answers while a script is busy (nil: no loop
 	// reads it).
 	Resp *atomic.Int32
+	// User is the name of the client's ACL user (nil: the default user),
+	// and Subscribed whether it has subscriptions, both kept up to date
+	// by the actor for the loop's checks while a script is busy (nil: no
+	// loop reads them).
+	User       *atomic.Pointer[string]
+	Subscribed *atomic.Bool
 }
 
 // Batch is every complete command a connection had buffered, as one message.
@@ -389,27 +395,25 @@ type message struct {
 }
 
 // BusyNote is what a loop answered for the actor while a script was busy
-// and that changes the client's transaction (BusyAnswered).
+// and that changes the client's transaction (BusyAnswered; a refusal,
+// which flags it, is BusyRefused).
 type BusyNote uint8
 
 const (
 	BusyMulti BusyNote = iota // MULTI answered +OK: the transaction begins
-	BusyFlag                  // a command answered -BUSY: an open transaction fails at EXEC
-	BusyExec                  // EXEC answered EXECABORT: the transaction is discarded
 )
 
 // BusyAnswered tells the actor what a loop answered for it while a script
 // was busy (loop/conn.go, busy), in the connection's order with its
-// batches: Redis's MULTI runs then, and a command refused -BUSY flags the
-// transaction (EXEC then answers EXECABORT ... previous errors), as Redis's
-// rejectCommand does. Called by the loop.
+// batches: Redis's MULTI runs then. Called by the loop.
 func (a *Actor) BusyAnswered(id uint64, n BusyNote) {
 	a.in.put(message{kind: msgBusy, id: id, busy: n})
 }
 
-// BusyCommand is BusyAnswered for WATCH, UNWATCH, DISCARD, AUTH, HELLO
-// and RESET, which a loop answers while a script is busy (Redis runs them
-// then: allow_busy):
+// BusyCommand is BusyAnswered for WATCH, UNWATCH, DISCARD, AUTH, HELLO,
+// RESET and REPLCONF, which a loop answers while a script is busy (Redis
+// runs them then: allow_busy), and for any allow_busy command queued
+// inside MULTI meanwhile:
 // the actor applies what they do to the session once the script has
 // ended, in the connection's order. args is the command as sent; the
 // caller gives it up (it is copied here, as it may alias a loop's buffer).
@@ -426,6 +430,15 @@ func (a *Actor) busyCommand(id uint64, args [][]byte) {
 	if s == nil || cmd == nil {
 		return
 	}
+	if s.tx != nil && !cmd.Immediate {
+		a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
+		return
+	}
+	switch cmd.Name {
+	case "watch", "unwatch", "discard":
+		a.cmdStats[cmd.idx].calls++
+		a.stats.commands++
+	}
 	switch cmd.Name {
 	case "watch":
 		if s.tx != nil || s.watchDirty {
@@ -437,23 +450,13 @@ func (a *Actor) busyCommand(id uint64, args [][]byte) {
 			}
 		}
 	case "unwatch":
-		if s.tx != nil {
-			a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
-			return
-		}
 		a.unwatchAll(s)
 		s.watchDirty = false
 	case "discard":
 		if s.tx != nil {
 			a.resetTx(s)
 		}
-	case "auth", "hello":
-		if s.tx != nil {
-			a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
-			return
-		}
-		a.busyRun(s, cmd, args)
-	case "reset":
+	case "auth", "hello", "reset", "replconf":
 		a.busyRun(s, cmd, args)
 	}
 }
@@ -472,6 +475,7 @@ func (a *Actor) busyRun(s *session, cmd *Command, args [][]byte) {
 	err := cmd.Handler(c)
 	st := &a.cmdStats[cmd.idx]
 	st.calls++
+	a.stats.commands++
 	if err != nil {
 		st.failed++
 		r, _ := replyFor(err)
@@ -491,10 +495,8 @@ func (a *Actor) busyAnswered(id uint64, n BusyNote) {
 			s.tx = &txState{}
 			s.setInMulti(true)
 		}
-	case BusyFlag:
-		flagTx(s)
-	case BusyExec:
-		a.resetTx(s)
+		a.cmdStats[Lookup([]byte("multi")).idx].calls++
+		a.stats.commands++
 	}
 }
 

@@ -32,6 +32,10 @@ type session struct {
 	// (ConnInfo.Resp).
 	multiFlag *atomic.Bool
 	respFlag  *atomic.Int32
+	// userFlag and subFlag are the user's name and subscribed, for its
+	// loop (ConnInfo.User, ConnInfo.Subscribed).
+	userFlag *atomic.Pointer[string]
+	subFlag  *atomic.Bool
 	// user is the ACL user the client runs as (acl.go); the default user
 	// until AUTH or HELLO names another.
 	user    *aclUser
@@ -114,6 +118,8 @@ func (a *Actor) openSession(info ConnInfo, now time.Time) {
 		authFlag:  info.Authed,
 		multiFlag: info.InMulti,
 		respFlag:  info.Resp,
+		userFlag:  info.User,
+		subFlag:   info.Subscribed,
 		user:      a.acl.def,
 		mem:       info.Mem,
 	}
@@ -232,7 +238,7 @@ func cmdReset(c *Ctx) error {
 	s.db, s.name = 0, ""
 	s.setResp(2)
 	s.setAuthed(!c.a.authRequired())
-	s.user = c.a.acl.def
+	s.setUser(c.a.acl.def)
 	s.noTouch = false
 	s.mem.SetNoEvict(false)
 	c.w.Proto = 2
@@ -344,6 +350,23 @@ func WriteHello(w *proto.Writer, id uint64, replica bool) {
 	}
 	w.BulkString("modules")
 	w.Array(0)
+}
+
+// setUser makes u the session's user, and tells its loop.
+func (s *session) setUser(u *aclUser) {
+	s.user = u
+	if s.userFlag != nil {
+		s.userFlag.Store(&u.name)
+	}
+}
+
+// setSubscribed sets whether the session has subscriptions, and tells its
+// loop.
+func (s *session) setSubscribed(on bool) {
+	s.subscribed = on
+	if s.subFlag != nil {
+		s.subFlag.Store(on)
+	}
 }
 
 // setResp sets the session's protocol, and tells its loop.

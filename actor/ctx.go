@@ -33,6 +33,9 @@ type Ctx struct {
 	// keyspace: a command that runs commands (EXEC, EVAL) ran one that
 	// touched the keyspace, so a failed round must retract its reply.
 	keyspace bool
+	// failed: the handler wrote an error reply of its own and counted it
+	// (a script's error): the call counts in failed_calls.
+	failed bool
 	// rec, when set, is what the redo log records for the command instead
 	// of args (XADD's generated ID: effects.go).
 	rec [][]byte

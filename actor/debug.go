@@ -2,7 +2,6 @@ package actor
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +32,8 @@ func cmdLolwut(c *Ctx) error {
 const maxDebugSleep = 60 * time.Second
 
 // DEBUG SLEEP seconds | OBJECT key | SET-ACTIVE-EXPIRE 0|1 |
-// RELOAD [MERGE|NOFLUSH|NOSAVE ...] | HELP
+// RELOAD [MERGE|NOFLUSH|NOSAVE ...] | PROTOCOL type | LOG message |
+// DIGEST | DIGEST-VALUE [key ...] | HELP
 //
 // Refused unless enable-debug-command allows it (yes, or local for a
 // loopback or unix socket client), as in Redis.
@@ -61,6 +61,15 @@ func cmdDebug(c *Ctx) error {
 		c.w.OK()
 	case eqFold(sub, "OBJECT") && n == 3:
 		return debugObject(c)
+	case eqFold(sub, "DIGEST") && n == 2:
+		return debugDigest(c)
+	case eqFold(sub, "DIGEST-VALUE"):
+		return debugDigestValue(c)
+	case eqFold(sub, "PROTOCOL") && n == 3:
+		return debugProtocol(c)
+	case eqFold(sub, "LOG") && n == 3:
+		c.a.log.Warn().Msg("DEBUG LOG: " + cString(c.args[2], 1<<30))
+		c.w.OK()
 	case eqFold(sub, "RELOAD"):
 		for _, o := range c.args[2:] {
 			if !eqFold(o, "MERGE") && !eqFold(o, "NOFLUSH") && !eqFold(o, "NOSAVE") {
@@ -80,10 +89,86 @@ func cmdDebug(c *Ctx) error {
 	return nil
 }
 
+// DEBUG PROTOCOL string|integer|double|bignum|null|array|set|map|attrib|
+// push|verbatim|true|false: a test value of that type, as Redis 7.0's
+// debugCommand writes it (in RESP2, each as that protocol shows it).
+func debugProtocol(c *Ctx) error {
+	w := c.w
+	name := c.args[2]
+	switch {
+	case eqFold(name, "string"):
+		w.BulkString("Hello World")
+	case eqFold(name, "integer"):
+		w.Int(12345)
+	case eqFold(name, "double"):
+		w.Double(3.141)
+	case eqFold(name, "bignum"):
+		const n = "1234567999999999999999999999999999999"
+		if w.Proto == 3 {
+			w.Raw([]byte("(" + n + "\r\n"))
+		} else {
+			w.BulkString(n)
+		}
+	case eqFold(name, "null"):
+		w.Null()
+	case eqFold(name, "array"), eqFold(name, "set"):
+		if eqFold(name, "set") {
+			w.Set(3)
+		} else {
+			w.Array(3)
+		}
+		for j := range 3 {
+			w.Int(int64(j))
+		}
+	case eqFold(name, "map"):
+		w.Map(3)
+		for j := range 3 {
+			w.Int(int64(j))
+			w.Bool(j == 1)
+		}
+	case eqFold(name, "attrib"):
+		if w.Proto == 3 {
+			w.Raw([]byte("|1\r\n"))
+			w.BulkString("key-popularity")
+			w.Array(2)
+			w.BulkString("key:123")
+			w.Int(90)
+		}
+		w.BulkString("Some real reply following the attribute")
+	case eqFold(name, "push"):
+		if w.Proto != 3 {
+			return ErrRESP2NotSupported
+		}
+		w.Push(2)
+		w.BulkString("server-cpu-usage")
+		w.Int(42)
+		w.BulkString("Some real reply following the push reply")
+	case eqFold(name, "true"):
+		w.Bool(true)
+	case eqFold(name, "false"):
+		w.Bool(false)
+	case eqFold(name, "verbatim"):
+		w.Verbatim("txt", "This is a verbatim\nstring")
+	default:
+		return ErrDebugProtocolType
+	}
+	return nil
+}
+
 var debugHelp = []string{
 	"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"DIGEST",
+	"    Output a hex signature representing the current DB content.",
+	"DIGEST-VALUE <key> [<key> ...]",
+	"    Output a hex signature of the values of all the specified keys.",
+	"LOG <message>",
+	"    Write <message> to the server log.",
 	"OBJECT <key>",
 	"    Show low level info about the `key` and associated value.",
+	"PROTOCOL <type>",
+	"    Reply with a test value of the specified type. <type> can be: string,",
+	"    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+	"    true, false.",
 	"RELOAD [option ...]",
 	"    Flush every write and let every key leave memory: each is then loaded",
 	"    back from the database (Cellar keeps every write there; the options change nothing).",
@@ -103,20 +188,7 @@ func (c *Ctx) debugAllowed() bool { return c.protectedAllowed(c.a.cfg.EnableDebu
 
 // protectedAllowed applies an enable-*-command setting (no, yes, local) to
 // this client, as Redis does for the commands it flags protected.
-func (c *Ctx) protectedAllowed(setting string) bool {
-	switch setting {
-	case "yes":
-		return true
-	case "local":
-		host, _, err := net.SplitHostPort(c.s.addr)
-		if err != nil {
-			return strings.HasPrefix(c.s.addr, "/") || c.s.addr == "" // a unix socket
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
-}
+func (c *Ctx) protectedAllowed(setting string) bool { return protectedAllowed(setting, c.s.addr) }
 
 // debugObject is DEBUG OBJECT key: Redis's line of low-level facts. The
 // address is the key's id, refcount is 1, the encoding is OBJECT

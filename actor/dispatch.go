@@ -89,8 +89,20 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 		a.reject(s, cmd, errWrongArgs(cmd.Name).Error(), w)
 		return false
 	}
+	// Redis's processCommand checks, in its order: DEBUG and MODULE
+	// allowed, authenticated, no_multi inside MULTI, then the ACL rules.
+	if cmd.Is(FlagProtected) && a.depth == 0 {
+		if text := a.protectedRefusal(s, cmd); text != "" {
+			a.reject(s, cmd, text, w)
+			return false
+		}
+	}
 	if !s.authed && !cmd.Is(FlagNoAuth) {
 		a.reject(s, cmd, string(ErrNoAuth), w)
+		return false
+	}
+	if s.tx != nil && cmd.Is(FlagNoMulti) {
+		a.reject(s, cmd, string(ErrNotInMulti), w)
 		return false
 	}
 	// ACL: one field test for a user allowed everything (the default
@@ -184,7 +196,7 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if len(a.monitors) > 0 && !cmd.Is(FlagSkipMonitor) {
 		a.feedMonitors(s, cmd, args) // monitor.go
 	}
-	if err != nil {
+	if err != nil || c.failed {
 		st.failed++
 	}
 	if s.track != nil && cmd.Is(FlagReadonly) && a.scripts.run != nil && a.scripts.run.ctx != c {

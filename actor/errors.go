@@ -424,6 +424,7 @@ const (
 	ErrNoScript         ReplyError = "NOSCRIPT No matching script. Please use EVAL."
 	ErrNumKeysNegative  ReplyError = "ERR Number of keys can't be negative"
 	ErrScriptFlushArg   ReplyError = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	ErrFcallNumKeys     ReplyError = "ERR Bad number of keys provided"
 	ErrNotBusy          ReplyError = "NOTBUSY No scripts in execution right now."
 	ErrUnkillable       ReplyError = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
 	ErrBusyEval         ReplyError = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
@@ -546,7 +547,9 @@ const (
 	ErrLCSTooBig        ReplyError = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
 	ErrSortNotDouble    ReplyError = "ERR One or more scores can't be converted into double"
 
-	ErrDebugNotAllowed ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrDebugProtocolType ReplyError = "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
+	ErrRESP2NotSupported ReplyError = "ERR RESP2 is not supported by this command"
+	ErrDebugNotAllowed   ReplyError = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 	// ErrModuleNotAllowed refuses MODULE LOAD, LOADEX and UNLOAD while
 	// enable-module-command does not allow them.
 	ErrModuleNotAllowed   ReplyError = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."

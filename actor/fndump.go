@@ -6,18 +6,30 @@ import "encoding/binary"
 // between Cellar and Redis 7.0 either way: for each library the RDB opcode
 // FUNCTION2 (245) and its code as an RDB string, then the RDB version (2
 // bytes, little endian) and a CRC64 (Jones, as Redis's crc64.c) of all
-// that (8 bytes, little endian). Cellar writes strings uncompressed and
-// reads Redis's LZF-compressed ones.
+// that (8 bytes, little endian). Strings are LZF-compressed as Redis
+// compresses them (rdbcompression), so a dump is Redis's bytes.
 
 const (
 	rdbOpFunction2 = 245
 	rdbVersion     = 10 // Redis 7.0's
+	rdbEncLZF      = 3  // RDB_ENC_LZF
 )
 
-func dumpFunctions(codes [][]byte) []byte {
+func dumpFunctions(codes [][]byte, compress bool) []byte {
 	var b []byte
 	for _, c := range codes {
 		b = append(b, rdbOpFunction2)
+		// Redis's rdbSaveRawString: LZF for a string over 20 bytes when
+		// rdbcompression is on, if that saves at least 4 bytes.
+		if compress && len(c) > 20 {
+			if z := lzfCompress(c, len(c)-4); z != nil {
+				b = append(b, 0xc0|rdbEncLZF)
+				b = appendRDBLen(b, uint64(len(z)))
+				b = appendRDBLen(b, uint64(len(c)))
+				b = append(b, z...)
+				continue
+			}
+		}
 		b = appendRDBLen(b, uint64(len(c)))
 		b = append(b, c...)
 	}
@@ -199,4 +211,137 @@ func crc64Jones(crc uint64, b []byte) uint64 {
 		crc = crc64Table[byte(crc)^c] ^ crc>>8
 	}
 	return crc
+}
+
+// lzfCompress is liblzf's lzf_compress as Redis 7.0 builds it (HLOG 16,
+// VERY_FAST, the hash table zeroed), so that Cellar's compressed strings
+// are Redis's bytes: in compressed into at most outLen bytes, or nil when
+// it does not fit (Redis then writes the string as it is).
+func lzfCompress(in []byte, outLen int) []byte {
+	const (
+		hlog   = 16
+		hsize  = 1 << hlog
+		maxLit = 1 << 5
+		maxOff = 1 << 13
+		maxRef = (1 << 8) + (1 << 3)
+	)
+	if len(in) == 0 || outLen == 0 {
+		return nil
+	}
+	htab := make([]int32, hsize) // positions + 1; 0 is empty
+	out := make([]byte, outLen)
+	idx := func(h uint32) uint32 { return ((h >> (3*8 - hlog)) - h*5) & (hsize - 1) }
+	inEnd := len(in)
+	ip, op, lit := 0, 1, 0 // op++: start run
+	hval := uint32(in[0])<<8 | uint32(at(in, 1))
+	for ip < inEnd-2 {
+		hval = hval<<8 | uint32(in[ip+2])
+		slot := idx(hval)
+		ref := int(htab[slot]) - 1
+		htab[slot] = int32(ip + 1)
+		if ref > 0 && ip-ref-1 < maxOff && in[ref+2] == in[ip+2] && in[ref] == in[ip] && in[ref+1] == in[ip+1] {
+			off := ip - ref - 1
+			n := 2
+			maxlen := inEnd - ip - n
+			if maxlen > maxRef {
+				maxlen = maxRef
+			}
+			if op+3+1 >= outLen {
+				notLit := 0
+				if lit == 0 {
+					notLit = 1
+				}
+				if op-notLit+3+1 >= outLen {
+					return nil
+				}
+			}
+			out[op-lit-1] = byte(lit - 1) // stop run
+			if lit == 0 {
+				op-- // undo run if length is zero
+			}
+			// liblzf's loop, unrolled for the first 16 bytes without the
+			// maxlen test: a match may run 2 bytes past maxlen there.
+			more := true
+			if maxlen > 16 {
+				for range 16 {
+					n++
+					if in[ref+n] != in[ip+n] {
+						more = false
+						break
+					}
+				}
+			}
+			for more {
+				n++
+				more = n < maxlen && in[ref+n] == in[ip+n]
+			}
+			n -= 2 // octets - 1
+			ip++
+			if n < 7 {
+				out[op] = byte(off>>8 + n<<5)
+				op++
+			} else {
+				out[op] = byte(off>>8 + 7<<5)
+				out[op+1] = byte(n - 7)
+				op += 2
+			}
+			out[op] = byte(off)
+			op++
+			lit = 0
+			op++ // start run
+			ip += n + 1
+			if ip >= inEnd-2 {
+				break
+			}
+			ip -= 2
+			hval = uint32(in[ip])<<8 | uint32(in[ip+1])
+			hval = hval<<8 | uint32(in[ip+2])
+			htab[idx(hval)] = int32(ip + 1)
+			ip++
+			hval = hval<<8 | uint32(in[ip+2])
+			htab[idx(hval)] = int32(ip + 1)
+			ip++
+			continue
+		}
+		if op >= outLen {
+			return nil
+		}
+		lit++
+		out[op] = in[ip]
+		op++
+		ip++
+		if lit == maxLit {
+			out[op-lit-1] = byte(lit - 1)
+			lit = 0
+			op++
+		}
+	}
+	if op+3 > outLen {
+		return nil
+	}
+	for ip < inEnd {
+		lit++
+		out[op] = in[ip]
+		op++
+		ip++
+		if lit == maxLit {
+			out[op-lit-1] = byte(lit - 1)
+			lit = 0
+			op++
+		}
+	}
+	out[op-lit-1] = byte(lit - 1) // end run
+	if lit == 0 {
+		op--
+	}
+	return out[:op]
+}
+
+// at is b[i], 0 past its end (lzf_compress reads one byte past a 1-byte
+// input for its first hash; it never uses it).
+func at(b []byte, i int) byte {
+	if i < len(b) {
+		return b[i]
+	}
+	return 0
 }

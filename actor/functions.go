@@ -45,9 +45,16 @@ type functions struct {
 	// loading is the library whose code runs now (FUNCTION LOAD), the one
 	// redis.register_function adds to; nil otherwise.
 	loading *library
-	// loadAPI is the redis table a library's top level sees; runAPI the
-	// one functions see when they run.
-	loadAPI, runAPI *lua.LTable
+	// loadAPI is the redis table a library's top level sees.
+	loadAPI *lua.LTable
+	// loadGlobals is what a library's top level sees as its globals:
+	// redis (loadAPI) alone, as in Redis 7.0, whose load runs with the
+	// library API table in place of the globals (luaEngineCreate).
+	loadGlobals *lua.LTable
+	// flags is every function's flags by fnKey, for the loops' checks
+	// while a script is busy (busyView): built when a script begins after
+	// the functions changed (nil then), never changed once built.
+	flags map[string]scriptFlags
 }
 
 type library struct {
@@ -79,8 +86,10 @@ func (a *Actor) fnEnv() *luaEnv {
 		// A missing field of the load-time API fails as a missing
 		// global does.
 		L.SetMetatable(load, L.GetMetatable(f.env.globals))
-		f.runAPI = f.env.globals.RawGetString("redis").(*lua.LTable) // read-only view
 		f.loadAPI = f.env.protect(load)
+		f.loadGlobals = L.NewTable()
+		f.loadGlobals.RawSetString("redis", f.loadAPI)
+		L.SetMetatable(f.loadGlobals, L.GetMetatable(f.env.globals))
 		f.libs = map[string]*library{}
 		f.fns = map[string]*function{}
 	}
@@ -189,14 +198,18 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	}
 	lib := &library{name: name, code: append([]byte(nil), code...)}
 	f.loading = lib
-	env.globals.RawSetString("redis", f.loadAPI)
+	// The globals' read-only view looks in loadGlobals during the load,
+	// as Redis swaps its globals' __index (the functions it registers
+	// share that view, and see every global when they run).
+	view := env.env.Metatable.(*lua.LTable)
+	view.RawSetString("__index", f.loadGlobals)
 	err, broken := protectedCall(env.L, lua.P{Fn: fn, NRet: 0, Protect: true, Handler: env.errHandler})
+	view.RawSetString("__index", env.globals)
 	if broken {
 		a.log.Error().Err(err).Str("library", name).Msg("the Lua interpreter failed; its state is rebuilt")
 		a.reloadFunctions()
 		return "", errFnRegister("ERR " + err.Error())
 	}
-	env.globals.RawSetString("redis", f.runAPI)
 	f.loading = nil
 	env.L.SetTop(0)
 	if err != nil {
@@ -222,6 +235,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	for _, fn := range lib.fns {
 		f.fns[fnKey(fn.name)] = fn
 	}
+	f.flags = nil
 	return name, nil
 }
 
@@ -233,6 +247,7 @@ func (a *Actor) dropLibrary(l *library) {
 		}
 	}
 	delete(f.libs, l.name)
+	f.flags = nil
 }
 
 // loadErrorText is the message of an error a library's top level raised.
@@ -355,14 +370,17 @@ func (a *Actor) luaRegisterFunction(L *lua.LState) int {
 // FCALL function numkeys [key ...] [arg ...]; FCALL_RO the same,
 // read-only.
 func cmdFcall(c *Ctx) error {
-	nk, err := c.numKeys(2)
-	if err != nil {
-		return err
-	}
 	c.a.fnEnv()
 	fn := c.a.scripts.fn.fns[fnKey(string(c.args[1]))]
 	if fn == nil {
-		return ErrFnNotFound
+		return ErrFnNotFound // before numkeys, as Redis's fcallCommandGeneric
+	}
+	if _, err := parseInt(c.args[2]); err != nil {
+		return ErrFcallNumKeys
+	}
+	nk, err := c.numKeys(2)
+	if err != nil {
+		return err
 	}
 	ro := c.cmd.Name == "fcall_ro"
 	if ro && fn.flags&flagNoWrites == 0 {
@@ -435,6 +453,7 @@ func cmdFunctionFlush(c *Ctx) error {
 // flushFunctions forgets every library and starts a fresh Lua state.
 func (a *Actor) flushFunctions() {
 	f := &a.scripts.fn
+	f.flags = nil
 	if f.env != nil {
 		f.env.close()
 	}
@@ -550,7 +569,7 @@ func cmdFunctionDump(c *Ctx) error {
 	for i, l := range libs {
 		codes[i] = l.code
 	}
-	c.w.Bulk(dumpFunctions(codes))
+	c.w.Bulk(dumpFunctions(codes, c.a.storedParamValue("rdbcompression") == "yes"))
 	return nil
 }
 

@@ -35,6 +35,9 @@ type authTable map[string]authUser
 type authUser struct {
 	on, nopass bool
 	passwords  []string
+	// perm is a copy of the user's rules, for the loops' ACL check while
+	// a script is busy (Gate.aclCheck); never changed once published.
+	perm *aclUser
 }
 
 // CheckAuth is AUTH's check of user and pass (aclUser.checkPassword),
@@ -59,6 +62,24 @@ func (g *Gate) CheckAuth(user, pass []byte) bool {
 		}
 	}
 	return found
+}
+
+// aclCheck is the dispatcher's ACL check of args for the user named (the
+// default user for ""), from the users as of their last change. Safe
+// from any goroutine.
+func (g *Gate) aclCheck(user string, cmd *Command, args [][]byte) (aclDenial, int) {
+	if user == "" {
+		user = "default"
+	}
+	t := g.users.Load()
+	if t == nil {
+		return aclOK, 0
+	}
+	u, ok := (*t)[user]
+	if !ok || u.perm == nil {
+		return aclOK, 0 // a user deleted meanwhile: its clients are being closed
+	}
+	return u.perm.check(cmd, args)
 }
 
 // DefaultNoPass reports whether the default user needs no password (AUTH
@@ -117,7 +138,7 @@ func (a *Actor) updateGate() {
 	a.gate.denyRemote.Store(a.protectedMode && a.acl.def.nopass)
 	t := make(authTable, len(a.acl.users))
 	for name, u := range a.acl.users {
-		t[name] = authUser{on: u.on, nopass: u.nopass, passwords: append([]string(nil), u.passwords...)}
+		t[name] = authUser{on: u.on, nopass: u.nopass, passwords: append([]string(nil), u.passwords...), perm: u.clone()}
 	}
 	a.gate.users.Store(&t)
 }

@@ -738,6 +738,11 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 	}
 	p := respToLua{L: L, b: r.out.Buf}
 	v, isErr := p.value()
+	if isErr {
+		// Counted in errorstats by the call already: not again as the
+		// script's error or reply (Redis marks its error table so too).
+		v.(*lua.LTable).RawSetString("ignore_error_stats_update", lua.LTrue)
+	}
 	if isErr && raise {
 		t := v.(*lua.LTable)
 		src, line := luaWhere(L)
@@ -869,9 +874,15 @@ func (p *respToLua) value() (v lua.LValue, isErr bool) {
 // caller's), as Redis's luaReplyToRedisReply does. resp is the script's
 // redis.setresp version, which decides how booleans go out. depth guards
 // against a table that contains itself.
-func luaReply(w *proto.Writer, v lua.LValue, resp, depth int) {
+//
+// count is called with each error it writes that is not counted in
+// errorstats yet (nil: none is counted).
+func luaReply(w *proto.Writer, v lua.LValue, resp, depth int, count func(string)) {
 	if depth > luaMaxReplyDepth {
 		w.Error(string(ErrScriptReplyDepth))
+		if count != nil {
+			count(string(ErrScriptReplyDepth))
+		}
 		return
 	}
 	switch v := v.(type) {
@@ -891,6 +902,9 @@ func luaReply(w *proto.Writer, v lua.LValue, resp, depth int) {
 	case *lua.LTable:
 		if e, ok := v.RawGetString("err").(lua.LString); ok {
 			w.Error(string(e))
+			if count != nil && !lua.LVAsBool(v.RawGetString("ignore_error_stats_update")) {
+				count(string(e))
+			}
 			return
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
@@ -916,8 +930,8 @@ func luaReply(w *proto.Writer, v lua.LValue, resp, depth int) {
 			m.ForEach(func(lua.LValue, lua.LValue) { n++ })
 			w.Map(n)
 			m.ForEach(func(k, e lua.LValue) {
-				luaReply(w, k, resp, depth+1)
-				luaReply(w, e, resp, depth+1)
+				luaReply(w, k, resp, depth+1, count)
+				luaReply(w, e, resp, depth+1, count)
 			})
 			return
 		}
@@ -925,7 +939,7 @@ func luaReply(w *proto.Writer, v lua.LValue, resp, depth int) {
 			n := 0
 			s.ForEach(func(lua.LValue, lua.LValue) { n++ })
 			w.Set(n)
-			s.ForEach(func(k, _ lua.LValue) { luaReply(w, k, resp, depth+1) })
+			s.ForEach(func(k, _ lua.LValue) { luaReply(w, k, resp, depth+1, count) })
 			return
 		}
 		if vs, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
@@ -942,7 +956,7 @@ func luaReply(w *proto.Writer, v lua.LValue, resp, depth int) {
 		}
 		w.Array(n)
 		for i := 1; i <= n; i++ {
-			luaReply(w, v.RawGetInt(i), resp, depth+1)
+			luaReply(w, v.RawGetInt(i), resp, depth+1, count)
 		}
 	default:
 		w.Null()

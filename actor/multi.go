@@ -74,8 +74,7 @@ func queuedSize(args [][]byte) int64 {
 func (a *Actor) queueCommand(s *session, cmd *Command, args [][]byte, w *proto.Writer) {
 	tx := s.tx
 	if cmd.Is(FlagNoMulti) {
-		tx.dirty = true
-		w.Error(string(ErrNotInMulti))
+		a.reject(s, cmd, string(ErrNotInMulti), w) // flags the transaction
 		return
 	}
 	size := queuedSize(args)

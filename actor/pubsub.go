@@ -165,7 +165,8 @@ func (a *Actor) unsubscribeAll(s *session) {
 			a.unsubscribe(s, k, name)
 		}
 	}
-	s.subs, s.subscribed = nil, false
+	s.subs = nil
+	s.setSubscribed(false)
 }
 
 var pubsubCommands = []*Command{
@@ -200,7 +201,7 @@ func subscribeCmd(k subKind) Handler {
 			c.w.Int(int64(c.s.subs.count(k)))
 			c.pushed()
 		}
-		c.s.subscribed = true
+		c.s.setSubscribed(true)
 		return nil
 	}
 }
@@ -259,7 +260,8 @@ func unsubscribeCmd(k subKind) Handler {
 			}
 		}
 		if s.subs != nil && s.subs.total() == 0 {
-			s.subs, s.subscribed = nil, false
+			s.subs = nil
+			s.setSubscribed(false)
 		}
 		return nil
 	}

@@ -69,6 +69,11 @@ type scripting struct {
 	runBuf scriptRun
 	watch  ScriptWatch
 	fn     functions
+	// flags is the cached #!lua scripts' flags by SHA1, for the loops'
+	// checks while a script is busy (busyView): built when a script begins
+	// after such a script was cached or dropped (nil then), never changed
+	// once built.
+	flags map[string]scriptFlags
 }
 
 // script is one compiled EVAL script.
@@ -148,7 +153,13 @@ func (a *Actor) loadScript(body []byte) (*script, error) {
 		return nil, errScriptCompile(compileMessage(err, code))
 	}
 	s.fn, s.body = fn, append([]byte(nil), body...)
+	if s.shebang {
+		a.scripts.flags = nil // busyView's snapshot
+	}
 	for len(a.scripts.cache) >= a.cfg.MaxScripts && len(a.scripts.order) > 0 {
+		if old := a.scripts.cache[a.scripts.order[0]]; old != nil && old.shebang {
+			a.scripts.flags = nil
+		}
 		delete(a.scripts.cache, a.scripts.order[0])
 		a.scripts.order[0] = ""
 		a.scripts.order = a.scripts.order[1:]
@@ -286,17 +297,7 @@ func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
 	default:
 		return cmd.Flags
 	}
-	f := cmd.Flags &^ (FlagStale | FlagDenyOOM | FlagWrite | FlagMayReplicate)
-	if sf&(flagAllowOOM|flagNoWrites) == 0 {
-		f |= FlagDenyOOM
-	}
-	if sf&flagNoWrites == 0 {
-		f |= FlagWrite
-	}
-	if sf&flagAllowStale != 0 {
-		f |= FlagStale
-	}
-	return f
+	return scriptCmdFlags(cmd.Flags, sf)
 }
 
 // numKeys parses EVAL's and FCALL's numkeys (argument i) against the
@@ -376,7 +377,7 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	a.scripts.run = r
 	db := c.s.db
 	mark := a.effectsMark()
-	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id))
+	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id, a.busyView(c, eval, name)))
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
 	a.scripts.run = nil
@@ -410,12 +411,20 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 		if killed {
 			msg = string(ErrScriptKilled) // for functions too, as Redis 7.0
 		}
-		c.w.Error(scriptErrorText(err, name, msg))
+		text := scriptErrorText(err, name, msg)
+		c.w.Error(text)
+		c.failed = true
+		if !countedError(err) {
+			a.countError(text)
+		}
 		return
 	}
 	ret := L.Get(-1)
 	L.SetTop(0)
-	luaReply(c.w, ret, r.resp, 0)
+	luaReply(c.w, ret, r.resp, 0, func(e string) {
+		c.failed = true
+		a.countError(e)
+	})
 }
 
 // protectedCall is L.CallByParam, with any Go panic that escapes the
@@ -438,11 +447,23 @@ func (a *Actor) resetEval() {
 	}
 	a.scripts.cache = nil
 	a.scripts.order = nil
+	a.scripts.flags = nil
 }
 
 // scriptErrorText is the reply to a script that raised an error: its
 // message (msg instead, if given), then where (Redis 7.0: "<err> script:
 // <name>, on <source>:<line>.").
+// countedError reports whether a script's error is a redis.call error
+// already counted in errorstats.
+func countedError(err error) bool {
+	var ae *lua.ApiError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	t, ok := ae.Object.(*lua.LTable)
+	return ok && lua.LVAsBool(t.RawGetString("ignore_error_stats_update"))
+}
+
 func scriptErrorText(err error, name, msg string) string {
 	var ae *lua.ApiError
 	if !errors.As(err, &ae) {
@@ -562,6 +583,7 @@ type ScriptWatch struct {
 
 	mu     sync.Mutex
 	sw     *killSwitch // the running script's switch
+	view   busyView    // what the loops' checks need (busy.go)
 	killed bool
 	// aborted: killed by SHUTDOWN NOSAVE, whatever it wrote; the round
 	// that ran it is then thrown away (nothing of it is committed).
@@ -644,13 +666,14 @@ func (w *ScriptWatch) Conn() uint64 { return w.conn.Load() }
 
 // begin marks a script started (for connection conn); its context is the
 // interpreter's.
-func (w *ScriptWatch) begin(eval bool, threshold time.Duration, conn uint64) *killSwitch {
+func (w *ScriptWatch) begin(eval bool, threshold time.Duration, conn uint64, v busyView) *killSwitch {
 	w.mu.Lock()
 	if w.sw == nil || w.killed {
 		w.sw = &killSwitch{done: make(chan struct{})}
 		w.killed, w.aborted = false, false
 	}
 	sw := w.sw
+	w.view = v
 	w.mu.Unlock()
 	w.eval.Store(eval)
 	w.wrote.Store(false)
@@ -683,6 +706,7 @@ func (w *ScriptWatch) end() (killed, aborted bool) {
 	w.conn.Store(0)
 	w.mu.Lock()
 	killed, aborted = w.killed, w.aborted
+	w.view = busyView{} // its command's arguments go back to their batch
 	w.mu.Unlock()
 	return killed, aborted
 }

@@ -67,12 +67,17 @@ type conn struct {
 	// made of it (1: in MULTI, 2: not; 0: nothing, inMulti says), told to
 	// the actor (BusyAnswered) after the batches up to noteSeq; it stands
 	// until a reply to a later batch shows the actor has caught up.
-	inMulti  *atomic.Bool
-	busyTx   int8
-	noteSeq  uint64
-	barrier  uint64            // seq of an outstanding blocking command, 0 if none
-	final    *actor.Completion // a reply the loop itself owes last (protocol error)
-	closeErr error             // why the connection is closing, for the log
+	inMulti *atomic.Bool
+	// user (the ACL user's name; nil: the default user) and subscribed
+	// are kept by the actor (the loop sets them too when it answers AUTH,
+	// HELLO or RESET while a script is busy), for busy's checks.
+	user       *atomic.Pointer[string]
+	subscribed *atomic.Bool
+	busyTx     int8
+	noteSeq    uint64
+	barrier    uint64            // seq of an outstanding blocking command, 0 if none
+	final      *actor.Completion // a reply the loop itself owes last (protocol error)
+	closeErr   error             // why the connection is closing, for the log
 
 	// stalled: waiting (in eventLoop.stalled) for the actor's backlog to
 	// fall under its limit.
@@ -234,78 +239,178 @@ func (c *conn) parse() (wait bool) {
 }
 
 // busy answers a command while the actor runs a script past
-// busy-reply-threshold, as Redis does then: SCRIPT KILL and FUNCTION KILL
-// are done here (the actor is running the script), other commands get
-// -BUSY, except those Redis lets through (allow_busy: they wait for the
-// actor), unknown ones (answered by the actor after the script) and
-// SHUTDOWN, whose NOSAVE form first stops the script and throws its
-// writes away. MULTI is answered here (+OK, or Redis's nested error), so
-// it does not wait for the script; EXEC gets EXECABORT ... because of:
-// BUSY ... and discards the transaction; a command refused -BUSY inside
-// MULTI fails it (EXEC then answers EXECABORT ... previous errors): the
-// actor learns each of these in order (Actor.BusyAnswered). It returns nil
-// for a command that goes to the actor, which waits for the script's end.
+// busy-reply-threshold, as Redis's processCommand does then: first its
+// checks (actor.BusyCheck: unknown command or subcommand, arity, DEBUG
+// allowed, -NOAUTH, NO_MULTI, ACL, writes refused, a RESP2 subscriber),
+// then -BUSY for every command but those Redis lets through (allow_busy),
+// which are answered here as they run in Redis: SCRIPT KILL and FUNCTION
+// KILL stop the script, FUNCTION STATS shows the running function,
+// MULTI, WATCH, UNWATCH, DISCARD, AUTH, HELLO, RESET, QUIT and REPLCONF
+// answer what they would; inside MULTI the ones MULTI queues answer
+// +QUEUED. EXEC refused answers EXECABORT ... because of: <refusal> and
+// discards the transaction; another command refused inside MULTI fails
+// it (EXEC then answers EXECABORT ... previous errors). The actor learns
+// each answer in order (BusyRefused, BusyRan, BusyAnswered, BusyCommand)
+// and applies and counts it after the script. It returns nil for a
+// command that goes to the actor (SHUTDOWN NOSAVE, which first stops the
+// script, and SHUTDOWN ABORT), which waits for the script's end.
 func (c *conn) busy(args [][]byte) []byte {
-	w := c.lp.srv.scripts
-	cmd := c.lp.srv.act.Lookup(args[0])
-	if cmd == nil {
+	cmd, refusal := c.busyCheck(args)
+	if refusal != "" {
+		return c.refuse(cmd, args, refusal)
+	}
+	if c.forwarded(cmd, args) {
 		return nil
 	}
-	if !c.authed.Load() && !cmd.Is(actor.FlagNoAuth) {
-		// Redis checks authentication before it looks for a busy script.
-		return []byte("-" + string(actor.ErrNoAuth) + "\r\n")
+	w := c.lp.srv.scripts
+	act := c.lp.srv.act
+	if c.multi() && !cmd.Immediate {
+		// MULTI queues what passes its checks, as Redis does while busy.
+		act.BusyCommand(c.id, args)
+		return []byte("+QUEUED\r\n")
 	}
 	switch cmd.Name {
-	case "auth", "hello", "reset", "quit":
+	case "quit":
+		return c.ran(args, []byte("+OK\r\n"))
+	case "auth", "hello", "reset":
 		return c.busyConn(cmd, args)
-	}
-	if len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill") {
-		return w.Kill(cmd.Name == "script")
-	}
-	if len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats") {
+	case "script|kill", "function|kill":
+		return c.ran(args, w.Kill(cmd.Name == "script|kill"))
+	case "function|stats":
 		if _, eval := w.Busy(); eval {
-			return w.BusyReply() // as Redis: FUNCTION STATS says nothing of EVAL scripts
+			return c.ran(args, w.BusyReply()) // as Redis: FUNCTION STATS says nothing of EVAL scripts
 		}
-		return nil
-	}
-	if cmd.Name == "shutdown" {
-		for _, a := range args[1:] {
-			if eqFold(a, "nosave") {
-				w.Abort()
-			}
+		return c.ran(args, w.BusyFunctionStats(int(c.resp.Load())))
+	case "replconf":
+		act.BusyCommand(c.id, args) // run for its effects after the script
+		if r := actor.BusyReplconf(args); r != nil {
+			return r
 		}
-		return nil
-	}
-	if cmd.Name == "multi" && len(args) == 1 {
-		// MULTI runs while busy in Redis (allow_busy): answered here, as
-		// the actor cannot run it now; it begins the transaction once the
-		// actor has the note.
+		return []byte{} // ACK and GETACK have no reply
+	case "shutdown":
+		switch busyShutdownArgs(args) {
+		case -1:
+			return c.ran(args, []byte("-"+string(actor.ErrSyntax)+"\r\n"))
+		case 2:
+			return c.ran(args, []byte("-ERR No shutdown in progress.\r\n"))
+		}
+		// Redis's shutdownCommand: without NOSAVE it refuses while busy.
+		return c.ran(args, w.BusyReply())
+	case "multi":
+		// It begins the transaction once the actor has the note.
 		if c.multi() {
-			return []byte("-" + string(actor.ErrMultiNested) + "\r\n")
+			return c.ran(args, []byte("-"+string(actor.ErrMultiNested)+"\r\n"))
 		}
 		c.note(1, actor.BusyMulti)
 		return []byte("+OK\r\n")
-	}
-	switch cmd.Name {
 	case "watch", "unwatch", "discard":
-		// allow_busy in Redis, and they run then: answered here, the
-		// actor applies them to the session after the script
+		// The actor applies them to the session after the script
 		// (Actor.BusyCommand).
 		return c.busyWatch(cmd.Name, args)
 	}
-	if cmd.Is(actor.FlagAllowBusy) {
-		return nil
+	// Only the commands above are allow_busy, and EXEC is not: its
+	// refusal discards the transaction.
+	return c.refuse(cmd, args, string(w.BusyReply()[1:len(w.BusyReply())-2]))
+}
+
+// busyCheck is actor.BusyCheck for this client, then -BUSY for a command
+// that is not allow_busy.
+func (c *conn) busyCheck(args [][]byte) (*actor.Command, string) {
+	cl := actor.BusyClient{
+		Authed: c.authed.Load(), Multi: c.multi(), Subscribed: c.subscribed.Load(),
+		Resp: int(c.resp.Load()), Addr: c.addr,
 	}
-	busy := w.BusyReply()
-	if cmd.Name == "exec" {
-		// Redis's rejectCommand: EXEC refused discards the transaction.
-		c.note(2, actor.BusyExec)
-		return append([]byte("-EXECABORT Transaction discarded because of: "), busy[1:]...)
+	if u := c.user.Load(); u != nil {
+		cl.User = *u
 	}
-	if c.multi() {
-		c.note(0, actor.BusyFlag) // EXEC will answer EXECABORT ... previous errors
+	cmd, refusal := c.lp.srv.act.BusyCheck(&cl, args)
+	if refusal == "" && !cmd.Is(actor.FlagAllowBusy) {
+		r := c.lp.srv.scripts.BusyReply()
+		refusal = string(r[1 : len(r)-2])
 	}
-	return busy
+	return cmd, refusal
+}
+
+// forwarded reports whether busy sends the command, which passed the
+// checks, to the actor: SHUTDOWN NOSAVE, after it stopped the script (the
+// server exits, answering nobody), and SHUTDOWN ABORT while a shutdown
+// waits for replicas.
+func (c *conn) forwarded(cmd *actor.Command, args [][]byte) bool {
+	if !c.forwards(cmd, args) {
+		return false
+	}
+	if busyShutdownArgs(args) == 1 {
+		c.lp.srv.scripts.Abort()
+	}
+	return true
+}
+
+// forwards is forwarded without its effect.
+func (c *conn) forwards(cmd *actor.Command, args [][]byte) bool {
+	if cmd.Name != "shutdown" || c.multi() {
+		return false
+	}
+	switch busyShutdownArgs(args) {
+	case 1:
+		return true
+	case 2:
+		return c.lp.srv.act.ShutdownPending()
+	}
+	return false
+}
+
+// busyShutdownArgs parses SHUTDOWN's arguments as Redis's shutdownCommand
+// does: -1 for a syntax error, 1 for NOSAVE, 2 for ABORT, 0 otherwise.
+func busyShutdownArgs(args [][]byte) int {
+	nosave, save, abort, other := false, false, false, false
+	for _, a := range args[1:] {
+		switch {
+		case eqFold(a, "nosave"):
+			nosave = true
+		case eqFold(a, "save"):
+			save = true
+		case eqFold(a, "now"), eqFold(a, "force"):
+			other = true
+		case eqFold(a, "abort"):
+			abort = true
+		default:
+			return -1
+		}
+	}
+	switch {
+	case (abort && (nosave || save || other)) || (nosave && save):
+		return -1
+	case abort:
+		return 2
+	case nosave:
+		return 1
+	}
+	return 0
+}
+
+// refuse answers a command refused while a script is busy with text (a
+// refused EXEC answers EXECABORT and ends the transaction), and tells the
+// actor (BusyRefused).
+func (c *conn) refuse(cmd *actor.Command, args [][]byte, text string) []byte {
+	c.noteSeq = c.nextSeq + 1 // the local reply's sequence number, at least
+	c.lp.srv.act.BusyRefused(c.id, args, text)
+	if cmd != nil && cmd.Name == "exec" {
+		c.busyTx = 2
+		return []byte("-EXECABORT Transaction discarded because of: " + text + "\r\n")
+	}
+	return []byte("-" + text + "\r\n")
+}
+
+// ran tells the actor that busy ran a command for it, with reply, to be
+// counted (BusyRan), and returns reply.
+func (c *conn) ran(args [][]byte, reply []byte) []byte {
+	text := ""
+	if len(reply) > 0 && reply[0] == '-' {
+		text = string(reply[1 : len(reply)-2])
+	}
+	c.noteSeq = c.nextSeq + 1
+	c.lp.srv.act.BusyRan(c.id, args, text)
+	return reply
 }
 
 // busyWatch answers WATCH, UNWATCH or DISCARD while a script is busy, as
@@ -314,23 +419,15 @@ func (c *conn) busy(args [][]byte) []byte {
 func (c *conn) busyWatch(name string, args [][]byte) []byte {
 	in := c.multi()
 	switch {
-	case name == "watch" && len(args) < 2:
-		return []byte("-ERR wrong number of arguments for 'watch' command\r\n")
-	case name != "watch" && len(args) != 1:
-		return []byte("-ERR wrong number of arguments for '" + name + "' command\r\n")
 	case name == "watch" && in:
-		return []byte("-" + string(actor.ErrWatchInMulti) + "\r\n")
+		return c.ran(args, []byte("-"+string(actor.ErrWatchInMulti)+"\r\n"))
 	case name == "discard" && !in:
-		return []byte("-" + string(actor.ErrDiscardNoMulti) + "\r\n")
+		return c.ran(args, []byte("-"+string(actor.ErrDiscardNoMulti)+"\r\n"))
 	}
 	c.lp.srv.act.BusyCommand(c.id, args)
-	switch {
-	case name == "discard":
+	if name == "discard" {
 		c.busyTx = 2
 		c.noteSeq = c.nextSeq + 1
-		return []byte("+OK\r\n")
-	case name == "unwatch" && in:
-		return []byte("+QUEUED\r\n")
 	}
 	return []byte("+OK\r\n")
 }
@@ -343,25 +440,17 @@ func (c *conn) busyWatch(name string, args [][]byte) []byte {
 // QUIT answers +OK and the connection closes (parse stops reading).
 // Inside MULTI, AUTH and HELLO are queued, RESET and QUIT are not.
 func (c *conn) busyConn(cmd *actor.Command, args [][]byte) []byte {
-	if n := cmd.Arity; (n > 0 && len(args) != n) || (n < 0 && len(args) < -n) {
-		return []byte("-ERR wrong number of arguments for '" + cmd.Name + "' command\r\n")
-	}
 	errReply := func(err error) []byte { return []byte("-" + err.Error() + "\r\n") }
 	gate := c.lp.srv.gate
-	switch cmd.Name {
-	case "quit":
-		return []byte("+OK\r\n")
-	case "reset":
+	if cmd.Name == "reset" {
 		c.lp.srv.act.BusyCommand(c.id, args)
 		c.busyTx = 2
 		c.noteSeq = c.nextSeq + 1
 		c.resp.Store(2)
 		c.authed.Store(!gate.AuthRequired())
+		c.user.Store(nil)
+		c.subscribed.Store(false)
 		return []byte("+RESET\r\n")
-	}
-	if c.multi() {
-		c.lp.srv.act.BusyCommand(c.id, args) // queued by the actor
-		return []byte("+QUEUED\r\n")
 	}
 	// The actor runs it again after the script for its effects (the
 	// user, the ACL LOG entry of a failure, the name, the protocol).
@@ -380,6 +469,8 @@ func (c *conn) busyConn(cmd *actor.Command, args [][]byte) []byte {
 			return errReply(actor.ErrWrongPass)
 		}
 		c.authed.Store(true)
+		name := string(user)
+		c.user.Store(&name)
 		return []byte("+OK\r\n")
 	}
 	h, err := actor.ParseHello(args)
@@ -390,6 +481,8 @@ func (c *conn) busyConn(cmd *actor.Command, args [][]byte) []byte {
 		return errReply(actor.ErrWrongPass)
 	case h.User != nil:
 		c.authed.Store(true)
+		name := string(h.User)
+		c.user.Store(&name)
 	}
 	if !c.authed.Load() {
 		return errReply(actor.ErrHelloNoAuth)
@@ -438,22 +531,8 @@ func (c *conn) note(tx int8, n actor.BusyNote) {
 // busyLocal reports whether busy answers args itself (without sending it
 // to the actor); it has none of busy's effects.
 func (c *conn) busyLocal(args [][]byte) bool {
-	cmd := c.lp.srv.act.Lookup(args[0])
-	switch {
-	case cmd == nil || cmd.Name == "shutdown":
-		return false
-	case cmd.Name == "watch" || cmd.Name == "unwatch" || cmd.Name == "discard",
-		cmd.Name == "auth" || cmd.Name == "hello" || cmd.Name == "reset" || cmd.Name == "quit":
-		return true
-	case cmd.Name == "multi":
-		return len(args) == 1
-	case len(args) == 2 && (cmd.Name == "script" || cmd.Name == "function") && eqFold(args[1], "kill"):
-		return true
-	case len(args) == 2 && cmd.Name == "function" && eqFold(args[1], "stats"):
-		_, eval := c.lp.srv.scripts.Busy()
-		return eval
-	}
-	return !cmd.Is(actor.FlagAllowBusy)
+	cmd, refusal := c.busyCheck(args)
+	return refusal != "" || !c.forwards(cmd, args)
 }
 
 // claimBusy answers, while a script is busy, the connection's batches the

@@ -335,6 +335,8 @@ func (s *Server) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	c.authed = new(atomic.Bool)
 	c.inMulti = new(atomic.Bool)
 	c.resp = new(atomic.Int32)
+	c.user = new(atomic.Pointer[string])
+	c.subscribed = new(atomic.Bool)
 	c.resp.Store(2)
 	c.authed.Store(!s.gate.AuthRequired())
 	gc.SetContext(c)
@@ -380,7 +382,7 @@ func (c *conn) open() {
 	c.lp.srv.act.Open(actor.ConnInfo{
 		ID: c.id, Addr: c.addr, LocalAddr: localAddr(c.gc),
 		FD: c.gc.Fd(), Sink: c.lp, Mem: c.mem, Authed: c.authed,
-		InMulti: c.inMulti, Resp: c.resp,
+		InMulti: c.inMulti, Resp: c.resp, User: c.user, Subscribed: c.subscribed,
 	})
 	if e := c.lp.srv.log.Debug(); e.Enabled() {
 		e.Uint64("client", c.id).Str("addr", c.addr).Msg("connection opened")
