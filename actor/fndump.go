@@ -213,6 +213,26 @@ func crc64Jones(crc uint64, b []byte) uint64 {
 	return crc
 }
 
+// lzfMaxLit is the longest run of literal bytes one LZF control byte
+// introduces.
+const lzfMaxLit = 1 << 5
+
+// lzfLiteral appends literal byte b at out[op], in the run of lit bytes
+// whose control byte precedes it, closing the run (and leaving room for
+// the next control byte) once it is lzfMaxLit long; it returns the new op
+// and lit.
+func lzfLiteral(out []byte, b byte, op, lit int) (int, int) {
+	lit++
+	out[op] = b
+	op++
+	if lit == lzfMaxLit {
+		out[op-lit-1] = byte(lit - 1)
+		lit = 0
+		op++
+	}
+	return op, lit
+}
+
 // lzfCompress is liblzf's lzf_compress as Redis 7.0 builds it (HLOG 16,
 // VERY_FAST, the hash table zeroed), so that Cellar's compressed strings
 // are Redis's bytes: in compressed into at most outLen bytes, or nil when
@@ -221,7 +241,6 @@ func lzfCompress(in []byte, outLen int) []byte {
 	const (
 		hlog   = 16
 		hsize  = 1 << hlog
-		maxLit = 1 << 5
 		maxOff = 1 << 13
 		maxRef = (1 << 8) + (1 << 3)
 	)
@@ -306,29 +325,15 @@ func lzfCompress(in []byte, outLen int) []byte {
 		if op >= outLen {
 			return nil
 		}
-		lit++
-		out[op] = in[ip]
-		op++
+		op, lit = lzfLiteral(out, in[ip], op, lit)
 		ip++
-		if lit == maxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
 	}
 	if op+3 > outLen {
 		return nil
 	}
 	for ip < inEnd {
-		lit++
-		out[op] = in[ip]
-		op++
+		op, lit = lzfLiteral(out, in[ip], op, lit)
 		ip++
-		if lit == maxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
 	}
 	out[op-lit-1] = byte(lit - 1) // end run
 	if lit == 0 {

@@ -36,6 +36,20 @@ func masterInfo(t testing.TB, c *redis.Client, section, field string) string {
 	return ""
 }
 
+// resumedPartially waits for replica rc to come back to the restarted
+// master c with a partial resync (sync_partial_ok:1) and catch up, and
+// fails if it resynced in full instead.
+func resumedPartially(t testing.TB, c, rc *redis.Client) {
+	t.Helper()
+	wait.For(t, 120*time.Second, "the replica to come back to the restarted master with a partial resync (sync_partial_ok:1)", func() bool {
+		return masterInfo(t, c, "stats", "sync_partial_ok") == "1"
+	})
+	caughtUp(t, c, rc)
+	if got := masterInfo(t, c, "stats", "sync_full"); got != "0" {
+		t.Fatalf("sync_full %s after the restart: the replica resynced in full", got)
+	}
+}
+
 // dbKeys lists database db's keys on c, sorted.
 func dbKeys(t testing.TB, c *redis.Client) []string {
 	t.Helper()
@@ -347,13 +361,7 @@ func TestRedisReplicaContinuesAfterCellarRestart(t *testing.T) {
 		t.Fatalf("master_replid after the restart: %s, before: %s", got, replID)
 	}
 	c.Set(ctx, "after:restart", "v", 0)
-	wait.For(t, 120*time.Second, "the replica to come back with a partial resync (Cellar's sync_partial_ok:1)", func() bool {
-		return masterInfo(t, c, "stats", "sync_partial_ok") == "1"
-	})
-	caughtUp(t, c, rc)
-	if got := masterInfo(t, c, "stats", "sync_full"); got != "0" {
-		t.Errorf("sync_full after the restart: %q, want 0", got)
-	}
+	resumedPartially(t, c, rc)
 	if got := rc.Get(ctx, "after:restart").Val(); got != "v" {
 		t.Errorf("after:restart on the replica: %q", got)
 	}
