@@ -41,8 +41,10 @@ lint: fmt-check vet
 # that runs it.
 RACE := -race -gcflags='modernc.org/...=-race=false'
 
+# scripts/test.sh keeps go test's whole output in a log and, on failure,
+# ends with a summary of what failed (a timeout's running tests too).
 test: deps lint
-	$(GO) test $(RACE) -count=1 -timeout 60m -parallel 4 ./...
+	GO=$(GO) scripts/test.sh $(RACE) -count=1 -timeout 60m -parallel 4 ./...
 
 fuzz:
 	$(GO) test ./proto -run '^$$' -fuzz FuzzParseSplit -fuzztime 60s

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,10 +108,65 @@ func (s *testServer) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := s.srv.Shutdown(ctx); err != nil {
-		s.t.Errorf("shutdown: %v", err)
+	// Shutdown ends within its context's time, or the server is stuck: the
+	// test then fails saying where (a stuck server must not hold the whole
+	// package until go test's timeout, with nothing to say which test).
+	done := make(chan error, 1)
+	id := make(chan string, 1)
+	go func() {
+		id <- goroutineID()
+		done <- s.srv.Shutdown(ctx)
+	}()
+	shutdown := <-id
+	select {
+	case err := <-done:
+		if err != nil {
+			s.t.Errorf("shutdown: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		s.t.Errorf("the shutdown of the server on %s did not end in 3 minutes:\n%s", s.addr, stuckStacks(shutdown))
 	}
 	s.srv = nil
+}
+
+// goroutineID is the calling goroutine's number, as stack dumps print it.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	f := strings.Fields(string(buf))
+	if len(f) < 2 {
+		return ""
+	}
+	return f[1]
+}
+
+// stuckStacks is what a stuck shutdown's failure shows: the stack of the
+// goroutine running it, then those of the actors not waiting for work
+// (every server of the test binary: the stuck one is among them).
+func stuckStacks(id string) string {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		switch {
+		case strings.HasPrefix(g, "goroutine "+id+" "):
+			out.WriteString(g + "\n\n")
+		case strings.Contains(g, "actor.(*Actor).Run(") && !idleActor(g):
+			out.WriteString(g + "\n\n")
+		}
+	}
+	return out.String()
+}
+
+// idleActor reports whether goroutine dump g is an actor waiting in its
+// select for work: its first frame of Cellar's is Actor.Run.
+func idleActor(g string) bool {
+	for _, line := range strings.Split(g, "\n") {
+		if strings.Contains(line, "github.com/cellar-db/cellar/") && !strings.HasPrefix(line, "\t") {
+			return strings.Contains(g[:strings.IndexByte(g, '\n')+1], "[select") && strings.Contains(line, "actor.(*Actor).Run(")
+		}
+	}
+	return false
 }
 
 // restart stops Cellar gracefully and starts it again on the same data,
