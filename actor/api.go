@@ -305,6 +305,10 @@ type Batch struct {
 	// held: the batch waited for a CLIENT PAUSE to end and has already
 	// left the backlog (pause.go).
 	held bool
+	// loadGen: the Load the batch waits for (loads.go); loaded: it waited
+	// for one and runs now, without asking again.
+	loadGen uint64
+	loaded  bool
 	// Args and Ends are never modified once the batch is submitted: the
 	// loop reads them again while a script is busy (loop/conn.go,
 	// claimBusy).

@@ -22,6 +22,8 @@ type session struct {
 
 	db     int
 	resp   int
+	// loadQ: the connection's batches waiting for a Load (loads.go).
+	loadQ []*Batch
 	authed bool
 	// replyHint is the length of the last batch's replies (replyCap).
 	replyHint int

@@ -69,6 +69,7 @@ func (a *Actor) round(msgs []message) {
 		msgs[i] = message{}
 	}
 	a.spare = msgs[:0]
+	a.startLoad()
 	if !now.Before(a.nextSweep) || a.sweepMore {
 		a.housekeeping(now)
 	}
@@ -184,6 +185,9 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		s.mem.Add(MemBatches, -b.Bytes)
 		s.seq = b.Seq
 		return
+	}
+	if !b.loaded && a.waitForLoad(s, b) {
+		return // its keys are being read (loads.go)
 	}
 	if (a.pause.on || s.held > 0) && a.pausedBatch(s, b) {
 		a.holdBatch(s, b) // CLIENT PAUSE (pause.go)

@@ -142,6 +142,8 @@ type memEngine struct {
 	maxPages atomic.Int64
 	pagesSet int64
 
+	ld loads // loads off the actor (memprefetch.go)
+
 	evicted uint64 // keys let go for the memory bound
 	reads   uint64 // loads that read SQLite (a miss the filters answer reads nothing)
 
@@ -192,6 +194,7 @@ const memEntryOverhead = 160
 
 func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
 	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64)}
+	m.ld.gen = 1 // 0 is WantLoad's "no wait"
 	for i := range m.dbs {
 		m.dbs[i] = &memDB{num: i, keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
 		m.sqlKeys[i] = s.keyCounts[i]
@@ -308,6 +311,7 @@ func (m *memEngine) evict() {
 
 // forget lets e go from memory (eviction, FLUSHDB).
 func (m *memEngine) forget(e *entry) {
+	m.loadGone(e)
 	m.unfresh(e)
 	e.db.keys.del(e.key)
 	delete(e.db.expires, e)
@@ -342,6 +346,14 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 	if e.typ == TypeNone {
 		m.misses = append(m.misses, e)
 	}
+	m.hold(e)
+	return e, nil
+}
+
+// hold puts e, just read from SQLite (load, or a Load off the actor), in
+// its database's keys, with its expiry and hash-field expiries indexed.
+func (m *memEngine) hold(e *entry) {
+	m.setExp(e, e.exp)
 	if els, ok := e.obj.(*object.Elems); ok && e.typ == TypeHash {
 		els.Each(func(el *object.Elem) bool {
 			if el.Exp != 0 {
@@ -352,10 +364,9 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 			return true
 		})
 	}
-	d.keys.put(e)
+	e.db.keys.put(e)
 	m.touch(e)
 	m.resize(e)
-	return e, nil
 }
 
 // live returns key's entry if the key exists and has not expired; a key

@@ -391,6 +391,7 @@ func (m *memEngine) dbOp(op memDBOp) {
 	op.gen = m.gen
 	m.steps = append(m.steps, memStep{op: &op})
 	m.dbops = append(m.dbops, op)
+	m.ld.epoch++ // the loads under way read the databases as they were
 	m.s.dirty = true
 }
 

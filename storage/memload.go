@@ -12,7 +12,6 @@ import (
 // it: nothing (e stays absent), a string, or a collection with all its
 // elements.
 func (m *memEngine) load(db int, e *entry) error {
-	r := m.r
 	m.readMu.Lock()
 	sqlDB, empty := m.view(db, m.committed.Load())
 	if empty || m.sqlKeys[sqlDB] == 0 || !m.pres.mayHold(e.key) {
@@ -20,6 +19,14 @@ func (m *memEngine) load(db int, e *entry) error {
 		return nil
 	}
 	m.reads++
+	return readKey(m, m.r, sqlDB, e)
+}
+
+// readKey fills e from SQLite database sqlDB through r. The caller holds
+// m.readMu, which readKey lets go once the key's row is read. It touches
+// nothing of the actor's but e (a Load runs it off the actor): hold puts e
+// in memory.
+func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	// The row's statement stays open (not reset) until the elements are
 	// read: SQLite keeps one read transaction for the connection while a
 	// statement is active, so the row and its elements come from the
@@ -34,8 +41,7 @@ func (m *memEngine) load(db int, e *entry) error {
 		return err
 	}
 	t := Type(st.colInt(0))
-	e.id, e.ver = st.colInt(1), st.colInt(3)
-	m.setExp(e, st.colInt(2))
+	e.id, e.ver, e.exp = st.colInt(1), st.colInt(3), st.colInt(2)
 	e.rowStored, e.idStored = true, true
 	if t == TypeString {
 		e.refStored = colIsRef(st, 4)

@@ -36,24 +36,36 @@ func (s *Store) openMem(maxBytes int64) error {
 		wc.close()
 		return fmt.Errorf("storage: the flush's connection: %w", err)
 	}
-	if err := rc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -%d;", max(s.cacheKB/4, 2000))); err != nil {
-		rc.close()
-		wc.close()
-		return fmt.Errorf("storage: the loads' connection: %w", err)
-	}
-	pos, err := s.RedoPosition()
+	lc, err := openConn(s.path, sqlite3.SQLITE_OPEN_READONLY)
 	if err != nil {
 		rc.close()
 		wc.close()
 		return err
 	}
+	for _, c := range []*conn{rc, lc} {
+		if err := c.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -%d;", max(s.cacheKB/4, 2000))); err != nil {
+			rc.close()
+			wc.close()
+			lc.close()
+			return fmt.Errorf("storage: the loads' connection: %w", err)
+		}
+	}
+	pos, err := s.RedoPosition()
+	if err != nil {
+		rc.close()
+		wc.close()
+		lc.close()
+		return err
+	}
 	s.mem = newMemEngine(s, newSQLC(rc), newSQLC(wc), maxBytes)
+	s.mem.ld.r = newSQLC(lc)
 	s.mem.pos = pos
 	s.mem.ckptBytes = s.ckptBytes
 	var keys int64
 	for _, n := range s.mem.sqlKeys {
 		keys += n
 	}
+	s.mem.ld.mayMiss = keys > 0
 	s.mem.pres = newPresence(2 * keys)
 	s.mem.pres.build(s.path)
 	return nil
@@ -65,9 +77,11 @@ func (m *memEngine) close() {
 		m.nextPres.close()
 	}
 	m.land()
+	m.ld.run.Wait()
 	m.wMu.Lock() // a checkpoint after the last flight
 	defer m.wMu.Unlock()
 	m.r.close()
+	m.ld.r.close()
 	m.w.close()
 }
 
@@ -260,4 +274,6 @@ func (m *memEngine) rollback() {
 	}
 	m.hfe = make(map[*entry]int64)
 	m.bytes = 0
+	m.ld.epoch++ // what the loads under way read may be newer than this
+	m.ld.mayMiss = true
 }
