@@ -20,10 +20,10 @@ type session struct {
 	created     time.Time
 	lastActive  time.Time
 
-	db     int
-	resp   int
+	db   int
+	resp int
 	// loadQ: the connection's batches waiting for a Load (loads.go).
-	loadQ []*Batch
+	loadQ  []*Batch
 	authed bool
 	// replyHint is the length of the last batch's replies (replyCap).
 	replyHint int
