@@ -704,6 +704,9 @@ func copyTyped(ctx context.Context, src, tgt *redis.Client, key string) (int64, 
 	if err != nil {
 		return 0, err
 	}
+	// The deadline as of the read, not of the end of the copy: a large
+	// value (or a busy machine) would otherwise move it later.
+	deadline := time.Now().Add(pttl)
 	if err := tgt.Del(ctx, key).Err(); err != nil {
 		return 0, err
 	}
@@ -799,7 +802,7 @@ func copyTyped(ctx context.Context, src, tgt *redis.Client, key string) (int64, 
 		return 0, fmt.Errorf("type %s cannot be copied without DUMP", typ)
 	}
 	if pttl > 0 {
-		if err := tgt.PExpireAt(ctx, key, time.Now().Add(pttl)).Err(); err != nil {
+		if err := tgt.PExpireAt(ctx, key, deadline).Err(); err != nil {
 			return 0, err
 		}
 	}
@@ -986,7 +989,7 @@ func containsInt(list []int, v int) bool {
 }
 
 // verify compares every key of the migrated databases on both servers:
-// type and value (read type by type), TTL within a second; it prints each
+// type and value (read type by type), TTL within a second (sameDeadline); it prints each
 // difference and returns 1 if there is one.
 func (m *migration) verify(ctx context.Context, out io.Writer) int {
 	dbs, err := m.allDatabases(ctx)
@@ -1027,8 +1030,7 @@ func (m *migration) verify(ctx context.Context, out io.Writer) int {
 					report(db, k, fmt.Sprintf("source %.200q, target %.200q", want, got))
 					continue
 				}
-				st, tt := src.PTTL(ctx, k).Val(), tgt.PTTL(ctx, k).Val()
-				if d := st - tt; d > time.Second || d < -time.Second {
+				if st, tt, ok := sameDeadline(ctx, src, tgt, k); !ok {
 					report(db, k, fmt.Sprintf("TTL %v on the source, %v on the target", st, tt))
 				}
 			}
@@ -1060,4 +1062,27 @@ func (m *migration) verify(ctx context.Context, out io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// sameDeadline reports whether key expires on both servers within a second
+// of each other (or on neither), with the two TTLs read. The TTLs are read
+// one after the other, so each is turned into a deadline by the local
+// clock of its read, and the time each read took widens the second: on a
+// busy machine the reads can be seconds apart.
+func sameDeadline(ctx context.Context, src, tgt *redis.Client, key string) (st, tt time.Duration, ok bool) {
+	read := func(c *redis.Client) (time.Duration, time.Time, time.Duration) {
+		t0 := time.Now()
+		d := c.PTTL(ctx, key).Val()
+		took := time.Since(t0)
+		return d, t0.Add(took / 2), took
+	}
+	st, sAt, sTook := read(src)
+	tt, tAt, tTook := read(tgt)
+	if st <= 0 || tt <= 0 { // no expiry, or none left: no deadline to compare
+		d := st - tt
+		return st, tt, d <= time.Second && d >= -time.Second
+	}
+	d := sAt.Add(st).Sub(tAt.Add(tt))
+	slack := time.Second + sTook + tTook
+	return st, tt, d <= slack && d >= -slack
 }
