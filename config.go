@@ -390,11 +390,12 @@ func (c Config) MemoryBound() int64 {
 // container's memory request: Go's limit (GoMemoryLimit), twice the
 // in-memory engine's bound on top (the limit follows what the engine
 // holds), and SQLite's page caches, which live outside Go's heap: the
-// flush's cache_kb, a quarter of it for the loads, and SQLite's default
-// 2 MB for the actor's own connection (storage.Options.CacheKB).
+// flush's cache_kb, a quarter of it for the loads off the actor, and
+// SQLite's default 2 MB for each of the actor's two connections (its own,
+// and the engine's reader; storage.Options.CacheKB).
 func (c Config) MemoryNeeded() int64 {
 	kb := int64(c.SQLite.CacheKB)
-	return c.GoMemoryLimit() + 2*c.MemoryBound() + (kb+max(kb/4, 2000)+2000)<<10
+	return c.GoMemoryLimit() + 2*c.MemoryBound() + (kb+max(kb/4, 2000)+2*2000)<<10
 }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the keys: command metadata, sessions, waiters, SQLite's driver buffers.

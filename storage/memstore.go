@@ -29,7 +29,7 @@ func (s *Store) openMem(maxBytes int64) error {
 	// The flush writes rows all over the keys table and the element
 	// tables: its cache holds the pages it rewrites between flushes, which
 	// it would otherwise read back from the WAL on every flush. The loads
-	// read one key at a time: a quarter of that keeps the B-trees'
+	// off the actor read one key at a time: a quarter of that keeps the B-trees'
 	// interior pages (docs/architecture.md, "Storage engine").
 	if err := wc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -%d;", s.cacheKB)); err != nil {
 		rc.close()
@@ -42,8 +42,13 @@ func (s *Store) openMem(maxBytes int64) error {
 		wc.close()
 		return err
 	}
-	for _, c := range []*conn{rc, lc} {
-		if err := c.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -%d;", max(s.cacheKB/4, 2000))); err != nil {
+	// The actor's reader serves the scans, the expiry sweep and the rare
+	// load on the spot: SQLite's default 2 MB cache.
+	for _, r := range []struct {
+		c  *conn
+		kb int
+	}{{lc, max(s.cacheKB/4, 2000)}, {rc, 2000}} {
+		if err := r.c.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -%d;", r.kb)); err != nil {
 			rc.close()
 			wc.close()
 			lc.close()
