@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cellar-db/cellar"
 	"github.com/cellar-db/cellar/internal/wait"
 )
 
@@ -138,11 +139,25 @@ func TestKubernetesHAManifests(t *testing.T) {
 	}
 	checkServicePorts(t, "Service/cellar-ha-headless", headless, ports)
 	secrets := map[string]string{}
+	var announce any
 	el, _ := get(c, "env").([]any)
 	for _, e := range el {
+		if get(e, "name") == "CELLAR_REPLICA__ANNOUNCE_IP" {
+			announce = get(e, "value")
+		}
 		if k, _ := get(e, "valueFrom", "secretKeyRef", "key").(string); k != "" {
 			secrets[get(e, "name").(string)] = get(e, "valueFrom", "secretKeyRef", "name").(string) + "/" + k
 		}
+	}
+	if want := "$(POD_NAME)." + get(sts, "spec", "serviceName").(string); announce != want {
+		t.Errorf("CELLAR_REPLICA__ANNOUNCE_IP is %v, want %s (the pod's stable name)", announce, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "env.yaml"), []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	if ecfg, err := cellar.LoadConfig([]string{"--config", filepath.Join(dir, "env.yaml")}, []string{"CELLAR_REPLICA__ANNOUNCE_IP=cellar-ha-1.cellar-ha-headless"}, &usage); err != nil || ecfg.Replica.AnnounceIP != "cellar-ha-1.cellar-ha-headless" {
+		t.Errorf("CELLAR_REPLICA__ANNOUNCE_IP does not set replica.announce_ip: %v %q", err, ecfg.Replica.AnnounceIP)
 	}
 	if secrets["CELLAR_REQUIREPASS"] == "" || secrets["CELLAR_MASTERAUTH"] != secrets["CELLAR_REQUIREPASS"] {
 		t.Errorf("requirepass and masterauth must both come from the same Secret key: %v", secrets)
