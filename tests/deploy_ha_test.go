@@ -53,12 +53,7 @@ func TestHADeployFiles(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	a, b := startServer(t), startServer(t)
-	needCellar(t, a)
-	ahost, aport, _ := net.SplitHostPort(a.addr)
-	if err := b.client().Do(ctx, "REPLICAOF", ahost, aport).Err(); err != nil {
-		t.Fatal(err)
-	}
+	ahost, aport := cellarPair(t)
 	conf, err := os.ReadFile("../deploy/sentinel/sentinel.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -162,14 +157,7 @@ func TestKubernetesHAManifests(t *testing.T) {
 	if secrets["CELLAR_REQUIREPASS"] == "" || secrets["CELLAR_MASTERAUTH"] != secrets["CELLAR_REQUIREPASS"] {
 		t.Errorf("requirepass and masterauth must both come from the same Secret key: %v", secrets)
 	}
-	mounts := map[string]string{}
-	ml, _ := get(c, "volumeMounts").([]any)
-	for _, m := range ml {
-		mounts[get(m, "name").(string)] = get(m, "mountPath").(string)
-	}
-	if mounts["data"] != cfg.Dir || get(sts, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
-		t.Errorf("the data volume (%v) is not the config's dir %s on the claim template", mounts, cfg.Dir)
-	}
+	dataMounts(t, sts, c, cfg.Dir)
 	// CONFIG REWRITE writes to the file Cellar was started on: it must be
 	// on the node's own volume, where the init container put it.
 	nodeFile := filepath.Join(cfg.Dir, "cellar.yaml")
@@ -245,12 +233,7 @@ func TestKubernetesHAManifests(t *testing.T) {
 	// redis-sentinel on the ConfigMap's file, watching a live Cellar
 	// primary with a replica.
 	ctx := context.Background()
-	a, b := startServer(t), startServer(t)
-	needCellar(t, a)
-	ahost, aport, _ := net.SplitHostPort(a.addr)
-	if err := b.client().Do(ctx, "REPLICAOF", ahost, aport).Err(); err != nil {
-		t.Fatal(err)
-	}
+	ahost, aport := cellarPair(t)
 	sp := freePort(t)
 	live := strings.Replace(sconf, mon[0], "sentinel monitor cellar "+ahost+" "+aport+" "+mon[3], 1)
 	live = strings.Replace(live, sport[0], "port "+strconv.Itoa(sp)+"\nbind 127.0.0.1\ndir "+dir, 1)
@@ -330,4 +313,17 @@ func checkServicePorts(t *testing.T, name string, svc any, ports map[string]int)
 			t.Errorf("%s targets port %v, which the container does not name", name, get(p, "targetPort"))
 		}
 	}
+}
+
+// cellarPair starts a Cellar primary and a Cellar replica of it; it
+// returns the primary's host and port.
+func cellarPair(t *testing.T) (host, port string) {
+	t.Helper()
+	a, b := startServer(t), startServer(t)
+	needCellar(t, a)
+	host, port, _ = net.SplitHostPort(a.addr)
+	if err := b.client().Do(context.Background(), "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return host, port
 }

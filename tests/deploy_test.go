@@ -325,14 +325,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s: %v, want GET %s on port http", probe, get(c, probe), path)
 		}
 	}
-	mounts := map[string]string{}
-	ml, _ := get(c, "volumeMounts").([]any)
-	for _, m := range ml {
-		mounts[get(m, "name").(string)] = get(m, "mountPath").(string)
-	}
-	if mounts["data"] != cfg.Dir || get(sts, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
-		t.Errorf("the data volume (%v) is not the config's dir %s on the claim template", mounts, cfg.Dir)
-	}
+	mounts := dataMounts(t, sts, c, cfg.Dir)
 	if args, _ := get(c, "args").([]any); len(args) != 2 || args[1] != filepath.Join(mounts["config"], "cellar.yaml") {
 		t.Errorf("args %v do not name the mounted cellar.yaml (%s)", args, mounts["config"])
 	}
@@ -382,6 +375,23 @@ func selects(sel, labels map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// dataMounts is a StatefulSet's container's mounts by volume name; it
+// fails the test unless the volume "data", from the claim template, is
+// mounted at dir.
+func dataMounts(t *testing.T, sts, c any, dir string) map[string]string {
+	t.Helper()
+	mounts := map[string]string{}
+	ml, _ := get(c, "volumeMounts").([]any)
+	for _, m := range ml {
+		name, _ := get(m, "name").(string)
+		mounts[name], _ = get(m, "mountPath").(string)
+	}
+	if mounts["data"] != dir || get(sts, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
+		t.Errorf("the data volume (%v) is not the config's dir %s on the claim template", mounts, dir)
+	}
+	return mounts
 }
 
 // containerPorts is a container's ports by name.
