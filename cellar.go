@@ -154,6 +154,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 			"repl-diskless-sync-delay":        strconv.FormatInt(int64(cfg.Master.DisklessSyncDelay/time.Second), 10),
 			"repl-diskless-sync-max-replicas": strconv.Itoa(cfg.Master.DisklessSyncMaxReplicas),
 			"shutdown-timeout":                strconv.FormatInt(int64(cfg.Master.ShutdownWait/time.Second), 10),
+			"replica-announce-ip":             cfg.Replica.AnnounceIP,
 		},
 		RewriteConfig: s.rewriter(),
 		ConfigFile:    cfg.File,

@@ -149,6 +149,11 @@ type ReplicaConfig struct {
 	// arrive while its RDB is loaded. Past it the sync is abandoned, with
 	// a log line, and started again.
 	BacklogMaxBytes int64 `koanf:"backlog_max_bytes"`
+	// AnnounceIP is replica-announce-ip: the address (an IP or a DNS name)
+	// the replica gives its master in REPLCONF ip-address, which the
+	// master lists in INFO replication and Sentinel then uses ("": the
+	// address the master sees the connection come from).
+	AnnounceIP string `koanf:"announce_ip"`
 }
 
 // MasterConfig is how Cellar serves its replicas (actor/master.go,

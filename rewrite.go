@@ -77,6 +77,7 @@ var rewriteKeys = []rewriteKey{
 	{"repl-diskless-sync-delay", "master.diskless_sync_delay", secondsToDuration, "!!str"},
 	{"repl-diskless-sync-max-replicas", "master.diskless_sync_max_replicas", nil, "!!int"},
 	{"shutdown-timeout", "master.shutdown_wait", secondsToDuration, "!!str"},
+	{"replica-announce-ip", "replica.announce_ip", nil, "!!str"},
 }
 
 // rewriteConfig writes values (CONFIG's current values by parameter name)

@@ -223,10 +223,11 @@ func loadConfigFile(t testing.TB, path string) cellar.Config {
 	return cfg
 }
 
-// k8sDocs parses every manifest in deploy/kubernetes.
-func k8sDocs(t testing.TB) map[string]map[string]any {
+// k8sDocs parses every manifest in dir (deploy/kubernetes or one of its
+// subdirectories), by kind/name.
+func k8sDocs(t testing.TB, dir string) map[string]map[string]any {
 	t.Helper()
-	files, _ := filepath.Glob("../deploy/kubernetes/*.yaml")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	docs := map[string]map[string]any{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -281,7 +282,7 @@ func get(v any, path ...any) any {
 // PodDisruptionBudget's selectors pick the pod.
 func TestKubernetesManifests(t *testing.T) {
 	t.Parallel()
-	docs := k8sDocs(t)
+	docs := k8sDocs(t, "../deploy/kubernetes")
 	for _, want := range []string{"ConfigMap/cellar-config", "StatefulSet/cellar", "Service/cellar", "Service/cellar-headless", "PodDisruptionBudget/cellar"} {
 		if docs[want] == nil {
 			t.Fatalf("no %s in deploy/kubernetes (have %v)", want, slices.Sorted(mapsKeys(docs)))
@@ -298,17 +299,7 @@ func TestKubernetesManifests(t *testing.T) {
 	sts := docs["StatefulSet/cellar"]
 	podLabels, _ := get(sts, "spec", "template", "metadata", "labels").(map[string]any)
 	sel, _ := get(sts, "spec", "selector", "matchLabels").(map[string]any)
-	matches := func(sel map[string]any) bool {
-		if len(sel) == 0 {
-			return false
-		}
-		for k, v := range sel {
-			if podLabels[k] != v {
-				return false
-			}
-		}
-		return true
-	}
+	matches := func(sel map[string]any) bool { return selects(sel, podLabels) }
 	if !matches(sel) {
 		t.Errorf("the StatefulSet's selector %v does not match its pods' labels %v", sel, podLabels)
 	}
@@ -325,11 +316,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if cfg.RequirePass == "" && cfg.ProtectedMode && pass == nil {
 		t.Errorf("the pod listens on %s with protected mode on and no requirepass from a Secret: every client would be refused", cfg.Bind)
 	}
-	ports := map[string]int{}
-	pl, _ := get(c, "ports").([]any)
-	for _, p := range pl {
-		ports[get(p, "name").(string)] = get(p, "containerPort").(int)
-	}
+	ports := containerPorts(c)
 	if ports["redis"] != cfg.Port || ports["http"] != cfg.HTTP.Port {
 		t.Errorf("container ports %v, the config's %d and %d", ports, cfg.Port, cfg.HTTP.Port)
 	}
@@ -338,14 +325,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s: %v, want GET %s on port http", probe, get(c, probe), path)
 		}
 	}
-	mounts := map[string]string{}
-	ml, _ := get(c, "volumeMounts").([]any)
-	for _, m := range ml {
-		mounts[get(m, "name").(string)] = get(m, "mountPath").(string)
-	}
-	if mounts["data"] != cfg.Dir || get(sts, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
-		t.Errorf("the data volume (%v) is not the config's dir %s on the claim template", mounts, cfg.Dir)
-	}
+	mounts := dataMounts(t, sts, c, cfg.Dir)
 	if args, _ := get(c, "args").([]any); len(args) != 2 || args[1] != filepath.Join(mounts["config"], "cellar.yaml") {
 		t.Errorf("args %v do not name the mounted cellar.yaml (%s)", args, mounts["config"])
 	}
@@ -373,12 +353,7 @@ func TestKubernetesManifests(t *testing.T) {
 		if !matches(s) {
 			t.Errorf("%s selects %v, not the pods (%v)", name, s, podLabels)
 		}
-		sp, _ := get(svc, "spec", "ports").([]any)
-		for _, p := range sp {
-			if _, ok := ports[get(p, "targetPort").(string)]; !ok {
-				t.Errorf("%s targets port %v, which the container does not name", name, get(p, "targetPort"))
-			}
-		}
+		checkServicePorts(t, name, svc, ports)
 	}
 	if get(sts, "spec", "serviceName") != "cellar-headless" || get(docs["Service/cellar-headless"], "spec", "clusterIP") != "None" {
 		t.Error("the StatefulSet's serviceName must be the headless Service")
@@ -387,6 +362,48 @@ func TestKubernetesManifests(t *testing.T) {
 	if !matches(pdbSel) {
 		t.Errorf("the PodDisruptionBudget selects %v, not the pods", pdbSel)
 	}
+}
+
+// selects says whether a non-empty label selector matches labels.
+func selects(sel, labels map[string]any) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// dataMounts is a StatefulSet's container's mounts by volume name; it
+// fails the test unless the volume "data", from the claim template, is
+// mounted at dir.
+func dataMounts(t *testing.T, sts, c any, dir string) map[string]string {
+	t.Helper()
+	mounts := map[string]string{}
+	ml, _ := get(c, "volumeMounts").([]any)
+	for _, m := range ml {
+		name, _ := get(m, "name").(string)
+		mounts[name], _ = get(m, "mountPath").(string)
+	}
+	if mounts["data"] != dir || get(sts, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
+		t.Errorf("the data volume (%v) is not the config's dir %s on the claim template", mounts, dir)
+	}
+	return mounts
+}
+
+// containerPorts is a container's ports by name.
+func containerPorts(c any) map[string]int {
+	ports := map[string]int{}
+	pl, _ := get(c, "ports").([]any)
+	for _, p := range pl {
+		name, _ := get(p, "name").(string)
+		n, _ := get(p, "containerPort").(int)
+		ports[name] = n
+	}
+	return ports
 }
 
 func mapsKeys(m map[string]map[string]any) func(func(string) bool) {

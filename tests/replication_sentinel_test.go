@@ -362,6 +362,20 @@ func TestReplicaAnnounce(t *testing.T) {
 	if got := masterInfo(t, plain.client(), "replication", "slave_priority"); got != "100" {
 		t.Errorf("slave_priority by default: %q, want 100", got)
 	}
+
+	// replica.announce_ip in the configuration (deploy/kubernetes/ha sets
+	// it to the pod's DNS name) is replica-announce-ip from the start.
+	named := startServer(t, func(c *cellar.Config) { c.Replica.AnnounceIP = "cellar-ha-1.cellar-ha-headless" })
+	if got := named.client().ConfigGet(ctx, "replica-announce-ip").Val()["replica-announce-ip"]; got != "cellar-ha-1.cellar-ha-headless" {
+		t.Errorf("CONFIG GET replica-announce-ip: %q, want the configured name", got)
+	}
+	if err := named.client().Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, namedPort, _ := net.SplitHostPort(named.addr)
+	wait.For(t, 120*time.Second, "the master to list the configured name", func() bool {
+		return strings.HasPrefix(masterInfo(t, mc, "replication", "slave2"), "ip=cellar-ha-1.cellar-ha-headless,port="+namedPort+",state=online,")
+	})
 }
 
 // TestReplicaOfRewritten: CONFIG REWRITE keeps the role (replicaof "host
