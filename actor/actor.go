@@ -33,6 +33,9 @@ type Actor struct {
 	start time.Time
 
 	sessions map[uint64]*session
+	// txs is the sessions in MULTI (beginTx, endTx), for a busy script's
+	// view of their queues (busyView).
+	txs map[uint64]*session
 	ld       loadWaits // batches waiting for keys read off the actor (loads.go)
 	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
 	// reader per SPOP allocated 4 KiB each.

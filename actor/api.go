@@ -496,8 +496,7 @@ func (a *Actor) busyAnswered(id uint64, n BusyNote) {
 	switch n {
 	case BusyMulti:
 		if s.tx == nil {
-			s.tx = &txState{}
-			s.setInMulti(true)
+			a.beginTx(s)
 		}
 		a.cmdStats[Lookup([]byte("multi")).idx].calls++
 		a.stats.commands++

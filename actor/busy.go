@@ -49,6 +49,19 @@ type busyView struct {
 	// fnFlags is every function's flags (FCALL's write checks), and
 	// evalFlags the cached #!lua scripts' (EVALSHA's).
 	fnFlags, evalFlags map[string]scriptFlags
+	// txs is the queue of each session in MULTI, for EXEC's checks.
+	txs map[uint64]QueueFlags
+}
+
+// QueueFlags is what EXEC's checks read of a transaction's queue, as
+// Redis's mstate.cmd_flags and cmd_inv_flags: a command that writes, one
+// not flagged stale.
+type QueueFlags struct{ Write, NotStale bool }
+
+// Add counts a queued command in q.
+func (q *QueueFlags) Add(cmd *Command) {
+	q.Write = q.Write || cmd.Is(FlagWrite)
+	q.NotStale = q.NotStale || !cmd.Is(FlagStale)
 }
 
 // busyView is the view of the script c is about to run.
@@ -82,6 +95,15 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		}
 	}
 	v.evalFlags = a.scripts.flags
+	if len(a.txs) > 0 {
+		v.txs = make(map[uint64]QueueFlags, len(a.txs))
+		for id, s := range a.txs {
+			var q QueueFlags
+			q.Write = s.tx.flags&FlagWrite != 0
+			q.NotStale = !a.queueIsStale(s.tx)
+			v.txs[id] = q
+		}
+	}
 	return v
 }
 
@@ -91,6 +113,12 @@ type BusyClient struct {
 	Resp                      int
 	User                      string // the ACL user ("" for the default user)
 	Addr                      string
+	ID                        uint64
+	// Queued is what the loop queued in the client's transaction while
+	// the script was busy; OwnTx: that transaction began then (the one
+	// the script's start saw is gone).
+	Queued QueueFlags
+	OwnTx  bool
 }
 
 // BusyCheck makes, while a script is busy, the checks Redis's
@@ -159,6 +187,20 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 			flags = scriptCmdFlags(cmd.Flags, sf)
 		}
 	}
+	// EXEC's checks see its queue's flags too (Redis's mstate).
+	denyStale := flags&FlagStale == 0
+	if cmd.Name == "exec" && cl.Multi {
+		q := cl.Queued
+		if !cl.OwnTx {
+			if t, ok := v.txs[cl.ID]; ok {
+				q.Write, q.NotStale = q.Write || t.Write, q.NotStale || t.NotStale
+			}
+		}
+		if q.Write {
+			flags |= FlagWrite
+		}
+		denyStale = denyStale || q.NotStale
+	}
 	if flags&FlagWrite != 0 {
 		switch {
 		case v.writesFailing:
@@ -172,7 +214,7 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 	if cl.Subscribed && cl.Resp == 2 && !cmd.InSubscribed {
 		return cmd, errSubscribedMode(cmd.Name).Error()
 	}
-	if v.masterDown && flags&FlagStale == 0 {
+	if v.masterDown && denyStale {
 		return cmd, string(ErrMasterDown)
 	}
 	return cmd, ""

@@ -122,7 +122,18 @@ func (a *Actor) endTx(s *session) {
 	}
 	s.mem.Add(MemMulti, -s.tx.bytes)
 	s.tx = nil
+	delete(a.txs, s.id)
 	s.setInMulti(false)
+}
+
+// beginTx opens a transaction for s (MULTI).
+func (a *Actor) beginTx(s *session) {
+	s.tx = &txState{}
+	if a.txs == nil {
+		a.txs = map[uint64]*session{}
+	}
+	a.txs[s.id] = s
+	s.setInMulti(true)
 }
 
 // setInMulti tells s's loop whether s is in MULTI (ConnInfo.InMulti).
@@ -145,8 +156,7 @@ func cmdMulti(c *Ctx) error {
 	if c.s.tx != nil {
 		return ErrMultiNested
 	}
-	c.s.tx = &txState{}
-	c.s.setInMulti(true)
+	c.a.beginTx(c.s)
 	c.w.OK()
 	return nil
 }

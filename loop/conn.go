@@ -74,6 +74,10 @@ type conn struct {
 	user       *atomic.Pointer[string]
 	subscribed *atomic.Bool
 	busyTx     int8
+	// busyQueued is the flags of the commands busy queued in the
+	// transaction busyTx or inMulti says (Redis's mstate flags, for
+	// EXEC's checks): busy's own, since busyTx last changed.
+	busyQueued actor.QueueFlags
 	noteSeq    uint64
 	barrier    uint64            // seq of an outstanding blocking command, 0 if none
 	final      *actor.Completion // a reply the loop itself owes last (protocol error)
@@ -267,6 +271,7 @@ func (c *conn) busy(args [][]byte) []byte {
 	if c.multi() && !cmd.Immediate {
 		// MULTI queues what passes its checks, as Redis does while busy.
 		act.BusyCommand(c.id, args)
+		c.busyQueued.Add(cmd)
 		return []byte("+QUEUED\r\n")
 	}
 	switch cmd.Name {
@@ -319,6 +324,7 @@ func (c *conn) busyCheck(args [][]byte) (*actor.Command, string) {
 	cl := actor.BusyClient{
 		Authed: c.authed.Load(), Multi: c.multi(), Subscribed: c.subscribed.Load(),
 		Resp: int(c.resp.Load()), Addr: c.addr,
+		ID: c.id, OwnTx: c.busyTx != 0, Queued: c.busyQueued,
 	}
 	if u := c.user.Load(); u != nil {
 		cl.User = *u
@@ -395,7 +401,7 @@ func (c *conn) refuse(cmd *actor.Command, args [][]byte, text string) []byte {
 	c.noteSeq = c.nextSeq + 1 // the local reply's sequence number, at least
 	c.lp.srv.act.BusyRefused(c.id, args, text)
 	if cmd != nil && cmd.Name == "exec" {
-		c.busyTx = 2
+		c.setBusyTx(2)
 		return []byte("-EXECABORT Transaction discarded because of: " + text + "\r\n")
 	}
 	return []byte("-" + text + "\r\n")
@@ -426,7 +432,7 @@ func (c *conn) busyWatch(name string, args [][]byte) []byte {
 	}
 	c.lp.srv.act.BusyCommand(c.id, args)
 	if name == "discard" {
-		c.busyTx = 2
+		c.setBusyTx(2)
 		c.noteSeq = c.nextSeq + 1
 	}
 	return []byte("+OK\r\n")
@@ -444,7 +450,7 @@ func (c *conn) busyConn(cmd *actor.Command, args [][]byte) []byte {
 	gate := c.lp.srv.gate
 	if cmd.Name == "reset" {
 		c.lp.srv.act.BusyCommand(c.id, args)
-		c.busyTx = 2
+		c.setBusyTx(2)
 		c.noteSeq = c.nextSeq + 1
 		c.resp.Store(2)
 		c.authed.Store(!gate.AuthRequired())
@@ -518,11 +524,18 @@ func (c *conn) multi() bool {
 	return c.inMulti.Load()
 }
 
+// setBusyTx sets busyTx; the commands busy queued belong to the
+// transaction before.
+func (c *conn) setBusyTx(tx int8) {
+	c.busyTx = tx
+	c.busyQueued = actor.QueueFlags{}
+}
+
 // note tells the actor what busy answered (tx: busyTx's new value, 0 for
 // no change).
 func (c *conn) note(tx int8, n actor.BusyNote) {
 	if tx != 0 {
-		c.busyTx = tx
+		c.setBusyTx(tx)
 	}
 	c.noteSeq = c.nextSeq + 1 // the local reply's sequence number, at least
 	c.lp.srv.act.BusyAnswered(c.id, n)
@@ -783,7 +796,7 @@ func (c *conn) write(cmp actor.Completion) {
 		}
 		for len(c.pending) > 0 && c.pending[0].Seq <= cmp.Seq {
 			if c.pending[0].Seq > c.noteSeq {
-				c.busyTx = 0 // the actor has applied the notes
+				c.setBusyTx(0) // the actor has applied the notes
 			}
 			c.pending[0] = nil
 			c.pending = c.pending[1:]

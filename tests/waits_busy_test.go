@@ -236,3 +236,35 @@ func TestWatchWhileScriptBusy(t *testing.T) {
 	c.expect(status("QUEUED"), "GET", "x")
 	c.expect(array(bulk("2")), "EXEC")
 }
+
+// While a script is busy, EXEC's checks read what its queue holds, as
+// Redis's processCommand reads the transaction's mstate flags: a queue
+// with a write queued before min-replicas-to-write went unmet gets
+// -EXECABORT ... NOREPLICAS rather than ... BUSY; a queue of reads, or one
+// begun while busy, gets the BUSY reason.
+func TestExecQueueChecksWhileScriptBusy(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	admin := s.raw()
+	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
+	const execBusy = "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+	writer, reader := s.raw(), s.raw()
+	writer.expect(status("OK"), "MULTI")
+	writer.expect(status("QUEUED"), "SET", "eq", "1")
+	reader.expect(status("OK"), "MULTI")
+	reader.expect(status("QUEUED"), "GET", "eq")
+	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "1")
+	r := dialRaw(t, s.addr)
+	r.send(encode("EVAL", "while true do end", "0"))
+	waitBusy(t, s.addr)
+	writer.expect("-EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.\r\n", "EXEC")
+	reader.expect(execBusy, "EXEC")
+	writer.expect(status("OK"), "MULTI")
+	writer.expect(status("QUEUED"), "FUNCTION", "STATS")
+	writer.expect(execBusy, "EXEC")
+	admin.expect(status("OK"), "SCRIPT", "KILL")
+	r.read()
+	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "0")
+	writer.expect(bulk("asdf"), "PING", "asdf")
+	admin.expect("$-1\r\n", "GET", "eq")
+}
