@@ -36,7 +36,7 @@ type Actor struct {
 	// txs is the sessions in MULTI (beginTx, endTx), for a busy script's
 	// view of their queues (busyView).
 	txs map[uint64]*session
-	ld       loadWaits // batches waiting for keys read off the actor (loads.go)
+	ld  loadWaits // batches waiting for keys read off the actor (loads.go)
 	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
 	// reader per SPOP allocated 4 KiB each.
 	replies struct {
