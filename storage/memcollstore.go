@@ -383,7 +383,7 @@ func (m *memEngine) sweepFields(limit int) (int, error) {
 		}
 	}
 	for _, e := range due {
-		if _, err := m.openColl(e.db.num, []byte(e.key), []Type{TypeHash}); err != nil && err != ErrWrongType {
+		if _, err := m.openColl(m.dbOf(e).num, []byte(e.key()), []Type{TypeHash}); err != nil && err != ErrWrongType {
 			return 0, err
 		}
 	}

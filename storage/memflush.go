@@ -61,7 +61,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	pos, m.posSet = m.pos, false
 	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, done: make(chan struct{})}
 	for _, e := range f.fresh {
-		if e.fresh && e.freshPar != 0 {
+		if e.is(flagFresh) && e.freshPar != 0 {
 			e.freshPar = genParity(f.gen) // a failed flight's, written again by this one
 		}
 	}

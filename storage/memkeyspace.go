@@ -34,8 +34,9 @@ func newFresh() *btree.BTreeG[freshKey] {
 // new name, database or id).
 func (m *memEngine) markFresh(e *entry) {
 	m.unfresh(e)
-	e.fresh, e.freshPar = true, 0
-	e.db.fresh.Set(freshKey{id: e.id, e: e})
+	e.set(flagFresh, true)
+	e.freshPar = 0
+	m.dbOf(e).fresh.Set(freshKey{id: e.id, e: e})
 }
 
 // unfresh takes e out of the fresh index. An entry's id changes only once
@@ -43,18 +44,18 @@ func (m *memEngine) markFresh(e *entry) {
 // found under its id; were it not, a walk of the index finds it, and
 // freshMissed counts it for the tests.
 func (m *memEngine) unfresh(e *entry) {
-	if !e.fresh {
+	if !e.is(flagFresh) {
 		return
 	}
-	e.fresh = false
-	if k, ok := e.db.fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
+	e.set(flagFresh, false)
+	if k, ok := m.dbOf(e).fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
 		return
 	} else if ok {
-		e.db.fresh.Set(k) // another entry's: put it back
+		m.dbOf(e).fresh.Set(k) // another entry's: put it back
 	}
 	m.freshMissed++
 	var at freshKey
-	e.db.fresh.Scan(func(k freshKey) bool {
+	m.dbOf(e).fresh.Scan(func(k freshKey) bool {
 		if k.e == e {
 			at = k
 			return false
@@ -62,7 +63,7 @@ func (m *memEngine) unfresh(e *entry) {
 		return true
 	})
 	if at.e == e {
-		e.db.fresh.Delete(at)
+		m.dbOf(e).fresh.Delete(at)
 	}
 }
 
@@ -73,7 +74,7 @@ func genParity(gen uint64) uint8 { return uint8(gen&1) + 1 }
 // f wrote.
 func (m *memEngine) landFresh(f *memFlight) {
 	for _, e := range f.fresh {
-		if e.fresh && e.freshPar == genParity(f.gen) {
+		if e.is(flagFresh) && e.freshPar == genParity(f.gen) {
 			m.unfresh(e)
 		}
 	}
@@ -172,7 +173,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if e := m.dbs[db].keys.get(string(r.key)); e != nil {
 			// Memory decides: the key as it is now, if it still has the
 			// row's id (under another, it is in the fresh index).
-			if e.typ != TypeNone && e.id == r.id && !e.fresh && !expired(e.exp, m.s.Now) {
+			if e.typ != TypeNone && e.id == r.id && !e.is(flagFresh) && !expired(e.exp, m.s.Now) {
 				cands = append(cands, cand{r.id, r.key, e.typ})
 			}
 			continue
@@ -186,7 +187,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if (bound >= 0 && k.id > bound) || e.typ == TypeNone || e.id != k.id || expired(e.exp, m.s.Now) {
 			continue
 		}
-		cands = append(cands, cand{k.id, []byte(e.key), e.typ})
+		cands = append(cands, cand{k.id, []byte(e.key()), e.typ})
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return int(max(min(a.id-b.id, 1), -1)) })
 	for _, c := range cands {
@@ -221,8 +222,8 @@ func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error 
 		}
 	}
 	m.dbs[db].keys.each(func(e *entry) bool {
-		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key), prefix) {
-			all = append(all, []byte(e.key))
+		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key()), prefix) {
+			all = append(all, []byte(e.key()))
 		}
 		return true
 	})
@@ -246,7 +247,7 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 			var pick *entry
 			d.keys.sample(func(e *entry) bool { pick = e; return false })
 			if pick.typ != TypeNone && !expired(pick.exp, m.s.Now) {
-				return []byte(pick.key), true, nil
+				return []byte(pick.key()), true, nil
 			}
 			continue
 		}
@@ -399,18 +400,22 @@ func (m *memEngine) dbOp(op memDBOp) {
 // the same id (RENAME, MOVE); e is left absent.
 func (m *memEngine) moveTo(e, to *entry) {
 	m.unfresh(to)
-	to.typ, to.id, to.str, to.obj, to.idStored = e.typ, e.id, e.str, e.obj, false
+	to.typ, to.id, to.obj = e.typ, e.id, e.obj
+	to.setStr(bytesOf(e.str()))
+	to.set(flagIDStored, false)
 	m.setExp(to, e.exp)
-	to.elemsStored = e.elemsStored
+	to.set(flagElemsStored, e.is(flagElemsStored))
 	if at, ok := m.hfe[e]; ok {
 		m.hfe[to] = at
 		delete(m.hfe, e)
 	}
 	to.ver = m.s.nextVersion()
-	to.db.count++
-	e.typ, e.str, e.obj, e.elemsStored = TypeNone, "", nil, false
+	m.dbOf(to).count++
+	e.typ, e.obj = TypeNone, nil
+	e.clearStr()
+	e.set(flagElemsStored, false)
 	m.setExp(e, 0)
-	e.db.count--
+	m.dbOf(e).count--
 	m.unfresh(e)
 	m.markFresh(to)
 	m.changed(e)
@@ -474,7 +479,7 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	}
 	m.create(to, from.typ)
 	m.setExp(to, from.exp)
-	to.str = from.str
+	to.setStr(bytesOf(from.str()))
 	switch o := from.obj.(type) {
 	case *object.Elems:
 		to.obj = o.Clone()
