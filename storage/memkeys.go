@@ -84,6 +84,9 @@ const (
 	// dirty: in its database's dirty list: the row or the object changed
 	// since the last freeze.
 	flagDirty
+	// expStored: SQLite's row for this name, as of the last freeze, has an
+	// expiry (memDB.coldExpiring).
+	flagExpStored
 )
 
 // is reports whether all of f are set.
@@ -159,6 +162,12 @@ type memDB struct {
 	count   int64                   // the database's keys, in memory and SQLite: DBSIZE
 	fresh   *btree.BTreeG[freshKey] // memkeyspace.go
 	expires map[*entry]struct{}     // the entries of keys with an expiry
+	// coldExpiring is how many of SQLite's rows in this database (as of
+	// the last freeze) have an expiry and a name memory does not hold:
+	// with len(expires), the keys with an expiry (INFO keyspace), counted
+	// without reading SQLite. It moves only when a name's entry comes
+	// into memory or leaves it (hold, forget), and FLUSHDB zeroes it.
+	coldExpiring int64
 }
 
 // memEngine is the engine's state; it belongs to the actor, except what the
@@ -411,8 +420,12 @@ func (m *memEngine) evict() {
 func (m *memEngine) forget(e *entry) {
 	m.loadGone(e)
 	m.unfresh(e)
-	m.dbOf(e).keys.del(e.key())
-	delete(m.dbOf(e).expires, e)
+	d := m.dbOf(e)
+	d.keys.del(e.key())
+	delete(d.expires, e)
+	if e.is(flagExpStored) {
+		d.coldExpiring++
+	}
 	delete(m.hfe, e)
 	m.bytes -= m.sizeOf(e)
 	delete(m.huge, e)
@@ -463,7 +476,11 @@ func (m *memEngine) hold(e *entry) {
 			return true
 		})
 	}
-	m.dbOf(e).keys.put(e)
+	d := m.dbOf(e)
+	d.keys.put(e)
+	if e.is(flagExpStored) {
+		d.coldExpiring--
+	}
 	m.touch(e)
 	m.resize(e)
 }
@@ -565,7 +582,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	switch {
 	case e.typ == TypeNone:
 		k.del = e.is(flagRowStored)
-		e.set(flagRowStored|flagRefStored|flagIDStored, false)
+		e.set(flagRowStored|flagRefStored|flagIDStored|flagExpStored, false)
 		return k
 	case e.typ == TypeString:
 		k.str = e.str()
@@ -582,6 +599,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		m.addPresence(e.key()) // before the flush that writes the row commits
 	}
 	e.set(flagRowStored|flagIDStored, true)
+	e.set(flagExpStored, e.exp != 0)
 	return k
 }
 

@@ -274,6 +274,18 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 
 // dueRow is a row of SQLite's last commit past its expiry, with the
 // database that holds it now.
+// The expiry sweeps' reads of SQLite's due keys and hash fields, through
+// the partial indexes keys_by_expiry and hashes_by_expiry. SQLite uses a
+// partial index only for a query that says its condition: "expire_at <
+// ?1" alone does not, and the hashes' read scanned the whole table on the
+// actor every sweep (TestSweepReadsUseTheExpiryIndexes).
+const (
+	sqlDueKeys    = "SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND expire_at IS NOT NULL AND db < 16 ORDER BY expire_at LIMIT ?2"
+	sqlDueHashIDs = "SELECT DISTINCT id FROM hashes WHERE expire_at < ?1 AND expire_at IS NOT NULL LIMIT ?2"
+	// The keys with an expiry in each database, at start.
+	sqlExpiringByDB = "SELECT db, count(*) FROM keys WHERE expire_at IS NOT NULL GROUP BY db"
+)
+
 type dueRow struct {
 	db int
 	sqlRow
@@ -294,7 +306,7 @@ func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
 			logical[db] = db
 		}
 	}
-	st := m.r.q("SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2")
+	st := m.r.q(sqlDueKeys)
 	st.int(1, m.s.Now)
 	st.int(2, int64(limit))
 	var out []dueRow
@@ -306,18 +318,26 @@ func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
 	return out, err
 }
 
+// countExpiring is how many keys of db have an expiry: those memory holds
+// and those only SQLite does.
 func (m *memEngine) countExpiring(db int) (int64, error) {
-	rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL", nil)
-	if err != nil {
-		return 0, err
+	d := m.dbs[db]
+	return d.coldExpiring + int64(len(d.expires)), nil
+}
+
+// countColdExpiring sets every database's coldExpiring from SQLite's
+// rows, with nothing of them in memory (the engine's start and reset).
+func (m *memEngine) countColdExpiring() error {
+	for _, d := range m.dbs {
+		d.coldExpiring = 0
 	}
-	n := int64(0)
-	for i := range rows {
-		if !m.shadowed(db, &rows[i]) {
-			n++
+	m.readMu.Lock() // eachRow lets it go
+	st := m.r.q(sqlExpiringByDB)
+	return m.eachRow(st, func() {
+		if db := st.colInt(0); db >= 0 && db < allDBs {
+			m.dbs[db].coldExpiring = st.colInt(1)
 		}
-	}
-	return n + int64(len(m.dbs[db].expires)), nil
+	})
 }
 
 // sweep deletes up to limit keys past their expiry: those SQLite's last
@@ -371,7 +391,7 @@ func (m *memEngine) flushDB(db int) {
 		return true
 	})
 	d.keys = newKeyTable() // let its slots go too
-	d.count = 0
+	d.count, d.coldExpiring = 0, 0
 	m.s.record(db, nil, Flushed, 0)
 }
 

@@ -43,6 +43,7 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	t := Type(st.colInt(0))
 	e.id, e.ver, e.exp = st.colInt(1), st.colInt(3), st.colInt(2)
 	e.set(flagRowStored|flagIDStored, true)
+	e.set(flagExpStored, e.exp != 0)
 	if t == TypeString {
 		e.set(flagRefStored, colIsRef(st, 4))
 		var v []byte

@@ -71,6 +71,12 @@ func (s *Store) openMem(maxBytes int64) error {
 		keys += n
 	}
 	s.mem.ld.mayMiss = keys > 0
+	if err := s.mem.countColdExpiring(); err != nil {
+		rc.close()
+		wc.close()
+		lc.close()
+		return err
+	}
 	s.mem.pres = newPresence(2 * keys)
 	s.mem.pres.build(s.path)
 	return nil
@@ -284,4 +290,5 @@ func (m *memEngine) rollback() {
 	m.bytes = 0
 	m.ld.epoch++ // what the loads under way read may be newer than this
 	m.ld.mayMiss = true
+	m.countColdExpiring() // as the counts above: a failed read leaves 0
 }

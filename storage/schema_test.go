@@ -2,6 +2,7 @@ package storage
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,28 @@ func TestSchemaDropsUnusedIndexes(t *testing.T) {
 	}))
 	if len(order) != 3 || order[0] != "b" || order[1] != "a" || order[2] != "c" {
 		t.Fatalf("ZRANGE after the upgrade: %q, want [b a c]", order)
+	}
+}
+
+// The expiry sweeps read SQLite through the partial expiry indexes: a
+// plan that scans a table costs the actor the whole table every sweep.
+func TestSweepReadsUseTheExpiryIndexes(t *testing.T) {
+	s := openTest(t)
+	for q, index := range map[string]string{sqlDueKeys: "keys_by_expiry", sqlDueHashIDs: "hashes_by_expiry"} {
+		st, err := s.c.prepare("EXPLAIN QUERY PLAN " + q)
+		must(t, err)
+		var plan []string
+		for {
+			ok, err := st.step()
+			must(t, err)
+			if !ok {
+				break
+			}
+			plan = append(plan, string(st.colBlob(3, nil)))
+		}
+		st.close()
+		if len(plan) == 0 || !strings.Contains(plan[0], "USING") || !strings.Contains(plan[0], "INDEX "+index) {
+			t.Errorf("%s\nplan %q, want a search of %s", q, plan, index)
+		}
 	}
 }
