@@ -37,6 +37,8 @@ type Actor struct {
 	// view of their queues (busyView).
 	txs map[uint64]*session
 	ld  loadWaits // batches waiting for keys read off the actor (loads.go)
+	// migr is the MIGRATEs waiting for their target (migrate.go).
+	migr migrations
 	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
 	// reader per SPOP allocated 4 KiB each.
 	replies struct {

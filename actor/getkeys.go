@@ -110,6 +110,11 @@ func (k keySpec) has(flag string) bool {
 // a spec does not fit the arguments (then there are no keys at all).
 // COMMAND GETKEYS and client tracking's failed reads (tracking.go) use it.
 func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
+	if cmd.Name == "migrate" {
+		// Its KEYS spec is incomplete: Redis falls back to its
+		// migrateGetKeys, as Cellar does (migrate.go).
+		return migrateKeys(argv), true
+	}
 	argc := len(argv)
 	var keys []foundKey
 	for _, k := range cmd.meta.KeySpecs {
