@@ -216,9 +216,14 @@ func cmdMigrate(c *Ctx) error {
 	mg.w, mg.args = w, w.args
 	a := c.a
 	a.migrateStarted(mg)
-	// The port as Redis reads it, with C's atoi (debug.go).
+	// The port as Redis reads it, with C's atoi (debug.go), and as its
+	// resolver takes it: a port past 65535 keeps its low 16 bits.
+	port := atoi(c.args[2])
+	if port > 65535 {
+		port &= 0xffff
+	}
 	req := migration.Request{
-		Addr: net.JoinHostPort(string(c.args[1]), strconv.FormatInt(atoi(c.args[2]), 10)), Timeout: m.timeout,
+		Addr: net.JoinHostPort(string(c.args[1]), strconv.FormatInt(port, 10)), Timeout: m.timeout,
 		Cmds: cmds, Auth: m.auth, Select: true, Keys: len(mg.keys),
 	}
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -25,8 +26,8 @@ type Failure int
 
 const (
 	None    Failure = iota
-	Connect         // no connection (Redis: "error or timeout connecting to the client")
-	Write           // the pipeline could not be written
+	Connect         // the address is not one to connect to (Redis: "error or timeout connecting to the client")
+	Write           // the connection was refused or timed out, or the pipeline could not be written
 	Read            // a reply could not be read
 )
 
@@ -62,7 +63,13 @@ func Run(req Request) Result {
 func attempt(req Request) (res Result, retry bool) {
 	conn, err := net.DialTimeout("tcp", req.Addr, req.Timeout)
 	if err != nil {
-		return Result{Failure: Connect}, false
+		if failsAtOnce(err) {
+			return Result{Failure: Connect}, false
+		}
+		// Redis connects without blocking and does not look at how the
+		// connect ended: a refused or timed out connection is one its
+		// first write fails on.
+		return Result{Failure: Write}, !timedOut(err)
 	}
 	defer conn.Close()
 	for buf := req.Cmds; len(buf) > 0; {
@@ -144,6 +151,18 @@ func readLine(conn net.Conn, r *bufio.Reader, timeout time.Duration) (string, er
 		line = append(line, b)
 	}
 	return string(line), nil
+}
+
+// failsAtOnce reports whether err is one a non-blocking connect meets
+// before it starts: the address does not resolve or is not one to connect
+// to (Redis: "error or timeout connecting to the client").
+func failsAtOnce(err error) bool {
+	var dnsErr *net.DNSError
+	var addrErr *net.AddrError
+	var parseErr *net.ParseError
+	return errors.As(err, &dnsErr) || errors.As(err, &addrErr) || errors.As(err, &parseErr) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EADDRNOTAVAIL) ||
+		errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)
 }
 
 func timedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
