@@ -16,10 +16,12 @@ import (
 // MIGRATE, as Redis 7.0's migrateCommand (src/cluster.c) without a
 // cluster: DUMP each key, RESTORE it on the target, then DEL it here.
 //
-// The handler parses, looks the keys up and builds the whole pipeline for
-// the target (AUTH, SELECT, a RESTORE with the remaining time to live per
-// key) on the actor, then suspends its client (Defers) while package
-// migration talks to the target on a goroutine of its own: the actor
+// The handler parses, looks the keys up and builds the commands for the
+// target (AUTH, a RESTORE with the remaining time to live per key) on the
+// actor, then suspends its client (Defers) while package migration talks
+// to the target on a goroutine of its own (over the connection it keeps
+// for that target, as Redis does, with SELECT when it is in another
+// database): the actor
 // serves every other client meanwhile and never touches the socket. The
 // result comes back as a call on the actor (migrateDone), which deletes
 // the keys the target acknowledged, unless COPY was given, and answers.
@@ -177,16 +179,15 @@ func cmdMigrate(c *Ctx) error {
 	if c.noBlock {
 		return errCannotWait(c.cmd.Name)
 	}
-	var cmds []byte
+	var auth []byte
 	if m.auth {
 		args := [][]byte{[]byte("AUTH")}
 		if m.user != nil {
 			args = append(args, m.user)
 		}
-		cmds = appendCommand(cmds, append(args, m.pass))
+		auth = appendCommand(nil, append(args, m.pass))
 	}
-	// No socket is kept between MIGRATEs: SELECT is always sent.
-	cmds = appendCommand(cmds, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, m.db, 10)})
+	var restores []byte
 	mg := &migrating{cmd: c.cmd, db: c.db, copy: m.copy}
 	for _, k := range keys {
 		var ttl int64
@@ -205,7 +206,7 @@ func cmdMigrate(c *Ctx) error {
 		if m.replace {
 			args = append(args, []byte("REPLACE"))
 		}
-		cmds = appendCommand(cmds, args)
+		restores = appendCommand(restores, args)
 		mg.keys = append(mg.keys, bytes.Clone(k.key))
 	}
 	mg.changed = make([]bool, len(mg.keys))
@@ -223,11 +224,12 @@ func cmdMigrate(c *Ctx) error {
 		port &= 0xffff
 	}
 	req := migration.Request{
+		Name: string(c.args[1]) + ":" + string(c.args[2]),
 		Addr: net.JoinHostPort(string(c.args[1]), strconv.FormatInt(port, 10)), Timeout: m.timeout,
-		Cmds: cmds, Auth: m.auth, Select: true, Keys: len(mg.keys),
+		Auth: auth, DB: m.db, Restores: restores, Keys: len(mg.keys),
 	}
 	go func() {
-		res := migration.Run(req)
+		res := a.migrateSockets.Run(req)
 		a.in.put(message{kind: msgCall, fn: func() { a.migrateDone(mg, res) }})
 	}()
 	return nil

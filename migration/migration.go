@@ -5,20 +5,25 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // Request is one MIGRATE's exchange with its target.
 type Request struct {
+	// Name is the target as MIGRATE named it, "host:port" with the
+	// arguments as given: the key of its cached connection.
+	Name    string
 	Addr    string        // host:port, as net.Dial takes it
 	Timeout time.Duration // for the connect, each write and each line read
-	// Cmds is the whole pipeline: AUTH (when Auth), SELECT (when Select),
-	// then Keys RESTORE commands, each a RESP array.
-	Cmds   []byte
-	Auth   bool
-	Select bool
-	Keys   int
+	// Auth is the AUTH command to send first (a RESP array), or nil.
+	Auth []byte
+	DB   int64 // the target's database: SELECT is sent unless the connection is in it
+	// Restores are the RESTORE commands, Keys of them, back to back.
+	Restores []byte
+	Keys     int
 }
 
 // Failure is how the exchange broke off, if it did.
@@ -27,7 +32,7 @@ type Failure int
 const (
 	None    Failure = iota
 	Connect         // the address is not one to connect to (Redis: "error or timeout connecting to the client")
-	Write           // the connection was refused or timed out, or the pipeline could not be written
+	Write           // the connection was refused or timed out, or the commands could not be written
 	Read            // a reply could not be read
 )
 
@@ -43,25 +48,134 @@ type Result struct {
 	Failure     Failure
 }
 
+// Redis's limits on its cache: 64 connections, each closed after 10
+// seconds unused.
+const (
+	maxCached = 64
+	cacheTTL  = 10 * time.Second
+)
+
 // maxLine is the longest reply line Redis reads (its 1024-byte buffers,
 // one byte for the terminator); the rest of a longer line stays unread.
 const maxLine = 1023
 
-// Run connects to req.Addr, sends req.Cmds and reads the replies. Like
-// Redis, it tries a second time on a new connection when the first broke
-// off before any RESTORE was answered, unless it timed out.
-func Run(req Request) Result {
-	res, retry := attempt(req)
+// Sockets is MIGRATE's cache of connections to its targets, as Redis's
+// migrate_cached_sockets: one per target name, at most 64, each closed
+// after 10 seconds unused, remembering the database it last selected (a
+// connection that authenticated stays authenticated). A connection is
+// used by one MIGRATE at a time; a MIGRATE that finds its target's in use
+// dials one of its own, closed after it. Safe for concurrent use.
+type Sockets struct {
+	mu     sync.Mutex
+	m      map[string]*socket
+	closed bool
+}
+
+// socket is one connection to a target.
+type socket struct {
+	name   string
+	conn   net.Conn
+	r      *bufio.Reader
+	lastDB int64 // -1: unknown, SELECT is sent
+	cached bool  // in Sockets.m
+	busy   bool
+	idle   *time.Timer
+}
+
+// NewSockets returns an empty cache.
+func NewSockets() *Sockets { return &Sockets{m: map[string]*socket{}} }
+
+// Close closes the cached connections; the ones in use close when their
+// MIGRATE ends, and nothing is cached any more.
+func (s *Sockets) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for name, so := range s.m {
+		if !so.busy {
+			so.close()
+		}
+		delete(s.m, name)
+	}
+}
+
+// get returns a connection to req's target, cached or new.
+func (s *Sockets) get(req Request) (*socket, error) {
+	s.mu.Lock()
+	if so := s.m[req.Name]; so != nil && !so.busy {
+		so.busy = true
+		so.idle.Stop()
+		s.mu.Unlock()
+		return so, nil
+	}
+	s.mu.Unlock()
+	conn, err := net.DialTimeout("tcp", req.Addr, req.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	so := &socket{name: req.Name, conn: conn, r: bufio.NewReader(conn), lastDB: -1, busy: true}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, taken := s.m[req.Name]; !taken && !s.closed {
+		if len(s.m) >= maxCached {
+			for name, old := range s.m { // Redis drops one at random
+				if !old.busy {
+					old.close()
+				}
+				old.cached = false
+				delete(s.m, name)
+				break
+			}
+		}
+		so.cached = true
+		s.m[req.Name] = so
+	}
+	return so, nil
+}
+
+// put gives back a connection after use; a broken one is closed and
+// forgotten.
+func (s *Sockets) put(so *socket, broken bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	so.busy = false
+	if broken || !so.cached || s.closed {
+		if so.cached && s.m[so.name] == so {
+			delete(s.m, so.name)
+		}
+		so.cached = false
+		so.close()
+		return
+	}
+	so.idle = time.AfterFunc(cacheTTL, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !so.busy && so.cached && s.m[so.name] == so {
+			delete(s.m, so.name)
+			so.cached = false
+			so.close()
+		}
+	})
+}
+
+func (so *socket) close() { so.conn.Close() }
+
+// Run sends req to its target and reads the replies, as Redis's
+// migrateCommand: over the cached connection if there is one, trying once
+// more on a new connection when the exchange broke off before any RESTORE
+// was answered, unless it timed out.
+func (s *Sockets) Run(req Request) Result {
+	res, retry := s.attempt(req)
 	if retry {
-		res, _ = attempt(req)
+		res, _ = s.attempt(req)
 	}
 	return res
 }
 
 // attempt is one connection's exchange; retry reports whether Redis would
 // try again.
-func attempt(req Request) (res Result, retry bool) {
-	conn, err := net.DialTimeout("tcp", req.Addr, req.Timeout)
+func (s *Sockets) attempt(req Request) (res Result, retry bool) {
+	so, err := s.get(req)
 	if err != nil {
 		if failsAtOnce(err) {
 			return Result{Failure: Connect}, false
@@ -71,31 +185,38 @@ func attempt(req Request) (res Result, retry bool) {
 		// first write fails on.
 		return Result{Failure: Write}, !timedOut(err)
 	}
-	defer conn.Close()
-	for buf := req.Cmds; len(buf) > 0; {
+	broken := true
+	defer func() { s.put(so, broken) }()
+	sel := so.lastDB != req.DB
+	cmds := append([]byte(nil), req.Auth...)
+	if sel {
+		db := strconv.FormatInt(req.DB, 10)
+		cmds = append(cmds, "*2\r\n$6\r\nSELECT\r\n$"+strconv.Itoa(len(db))+"\r\n"+db+"\r\n"...)
+	}
+	cmds = append(cmds, req.Restores...)
+	for buf := cmds; len(buf) > 0; {
 		n := min(len(buf), 64*1024)
-		_ = conn.SetWriteDeadline(time.Now().Add(req.Timeout))
-		if _, err := conn.Write(buf[:n]); err != nil {
+		_ = so.conn.SetWriteDeadline(time.Now().Add(req.Timeout))
+		if _, err := so.conn.Write(buf[:n]); err != nil {
 			return Result{Failure: Write}, !timedOut(err)
 		}
 		buf = buf[n:]
 	}
-	r := bufio.NewReader(conn)
 	var authLine, selectLine string
-	if req.Auth {
-		if authLine, err = readLine(conn, r, req.Timeout); err != nil {
+	if req.Auth != nil {
+		if authLine, err = so.readLine(req.Timeout); err != nil {
 			return Result{Failure: Read}, !timedOut(err)
 		}
 	}
-	if req.Select {
-		if selectLine, err = readLine(conn, r, req.Timeout); err != nil {
+	if sel {
+		if selectLine, err = so.readLine(req.Timeout); err != nil {
 			return Result{Failure: Read}, !timedOut(err)
 		}
 	}
-	authErr := req.Auth && isError(authLine)
-	selectErr := req.Select && isError(selectLine)
+	authErr := req.Auth != nil && isError(authLine)
+	selectErr := sel && isError(selectLine)
 	for j := 0; j < req.Keys; j++ {
-		line, err := readLine(conn, r, req.Timeout)
+		line, err := so.readLine(req.Timeout)
 		if err != nil {
 			if res.TargetError == "" {
 				res.Failure = Read
@@ -120,6 +241,11 @@ func attempt(req Request) (res Result, retry bool) {
 			}
 		}
 	}
+	broken = false
+	so.lastDB = req.DB
+	if res.TargetError != "" {
+		so.lastDB = -1 // an error may have been SELECT's
+	}
 	return res, false
 }
 
@@ -131,11 +257,11 @@ var errEmptyLine = errors.New("migration: empty reply line")
 
 // readLine reads one reply line as Redis's syncReadLine does: up to "\n"
 // (dropped, with a "\r" before it) or maxLine bytes.
-func readLine(conn net.Conn, r *bufio.Reader, timeout time.Duration) (string, error) {
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+func (so *socket) readLine(timeout time.Duration) (string, error) {
+	_ = so.conn.SetReadDeadline(time.Now().Add(timeout))
 	var line []byte
 	for len(line) < maxLine {
-		b, err := r.ReadByte()
+		b, err := so.r.ReadByte()
 		if err != nil {
 			return "", err
 		}

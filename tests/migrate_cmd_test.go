@@ -177,6 +177,15 @@ func migrateSteps(t *testing.T, src, dst *rawConn, host, port, closed string) {
 	// AUTH and AUTH2 to a target that asks for a password.
 	dst.expect(status("OK"), "CONFIG", "SET", "requirepass", "sekret")
 	dst.expect(status("OK"), "ACL", "SETUSER", "mover", "on", ">pw", "~*", "+@all")
+	// The connection MIGRATE keeps to its target was authenticated before
+	// the password: it goes on without AUTH.
+	src.expect(status("OK"), "SET", "d", "4")
+	src.expect(status("OK"), mig("d", "0", "1000")...)
+	src.expect(integer(0), "EXISTS", "d")
+	dst.expect(bulk("4"), "GET", "d")
+	// Once it is gone, the next MIGRATE finds it broken, tries again on a
+	// new connection, which must authenticate.
+	dst.expect(integer(1), "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
 	src.expect(errr("ERR Target instance replied with error: NOAUTH Authentication required."), mig("b", "0", "1000", "REPLACE")...)
 	src.expect(errr("ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."), mig("b", "0", "1000", "REPLACE", "AUTH", "nope")...)
 	src.expect(errr("ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."), mig("b", "0", "1000", "REPLACE", "AUTH2", "mover", "nope")...)
