@@ -361,3 +361,82 @@ func TestMigrateCommandTargetSilent(t *testing.T) {
 		})
 	}
 }
+
+// What a MIGRATE that moves a key does beside the move, on Cellar as on
+// redis-server: the keyspace notification of the deletion (none for a
+// COPY), and the ACL checks of its keys.
+func TestMigrateCommandNotifiesAndChecksKeys(t *testing.T) {
+	t.Parallel()
+	for _, mk := range []func(*testing.T) migrateEnd{cellarEnd, redisEnd} {
+		src := mk(t)
+		t.Run(src.name, func(t *testing.T) {
+			dst := redisEnd(t)
+			r, sub := dialRaw(t, src.conn), dialRaw(t, src.conn)
+			r.expect(status("OK"), "CONFIG", "SET", "notify-keyspace-events", "KEA")
+			sub.do("SUBSCRIBE", "__keyevent@0__:del", "__keyspace@0__:a", "__keyspace@0__:b")
+			sub.read()
+			sub.read()
+			r.expect(status("OK"), "MSET", "a", "1", "b", "2")
+			r.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "COPY", "KEYS", "b")
+			r.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "REPLACE", "KEYS", "a", "b")
+			// The first events are MSET's: set on a, set on b.
+			for _, want := range []string{
+				"*3\r\n" + bulk("message") + bulk("__keyspace@0__:a") + bulk("set"),
+				"*3\r\n" + bulk("message") + bulk("__keyspace@0__:b") + bulk("set"),
+				"*3\r\n" + bulk("message") + bulk("__keyspace@0__:a") + bulk("del"),
+				"*3\r\n" + bulk("message") + bulk("__keyevent@0__:del") + bulk("a"),
+				"*3\r\n" + bulk("message") + bulk("__keyspace@0__:b") + bulk("del"),
+				"*3\r\n" + bulk("message") + bulk("__keyevent@0__:del") + bulk("b"),
+			} {
+				if got := sub.read(); got != want {
+					t.Fatalf("event: got %q, want %q", got, want)
+				}
+			}
+			r.expect(status("OK"), "CONFIG", "SET", "notify-keyspace-events", "")
+
+			// A user allowed the keys a* only.
+			r.expect(status("OK"), "ACL", "SETUSER", "amover", "on", ">pw", "~a*", "+@all")
+			u := dialRaw(t, src.conn)
+			u.expect(status("OK"), "AUTH", "amover", "pw")
+			r.expect(status("OK"), "MSET", "a1", "1", "b1", "2")
+			noperm := errr("NOPERM this user has no permissions to access one of the keys used as arguments")
+			u.expect(noperm, "MIGRATE", dst.host, dst.port, "b1", "0", "1000")
+			u.expect(noperm, "MIGRATE", dst.host, dst.port, "", "0", "1000", "KEYS", "a1", "b1")
+			// AUTH's password is no key. The target has no password: AUTH
+			// fails there, the RESTORE after it runs, the key stays here.
+			u.expect(errr("ERR Target instance replied with error: ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
+				"MIGRATE", dst.host, dst.port, "", "0", "1000", "AUTH", "b1", "KEYS", "a1")
+			r.expect(integer(1), "EXISTS", "a1")
+			u.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "REPLACE", "KEYS", "a1")
+			r.expect(integer(0), "EXISTS", "a1")
+			r.expect(integer(1), "EXISTS", "b1")
+		})
+	}
+}
+
+// A MIGRATE's deletion reaches Cellar's replicas (a redis-server here) as
+// a DEL, and stays deleted across a restart; a COPY deletes nothing.
+func TestMigrateCommandReplicatesDeletion(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	needCellar(t, srv)
+	host, port, _ := net.SplitHostPort(srv.addr)
+	replica := redistest.StartTCP(t, "--replicaof", host, port)
+	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: replica.Sock})
+	defer rc.Close()
+	c := srv.client()
+	r := srv.raw()
+	r.expect(status("OK"), "MSET", "moved", "1", "copied", "2", "kept", "3")
+	caughtUp(t, c, rc)
+	dst := redisEnd(t)
+	r.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "KEYS", "moved")
+	r.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "COPY", "KEYS", "copied")
+	caughtUp(t, c, rc)
+	if got := strings.Join(dbKeys(t, rc), " "); got != "copied kept" {
+		t.Fatalf("the replica's keys: %s", got)
+	}
+	srv.restart()
+	if got := strings.Join(dbKeys(t, srv.client()), " "); got != "copied kept" {
+		t.Fatalf("keys after a restart: %s", got)
+	}
+}
