@@ -93,6 +93,7 @@ func parseMigrate(c *Ctx) (migrateArgs, error) {
 	if timeout <= 0 {
 		timeout = 1000
 	}
+	timeout = min(timeout, maxTimeoutMs) // a century: as good as Redis's forever
 	m.timeout = time.Duration(timeout) * time.Millisecond
 	return m, nil
 }
