@@ -33,7 +33,7 @@ import (
 // only a key as it was sent is deleted. The deletion is recorded for the
 // redo log and replicas as DEL of the keys deleted, as Redis propagates
 // MIGRATE. If the client is gone when the target answers (closed, CLIENT
-// KILL), or the server has become a replica, nothing is deleted.
+// KILL), or the server is a replica by then, nothing is deleted.
 
 var migrateCommands = []*Command{
 	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true},
@@ -315,8 +315,8 @@ func (a *Actor) migrateDone(mg *migrating, res migration.Result) {
 		reply = []byte("+OK\r\n")
 	}
 	deleted := false
-	// A server that became a replica meanwhile has its master's data, or
-	// is about to: it deletes nothing of it.
+	// A replica (a writable one, or one that became a replica meanwhile)
+	// has its master's data, or is about to: it deletes nothing of it.
 	if !mg.copy && !a.repl.on {
 		var err error
 		if deleted, err = a.migrateDelete(mg, res.Acked); err != nil {
