@@ -107,3 +107,29 @@ func TestMigrateInsideMulti(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+// idleReplicator is a replica link that never connects.
+type idleReplicator struct{}
+
+func (idleReplicator) Follow(FollowSpec)     {}
+func (idleReplicator) Unfollow()             {}
+func (idleReplicator) Status() ReplicaStatus { return ReplicaStatus{State: "connect"} }
+
+// A server that became a replica while a MIGRATE waited deletes nothing
+// when the target acknowledges: its data is its master's.
+func TestMigrateBecameReplica(t *testing.T) {
+	h := newHarnessWith(t, Config{}, func(a *Actor) { a.SetReplicator(idleReplicator{}) })
+	port, got, release := heldTarget(t, 2, "+OK\r\n+OK\r\n")
+	h.open(1)
+	h.open(2)
+	h.submit(1, []string{"SET", "k", "v"})
+	h.expect(1, "+OK\r\n")
+	h.submit(1, []string{"MIGRATE", "127.0.0.1", port, "k", "0", "10000"})
+	<-got
+	h.submit(2, []string{"REPLICAOF", "127.0.0.1", "1"})
+	h.expect(2, "+OK\r\n")
+	close(release)
+	h.expect(1, "+OK\r\n")
+	h.submit(2, []string{"GET", "k"})
+	h.expect(2, "$1\r\nv\r\n")
+}
