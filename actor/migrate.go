@@ -42,9 +42,9 @@ var migrateCommands = []*Command{
 // migrateArgs is a parsed MIGRATE.
 type migrateArgs struct {
 	copy, replace bool
-	user, pass    []byte // user only with AUTH2; pass with AUTH or AUTH2
-	auth          bool
-	first, n      int // the keys: args[first:first+n]
+	user, pass    []byte // user with AUTH2; pass with AUTH or AUTH2
+	auth, auth2   bool   // AUTH2 once given names the user, even after an AUTH
+	first, n      int    // the keys: args[first:first+n]
 	db            int64
 	timeout       time.Duration
 }
@@ -71,7 +71,7 @@ func parseMigrate(c *Ctx) (migrateArgs, error) {
 			if more < 2 {
 				return m, ErrSyntax
 			}
-			m.auth, m.user, m.pass = true, c.args[j+1], c.args[j+2]
+			m.auth, m.auth2, m.user, m.pass = true, true, c.args[j+1], c.args[j+2]
 			j += 2
 		case c.argEq(j, "keys"):
 			if len(c.args[3]) != 0 {
@@ -183,7 +183,7 @@ func cmdMigrate(c *Ctx) error {
 	var auth []byte
 	if m.auth {
 		args := [][]byte{[]byte("AUTH")}
-		if m.user != nil {
+		if m.auth2 {
 			args = append(args, m.user)
 		}
 		auth = appendCommand(nil, append(args, m.pass))

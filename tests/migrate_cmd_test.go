@@ -189,6 +189,7 @@ func migrateSteps(t *testing.T, src, dst *rawConn, host, port, closed string) {
 	src.expect(errr("ERR Target instance replied with error: NOAUTH Authentication required."), mig("b", "0", "1000", "REPLACE")...)
 	src.expect(errr("ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."), mig("b", "0", "1000", "REPLACE", "AUTH", "nope")...)
 	src.expect(errr("ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."), mig("b", "0", "1000", "REPLACE", "AUTH2", "mover", "nope")...)
+	src.expect(errr("ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."), mig("b", "0", "1000", "REPLACE", "AUTH2", "", "pw")...)
 	src.expect(bulk("2"), "GET", "b")
 	src.expect(status("OK"), mig("b", "0", "1000", "REPLACE", "AUTH", "sekret")...)
 	src.expect(integer(0), "EXISTS", "b")
@@ -200,7 +201,7 @@ func migrateSteps(t *testing.T, src, dst *rawConn, host, port, closed string) {
 
 	// Failures count in INFO errorstats by their code.
 	info := src.do("INFO", "errorstats")
-	for _, want := range []string{"errorstat_IOERR:count=2", "errorstat_ERR:count=13"} {
+	for _, want := range []string{"errorstat_IOERR:count=2\r\n", "errorstat_ERR:count=14\r\n"} {
 		if !strings.Contains(info, want) {
 			t.Fatalf("INFO errorstats lacks %s: %s", want, info)
 		}
