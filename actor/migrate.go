@@ -128,6 +128,31 @@ func migrateKeys(argv [][]byte) []foundKey {
 	return keys
 }
 
+// migrateRedacted says whether args[i] is a credential of MIGRATE's AUTH
+// or AUTH2, as Redis's migrateCommand redacts them while it parses: up to
+// KEYS or the first option in error.
+func migrateRedacted(args [][]byte, i int) bool {
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eqFold(args[j], "copy"), eqFold(args[j], "replace"):
+		case eqFold(args[j], "auth") && more >= 1:
+			if i == j+1 {
+				return true
+			}
+			j++
+		case eqFold(args[j], "auth2") && more >= 2:
+			if i == j+1 || i == j+2 {
+				return true
+			}
+			j += 2
+		default:
+			return false // KEYS, or an error
+		}
+	}
+	return false
+}
+
 // migrating is one MIGRATE in flight.
 type migrating struct {
 	w       *waiter // its client's, suspended until the target answers

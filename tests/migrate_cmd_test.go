@@ -411,6 +411,40 @@ func TestMigrateCommandNotifiesAndChecksKeys(t *testing.T) {
 			u.expect(status("OK"), "MIGRATE", dst.host, dst.port, "", "0", "1000", "REPLACE", "KEYS", "a1")
 			r.expect(integer(0), "EXISTS", "a1")
 			r.expect(integer(1), "EXISTS", "b1")
+
+			// SLOWLOG and MONITOR hide AUTH's and AUTH2's arguments.
+			r.expect(status("OK"), "CONFIG", "SET", "slowlog-log-slower-than", "0")
+			r.expect(status("OK"), "SLOWLOG", "RESET")
+			mon := dialRaw(t, src.conn)
+			mon.expect(status("OK"), "MONITOR")
+			r.expect(status("NOKEY"), "MIGRATE", "127.0.0.1", "1", "", "0", "1000", "COPY", "AUTH2", "user", "secret", "AUTH", "pw2", "KEYS", "nokey")
+			r.expect(status("NOKEY"), "MIGRATE", "127.0.0.1", "1", "", "0", "1000", "AUTH", "KEYS", "COPY", "KEYS", "nokey")
+			r.expect(errr("ERR syntax error"), "MIGRATE", "127.0.0.1", "1", "k", "0", "1000", "AUTH", "p", "NOSUCH", "AUTH2", "u", "s")
+			logged, err := src.client(0).SlowLogGet(context.Background(), 10).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range logged {
+				if strings.EqualFold(e.Args[0], "migrate") {
+					got = append([]string{strings.Join(e.Args, " ")}, got...)
+				}
+			}
+			want := []string{"MIGRATE 127.0.0.1 1  0 1000 COPY AUTH2 (redacted) (redacted) AUTH (redacted) KEYS nokey",
+				"MIGRATE 127.0.0.1 1  0 1000 AUTH (redacted) COPY KEYS nokey",
+				"MIGRATE 127.0.0.1 1 k 0 1000 AUTH (redacted) NOSUCH AUTH2 u s"}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("SLOWLOG's MIGRATEs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, w := range []string{`"MIGRATE" "127.0.0.1" "1" "" "0" "1000" "COPY" "AUTH2" "(redacted)" "(redacted)" "AUTH" "(redacted)" "KEYS" "nokey"`,
+				`"MIGRATE" "127.0.0.1" "1" "" "0" "1000" "AUTH" "(redacted)" "COPY" "KEYS" "nokey"`,
+				`"MIGRATE" "127.0.0.1" "1" "k" "0" "1000" "AUTH" "(redacted)" "NOSUCH" "AUTH2" "u" "s"`} {
+				line := mon.read()
+				if !strings.HasSuffix(strings.TrimSuffix(line, "\r\n"), w) {
+					t.Fatalf("MONITOR: %q, want it to end with %s", line, w)
+				}
+			}
+			r.expect(status("OK"), "CONFIG", "SET", "slowlog-log-slower-than", "10000")
 		})
 	}
 }
