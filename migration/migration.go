@@ -99,6 +99,13 @@ func (s *Sockets) Close() {
 	}
 }
 
+// Len is how many connections are cached (INFO migrate_cached_sockets).
+func (s *Sockets) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // get returns a connection to req's target, cached or new.
 func (s *Sockets) get(req Request) (*socket, error) {
 	s.mu.Lock()

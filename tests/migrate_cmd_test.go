@@ -181,6 +181,9 @@ func migrateSteps(t *testing.T, src, dst *rawConn, host, port, closed string) {
 	// the password: it goes on without AUTH.
 	src.expect(status("OK"), "SET", "d", "4")
 	src.expect(status("OK"), mig("d", "0", "1000")...)
+	if info := src.do("INFO", "stats"); !strings.Contains(info, "\r\nmigrate_cached_sockets:1\r\n") {
+		t.Fatalf("INFO stats after a MIGRATE: %s", info)
+	}
 	src.expect(integer(0), "EXISTS", "d")
 	dst.expect(bulk("4"), "GET", "d")
 	// Once it is gone, the next MIGRATE finds it broken, tries again on a
