@@ -25,16 +25,6 @@ var _ = addEvents(map[string]*eventSpec{
 	"bitop":    {class: notifyString, event: "set"},
 })
 
-// addEvents adds a family's keyspace notification events to notifyEvents
-// (notify.go). It runs as a package variable's initializer, so before the
-// command table is built (command.go's init).
-func addEvents(events map[string]*eventSpec) bool {
-	for name, spec := range events {
-		notifyEvents[name] = spec
-	}
-	return true
-}
-
 // bitOffset parses a bit offset as Redis's getBitOffsetFromArgument: an
 // integer, or with hash "#n" meaning n*width; never negative, and its byte
 // below proto-max-bulk-len.

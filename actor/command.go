@@ -427,7 +427,11 @@ func implicitCategories(c *Command) []string {
 
 // Lookup finds a top-level command by name, case-insensitively, without
 // allocating. It is safe from any goroutine (the table never changes).
-func Lookup(name []byte) *Command {
+func Lookup(name []byte) *Command { return lookupFolded(commands.cmds, name) }
+
+// lookupFolded finds name in a table of lower-case names, in any case,
+// without allocating (no command name is longer than 32 bytes).
+func lookupFolded(table map[string]*Command, name []byte) *Command {
 	if len(name) > 32 {
 		return nil
 	}
@@ -438,22 +442,15 @@ func Lookup(name []byte) *Command {
 		}
 		lower[i] = ch
 	}
-	return commands.cmds[string(lower[:len(name)])]
+	return table[string(lower[:len(name)])]
 }
 
 // sub finds a subcommand of a container, case-insensitively.
 func (c *Command) sub(name []byte) *Command {
-	if c.subs == nil || len(name) > 32 {
+	if c.subs == nil {
 		return nil
 	}
-	var lower [32]byte
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		lower[i] = ch
-	}
-	return c.subs[string(lower[:len(name)])]
+	return lookupFolded(c.subs, name)
 }
 
 // arityOK checks argc against the command's arity: exact when positive, a

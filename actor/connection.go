@@ -3,7 +3,6 @@ package actor
 import (
 	"sort"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -413,11 +412,6 @@ func cmdSelect(c *Ctx) error {
 	return nil
 }
 
-func parseIntOK(b []byte) (int64, bool) {
-	v, err := parseInt(b)
-	return v, err == nil
-}
-
 // CLIENT ID
 func cmdClientID(c *Ctx) error {
 	c.w.Int(int64(c.s.id))
@@ -788,16 +782,6 @@ func cmdClientKill(c *Ctx) error {
 		return nil
 	}
 	c.w.Int(int64(killed))
-	return nil
-}
-
-// helpReply writes a HELP reply: a title line, then the lines.
-func helpReply(c *Ctx, name string, lines []string) error {
-	c.w.Array(len(lines) + 1)
-	c.w.Simple(strings.ToUpper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-	for _, l := range lines {
-		c.w.Simple(l)
-	}
 	return nil
 }
 

@@ -89,6 +89,9 @@ func (c *Ctx) rangeArgs(i int) (start, stop int64, err error) {
 	return start, stop, err
 }
 
+// numDBs is how many databases a client can SELECT.
+const numDBs = storage.NumDBs
+
 func parseInt(b []byte) (int64, error) {
 	v, ok := proto.ParseInt(b)
 	if !ok {

@@ -71,13 +71,6 @@ func cmdHSetNX(c *Ctx) error {
 	return nil
 }
 
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // HGET key field
 func cmdHGet(c *Ctx) error {
 	h, err := c.readColl(c.args[1], storage.TypeHash)
@@ -340,31 +333,4 @@ func cmdHRandField(c *Ctx) error {
 		return nil
 	}
 	return c.writeRandom(h, count, withValues, func(e *storage.Elem) { c.w.Bulk(e.Value) })
-}
-
-// writePairs writes elements, each with its value or score when with is
-// set: a flat array in RESP2, an array of pairs in RESP3 (the reply shape
-// of HRANDFIELD, ZRANDMEMBER and ZRANGE).
-func writePairs(c *Ctx, es []storage.Elem, with bool, second func(e *storage.Elem)) {
-	writePairsHeader(c, len(es), with)
-	for i := range es {
-		writePair(c, &es[i], with, second)
-	}
-}
-
-func writePairsHeader(c *Ctx, n int, with bool) {
-	if with && !c.w.Resp3() {
-		n *= 2
-	}
-	c.w.Array(n)
-}
-
-func writePair(c *Ctx, e *storage.Elem, with bool, second func(e *storage.Elem)) {
-	if with && c.w.Resp3() {
-		c.w.Array(2)
-	}
-	c.w.Bulk(e.Member)
-	if with {
-		second(e)
-	}
 }

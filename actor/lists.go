@@ -354,40 +354,6 @@ func cmdBLMove(ends moveEnds) Handler {
 	}
 }
 
-// mpopArgs parses the numkeys key [key ...] WHERE [COUNT count] part of
-// LMPOP, BLMPOP, ZMPOP and BZMPOP, starting at args[at]; where parses WHERE
-// (LEFT|RIGHT, MIN|MAX).
-func mpopArgs[W any](c *Ctx, at int, where func([]byte) (W, error)) (keys [][]byte, w W, count int64, err error) {
-	numkeys, ok := parseIntOK(c.args[at])
-	if !ok || numkeys < 1 {
-		return nil, w, 0, ErrNumKeysPositive
-	}
-	if numkeys >= int64(len(c.args)-at-1) {
-		return nil, w, 0, ErrSyntax
-	}
-	wi := at + 1 + int(numkeys)
-	if w, err = where(c.args[wi]); err != nil {
-		return nil, w, 0, err
-	}
-	count = -1
-	for j := wi + 1; j < len(c.args); j++ {
-		if count == -1 && c.argEq(j, "count") && j+1 < len(c.args) {
-			v, ok := parseIntOK(c.args[j+1])
-			if !ok || v < 1 {
-				return nil, w, 0, ErrCountPositive
-			}
-			count = v
-			j++
-			continue
-		}
-		return nil, w, 0, ErrSyntax
-	}
-	if count == -1 {
-		count = 1
-	}
-	return c.args[at+1 : wi], w, count, nil
-}
-
 // popList is the work of LMPOP, BLPOP, BRPOP and BLMPOP: it pops up to count
 // elements at end of the first of keys that holds a list, and replies with
 // reply. A key of another type met before that is WRONGTYPE, as in Redis

@@ -452,3 +452,13 @@ func (a *Actor) notifyEvent(class int, event string, db int, key []byte) {
 func (a *Actor) heard() bool {
 	return len(a.ps.tables[subChannel]) > 0 || len(a.ps.tables[subPattern]) > 0
 }
+
+// addEvents adds a family's keyspace notification events to notifyEvents
+// (notify.go). It runs as a package variable's initializer, so before the
+// command table is built (command.go's init).
+func addEvents(events map[string]*eventSpec) bool {
+	for name, spec := range events {
+		notifyEvents[name] = spec
+	}
+	return true
+}

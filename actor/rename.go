@@ -64,15 +64,5 @@ func (a *Actor) Lookup(name []byte) *Command {
 	if c != nil && !a.renamed.gone[c.idx] {
 		return c
 	}
-	if len(name) > 32 {
-		return nil
-	}
-	var lower [32]byte
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		lower[i] = ch
-	}
-	return a.renamed.byName[string(lower[:len(name)])]
+	return lookupFolded(a.renamed.byName, name)
 }

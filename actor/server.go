@@ -8,11 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cellar-db/cellar/storage"
 )
-
-const numDBs = storage.NumDBs
 
 var serverCommands = []*Command{
 	{Name: "dbsize", Summary: "Returns the number of keys in the selected database.", Handler: cmdDBSize},

@@ -374,14 +374,6 @@ func setUnion(c *Ctx, sets []*storage.Coll) ([][]byte, error) {
 // setInterAll returns the members that all the sets have.
 func setInterAll(c *Ctx, sets []*storage.Coll) ([][]byte, error) { return setInter(c, sets, 0) }
 
-// Whether an operation on several keys replies with its result (SINTER,
-// ZUNION, ZRANGE, ...) or stores it in the key given first (SINTERSTORE,
-// ZUNIONSTORE, ZRANGESTORE, ...) and replies with its size.
-const (
-	replyResult = false
-	storeResult = true
-)
-
 // SINTER key [key ...], SUNION, SDIFF (op) and their STORE forms
 // (SINTERSTORE destination key [key ...], ...).
 func cmdSetOp(op func(c *Ctx, sets []*storage.Coll) ([][]byte, error), store bool) Handler {

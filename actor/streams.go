@@ -135,16 +135,6 @@ func parseID(b []byte, f idForm) (id streamID, seqGiven bool, err error) {
 	return id, true, nil
 }
 
-// cutNUL is b up to its first NUL byte, as C string functions see it.
-func cutNUL(b []byte) []byte {
-	for i, c := range b {
-		if c == 0 {
-			return b[:i]
-		}
-	}
-	return b
-}
-
 // strictID parses an ID that must be a concrete one ("ms-seq" or "ms").
 func strictID(b []byte) (streamID, error) {
 	id, _, err := parseID(b, idForm{strict: true})

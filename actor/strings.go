@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/cellar-db/cellar/storage"
 )
@@ -106,29 +105,6 @@ func parseSetFlags(c *Ctx, from int, forSet bool) (setFlags, error) {
 		}
 	}
 	return f, nil
-}
-
-// expireAt turns an expiry argument into unix milliseconds the way Redis's
-// getExpireMillisecondsOrReply does: positive, no overflow, relative forms
-// added to the command's time.
-func expireAt(c *Ctx, arg []byte, seconds, relative bool) (int64, error) {
-	v, err := parseInt(arg)
-	if err != nil {
-		return 0, err
-	}
-	if v <= 0 || (seconds && v > math.MaxInt64/1000) {
-		return 0, errInvalidExpire(c.cmd.Name)
-	}
-	if seconds {
-		v *= 1000
-	}
-	if relative {
-		if v > math.MaxInt64-c.now {
-			return 0, errInvalidExpire(c.cmd.Name)
-		}
-		v += c.now
-	}
-	return v, nil
 }
 
 func (f *setFlags) millis(c *Ctx) (int64, error) {
@@ -406,53 +382,6 @@ const longDoublePrec = 64
 // maxLongDoubleExp is the binary exponent above which a long double is
 // infinite (big.Float's MantExp convention: mantissa in [0.5, 1)).
 const maxLongDoubleExp = 16384
-
-// parseLongDouble parses b as Redis's getLongDoubleFromObject (strtold and
-// its checks) does.
-func parseLongDouble(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || isCSpace(b[0]) {
-		return nil, false
-	}
-	s := string(b)
-	body := strings.TrimLeft(s, "+-")
-	switch strings.ToLower(body) {
-	case "inf", "infinity":
-		return new(big.Float).SetInf(strings.HasPrefix(s, "-")), true
-	}
-	if strings.ContainsAny(s, "_") || len(body) == 0 {
-		return nil, false
-	}
-	if l := strings.ToLower(body); strings.HasPrefix(l, "0b") || strings.HasPrefix(l, "0o") {
-		return nil, false
-	}
-	f, _, err := big.ParseFloat(s, 0, longDoublePrec, big.ToNearestEven)
-	if err != nil {
-		return nil, false
-	}
-	if f.IsInf() {
-		return nil, false
-	}
-	if exp := f.MantExp(nil); exp > maxLongDoubleExp {
-		return nil, false // overflow: strtold's ERANGE with HUGE_VAL
-	} else if f.Sign() != 0 && exp < -16445 {
-		return nil, false // underflow to zero
-	}
-	return f, true
-}
-
-// formatLongDouble prints f like Redis's ld2string(LD_STR_HUMAN): %.17Lf with
-// trailing zeros (and a bare point) removed, "-0" as "0".
-func formatLongDouble(f *big.Float) string {
-	s := f.Text('f', 17)
-	if strings.IndexByte(s, '.') >= 0 {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return s
-}
 
 // INCRBYFLOAT key increment
 func cmdIncrByFloat(c *Ctx) error {
