@@ -1,8 +1,6 @@
 package actor
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -42,12 +40,6 @@ type Actor struct {
 	// migrateSockets the connections to their targets (goroutine-safe).
 	migr           migrations
 	migrateSockets *migration.Sockets
-	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
-	// reader per SPOP allocated 4 KiB each.
-	replies struct {
-		src bytes.Reader
-		r   *bufio.Reader
-	}
 	// frames[d] is the Ctx and scratch of the command running at depth d
 	// (dispatch.go); depth is how many are running.
 	frames []*frame

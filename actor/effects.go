@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,8 +61,8 @@ import (
 //   - then, if the command changed anything else, the command itself. A
 //     command that changed nothing (a read, a failed write, a blocking
 //     command that parked) records nothing but those DELs.
-//   - SPOP is recorded as SREM key member... with the members its reply
-//     holds (spopAsSRem says why the reply).
+//   - SPOP is recorded as SREM key member... with the members it popped
+//     (cmdSPop's Ctx.rec, as XADD's below).
 //   - XADD with "*" or "ms-*" is recorded with the ID it made; XADD and
 //     XTRIM that trimmed with "~" as the exact trim they made, MAXLEN = or
 //     MINID = without LIMIT (trimRecord, streams.go): what "~" removes
@@ -248,7 +247,6 @@ func (e *effects) emit(woken bool, db int, now int64, args [][]byte) {
 var (
 	delCmd  = []byte("DEL")
 	hdelCmd = []byte("HDEL")
-	sremCmd = []byte("SREM")
 )
 
 // errUnattributed dooms a round in which something changed the keyspace
@@ -304,56 +302,7 @@ func (a *Actor) propagate(ts []storage.Touch) {
 	if c.rec != nil {
 		args = c.rec
 	}
-	if c.cmd.Name == "spop" {
-		var err error
-		if args, err = spopAsSRem(c, f.replyStart); err != nil {
-			a.log.Error().Err(err).Msg("refusing the round")
-			a.fail(err)
-			return
-		}
-	}
 	e.emit(c.woken, c.db, now, args)
-}
-
-// spopAsSRem is the SREM that does what the SPOP running in c did: SREM
-// key and the members it popped.
-//
-// The members are taken from the reply SPOP wrote (from replyStart in
-// c.w), decoded with the protocol's own reply reader: the reply is exactly
-// what was popped, in every protocol (a bulk, or an array or RESP3 set of
-// bulks), and it is there whatever path SPOP took (some members removed
-// one by one, or the whole key deleted at once). The change record cannot
-// give them: it names the key, not the elements (Touch.Effect is not
-// filled). A reply that is not that (an error after a change, which no
-// SPOP path produces today) is an error: the round is refused rather than
-// committed with a record that would replay differently.
-func spopAsSRem(c *Ctx, replyStart int) ([][]byte, error) {
-	rr := &c.a.replies
-	rr.src.Reset(c.w.Buf[replyStart:])
-	if rr.r == nil {
-		rr.r = bufio.NewReaderSize(&rr.src, 512)
-	}
-	rr.r.Reset(&rr.src)
-	r, err := proto.ReadReply(rr.r)
-	if err != nil {
-		return nil, fmt.Errorf("actor: SPOP's reply for the redo log: %w", err)
-	}
-	args := [][]byte{sremCmd, c.args[1]}
-	switch {
-	case r.Type == '$' && !r.Null:
-		args = append(args, r.Text)
-	case (r.Type == '*' || r.Type == '~') && !r.Null:
-		for _, m := range r.Elems {
-			if m.Type != '$' || m.Null {
-				return nil, fmt.Errorf("actor: SPOP replied %q, not popped members", r.Raw)
-			}
-			args = append(args, m.Text)
-		}
-	}
-	if len(args) == 2 {
-		return nil, fmt.Errorf("actor: SPOP changed %q but replied %q", c.args[1], r.Raw)
-	}
-	return args, nil
 }
 
 // encodeEffect appends the record of args (run in db at now; woken for a

@@ -127,6 +127,9 @@ func cmdSCard(c *Ctx) error {
 	return nil
 }
 
+// sremCmd names SPOP's record (cmdSPop).
+var sremCmd = []byte("SREM")
+
 // SPOP key [count]
 func cmdSPop(c *Ctx) error {
 	if len(c.args) > 3 {
@@ -165,6 +168,13 @@ func cmdSPop(c *Ctx) error {
 		}
 	} else if err := c.st.RemoveRead(s, es); err != nil {
 		return err
+	}
+	// The redo log and replicas get the SREM of what was popped: which
+	// members a pop takes is random (effects.go).
+	c.rec = make([][]byte, 0, 2+len(es))
+	c.rec = append(c.rec, sremCmd, c.args[1])
+	for i := range es {
+		c.rec = append(c.rec, es[i].Member)
 	}
 	if count < 0 {
 		c.w.Bulk(es[0].Member)
