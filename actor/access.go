@@ -165,7 +165,7 @@ func (c *Ctx) touchKeys() {
 		}
 		return
 	}
-	keys, _ := keysBySpecs(cmd, c.args)
+	keys, _ := findKeys(cmd, c.args)
 	for _, k := range keys {
 		if k.pos < len(c.args) {
 			c.touchKey(c.args[k.pos])

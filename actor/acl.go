@@ -617,16 +617,12 @@ func (s *selector) checkCmd(cmd *Command, args [][]byte, keys []foundKey) (aclDe
 	return aclOK, 0
 }
 
-// commandKeys are the key arguments Redis's ACL checks: from the key
-// specs, or SET's own rule for its variable flags.
+// commandKeys are the key arguments Redis's ACL checks (findKeys).
 func commandKeys(cmd *Command, args [][]byte) []foundKey {
 	if !hasKeys(cmd) {
 		return nil
 	}
-	keys, ok := keysBySpecs(cmd, args)
-	if ok && cmd.Name == "set" {
-		keys = setKeyFlags(args)
-	}
+	keys, ok := findKeys(cmd, args)
 	if !ok {
 		return nil
 	}

@@ -15,7 +15,7 @@ var bitmapCommands = []*Command{
 	{Name: "bitcount", Summary: "Counts the set bits of a string key, in a byte or bit range.", Handler: cmdBitCount},
 	{Name: "bitpos", Summary: "Finds the first set or clear bit of a string key, in a byte or bit range.", Handler: cmdBitPos},
 	{Name: "bitop", Summary: "Stores the AND, OR, XOR or NOT of string keys in a key.", Handler: cmdBitOp},
-	{Name: "bitfield", Summary: "Reads, writes and increments integers of any width at bit offsets of a string key.", Handler: cmdBitField},
+	{Name: "bitfield", Summary: "Reads, writes and increments integers of any width at bit offsets of a string key.", Handler: cmdBitField, getKeys: bitfieldKeys},
 	{Name: "bitfield_ro", Summary: "Reads integers of any width at bit offsets of a string key.", Handler: cmdBitFieldRO},
 }
 

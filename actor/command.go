@@ -111,6 +111,9 @@ type Command struct {
 	// in a batch of its own and waits for its reply before parsing on, so
 	// the requests after it are held to the right limits.
 	Authenticates bool
+	// getKeys is the command's own finder of its keys (Redis's
+	// getkeys_proc), for what its key specs cannot say (findKeys).
+	getKeys func(argv [][]byte) []foundKey
 	// noTouch: running it leaves its keys' access clocks alone (access.go).
 	noTouch bool
 	// events is what the command's writes are called in keyspace

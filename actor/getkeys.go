@@ -44,16 +44,7 @@ func getKeys(c *Ctx, withFlags bool) error {
 	case (cmd.Arity > 0 && cmd.Arity != len(argv)) || len(argv) < -cmd.Arity:
 		return ErrInvalidArgCount
 	}
-	keys, ok := keysBySpecs(cmd, argv)
-	if ok && cmd.Name == "set" {
-		keys = setKeyFlags(argv)
-	}
-	switch cmd.Name {
-	case "sort", "sort_ro":
-		keys, ok = sortKeys(argv, cmd.Name == "sort"), true
-	case "bitfield":
-		keys, ok = bitfieldKeys(argv), true
-	}
+	keys, ok := findKeys(cmd, argv)
 	if !ok || len(keys) == 0 {
 		if cmd.Is(FlagNoMandatoryKeys) {
 			c.w.Array(0)
@@ -104,21 +95,36 @@ func (k keySpec) has(flag string) bool {
 	return false
 }
 
-// keysBySpecs walks the key specs over argv (argv[0] the command's name),
-// as Redis's getKeysUsingKeySpecs: from an index or after a keyword, a
-// range or a count of keys; specs flagged NOT_KEY are skipped. false when
-// a spec does not fit the arguments (then there are no keys at all).
-// COMMAND GETKEYS and client tracking's failed reads (tracking.go) use it.
-func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
-	keys, ok := keysUsingSpecs(cmd, argv)
-	if !ok && cmd.Name == "migrate" {
-		// Where a spec does not fit or is incomplete (MIGRATE's KEYS,
-		// when the keyword is found) Redis asks the command's own
-		// function (migrate.go).
-		return migrateKeys(argv), true
+// findKeys finds cmd's keys in argv (argv[0] the command's name) as
+// Redis's getKeysFromCommandWithSpecs: by the key specs, unless one has
+// variable flags (the flags depend on the arguments: SET's GET, BITFIELD's
+// operations) or they do not fit (an unknown or incomplete spec: SORT's
+// STORE, MIGRATE's KEYS); then the command's own finder says them
+// (Command.getKeys, Redis's getkeys_proc). false: no keys can be known.
+// COMMAND GETKEYS, the ACL key checks, client tracking's failed reads and
+// the loads before a batch use it.
+func findKeys(cmd *Command, argv [][]byte) ([]foundKey, bool) {
+	if cmd.getKeys == nil || !cmd.specsHave("VARIABLE_FLAGS") {
+		if keys, ok := keysUsingSpecs(cmd, argv); ok || cmd.getKeys == nil {
+			return keys, ok
+		}
 	}
-	return keys, ok
+	return cmd.getKeys(argv), true
 }
+
+// specsHave reports whether one of cmd's key specs has flag.
+func (cmd *Command) specsHave(flag string) bool {
+	if cmd.meta == nil {
+		return false
+	}
+	for _, k := range cmd.meta.KeySpecs {
+		if k.has(flag) {
+			return true
+		}
+	}
+	return false
+}
+
 
 // keysUsingSpecs is Redis's getKeysUsingKeySpecs: false when a spec does
 // not fit the arguments or is flagged INCOMPLETE.
@@ -198,7 +204,8 @@ func keysUsingSpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
 }
 
 // setKeyFlags are SET's key and flags, which depend on its GET option (its
-// key spec has variable flags; Redis asks SET's own function, as here).
+// key spec has variable flags: findKeys asks it, as Redis asks SET's own
+// function).
 func setKeyFlags(argv [][]byte) []foundKey {
 	for _, a := range argv[3:] {
 		if strings.EqualFold(string(a), "get") {

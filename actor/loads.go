@@ -72,7 +72,7 @@ func (a *Actor) batchLoads(s *session, b *Batch) (gen uint64) {
 // cmdLoads asks for the keys of one command in database db.
 func (a *Actor) cmdLoads(db int, cmd *Command, args [][]byte) (gen uint64) {
 	if cmd.Is(FlagMovableKeys) {
-		keys, ok := keysBySpecs(cmd, args)
+		keys, ok := findKeys(cmd, args)
 		if !ok {
 			return 0
 		}

@@ -36,7 +36,7 @@ import (
 // KILL), or the server is a replica by then, nothing is deleted.
 
 var migrateCommands = []*Command{
-	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true},
+	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true, getKeys: migrateKeys},
 }
 
 // migrateArgs is a parsed MIGRATE.

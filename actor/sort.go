@@ -11,8 +11,8 @@ import (
 )
 
 var sortCommands = []*Command{
-	{Name: "sort", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns or stores them.", Handler: cmdSort},
-	{Name: "sort_ro", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns them.", Handler: cmdSortRO},
+	{Name: "sort", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns or stores them.", Handler: cmdSort, getKeys: func(argv [][]byte) []foundKey { return sortKeys(argv, true) }},
+	{Name: "sort_ro", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns them.", Handler: cmdSortRO, getKeys: func(argv [][]byte) []foundKey { return sortKeys(argv, false) }},
 }
 
 var _ = addEvents(map[string]*eventSpec{

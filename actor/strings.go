@@ -10,7 +10,7 @@ import (
 
 var stringCommands = []*Command{
 	{Name: "get", Summary: "Returns the value of a string key.", Handler: cmdGet},
-	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet},
+	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet, getKeys: setKeyFlags},
 	{Name: "setnx", Summary: "Sets a string key only if it does not exist.", Handler: cmdSetNX},
 	{Name: "setex", Summary: "Sets a string key with an expiry in seconds.", Handler: cmdSetEX(inSeconds)},
 	{Name: "psetex", Summary: "Sets a string key with an expiry in milliseconds.", Handler: cmdSetEX(inMillis)},

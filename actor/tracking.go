@@ -163,14 +163,12 @@ func scriptCommand(cmd *Command) bool {
 
 // trackFailedRead notes the keys of a read-only command that failed before
 // it looked any up (a syntax error in its arguments): Redis remembers the
-// keys its key specs find whatever the reply (getKeysUsingKeySpecs: from
-// an index or after a keyword, a range or a count of keys; a spec that
-// does not fit the arguments means no keys at all).
+// keys findKeys finds whatever the reply (getKeysFromCommandWithSpecs).
 func (c *Ctx) trackFailedRead() {
 	if c.cmd.meta == nil {
 		return
 	}
-	keys, ok := keysBySpecs(c.cmd, c.args)
+	keys, ok := findKeys(c.cmd, c.args)
 	if !ok {
 		return
 	}
