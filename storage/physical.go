@@ -1,0 +1,235 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The physical full sync of a Cellar replica (docs/replication.md, "How a
+// Cellar replica back-fills"): the master sends the copy Snapshot made of
+// its database, and the replica imports the copy's databases into its
+// staging databases with a few INSERT ... SELECT statements of the flush —
+// rows to rows, in key order, at SQLite's speed — instead of decoding an
+// RDB and writing every key through the engine. The actor then swaps the
+// staging databases in as it does after an RDB (SwapDB).
+//
+// Ids, versions and blob refs are numbers of one file: the copy's are moved
+// past the ones this file has handed out (ImportStaging reserves the ids
+// and versions on the actor; the flush moves the refs past the largest one
+// in its own transaction), so that no number is shared and a key's version
+// never repeats for its name. The copy's staging databases (a master that
+// is itself in a full sync) and its search tables are not imported.
+
+// SnapshotInfo is what CheckSnapshot read of a copy.
+type SnapshotInfo struct {
+	// Keys counts the keys of each database (its dbstats).
+	Keys [NumDBs]int64
+	// MaxID is the largest key id of the copy (any database), MaxVersion
+	// its version high-water mark.
+	MaxID, MaxVersion int64
+	// Functions are its function libraries' code.
+	Functions [][]byte
+}
+
+// SnapshotPosition is the redo log position the database file at path
+// covers (a copy Snapshot wrote), read without opening it as a Store.
+func SnapshotPosition(path string) (uint64, error) {
+	c, err := openConn(path, sqlite3.SQLITE_OPEN_READONLY)
+	if err != nil {
+		return 0, fmt.Errorf("storage: snapshot position: %w", err)
+	}
+	defer c.close()
+	var pos int64
+	err = queryRows(c, "SELECT value FROM counters WHERE name = 'redo_position'", func(st *stmt) { pos = st.colInt(0) })
+	if err != nil {
+		return 0, fmt.Errorf("storage: snapshot position: %w", err)
+	}
+	return uint64(pos), nil
+}
+
+// CheckSnapshot checks the database file at path, a master's copy
+// received for a physical full sync, before it is imported: SQLite's
+// PRAGMA quick_check must find nothing wrong, and its schema must be this
+// build's (a master of another version falls back to an RDB). It reads
+// what ImportStaging needs. Any goroutine: a connection of its own.
+func CheckSnapshot(path string) (SnapshotInfo, error) {
+	var info SnapshotInfo
+	c, err := openConn(path, sqlite3.SQLITE_OPEN_READONLY)
+	if err != nil {
+		return info, fmt.Errorf("storage: checking the snapshot: %w", err)
+	}
+	defer c.close()
+	var problems []string
+	err = queryRows(c, "PRAGMA quick_check", func(st *stmt) { problems = append(problems, string(st.colBlob(0, nil))) })
+	if err != nil {
+		return info, fmt.Errorf("storage: checking the snapshot: %w", err)
+	}
+	if len(problems) != 1 || problems[0] != "ok" {
+		return info, fmt.Errorf("storage: the snapshot fails PRAGMA quick_check: %s", strings.Join(problems[:min(len(problems), 5)], "; "))
+	}
+	version := int64(-1)
+	if err := queryRows(c, "SELECT max(version) FROM cellar_schema", func(st *stmt) { version = st.colInt(0) }); err != nil {
+		return info, fmt.Errorf("storage: the snapshot has no Cellar schema: %w", err)
+	}
+	if version != int64(schemaVersion()) {
+		return info, fmt.Errorf("storage: the snapshot has schema version %d, this build %d", version, schemaVersion())
+	}
+	steps := []struct {
+		sql string
+		row func(st *stmt)
+	}{
+		{"SELECT db, keys FROM dbstats WHERE db < " + fmt.Sprint(NumDBs), func(st *stmt) {
+			if db := st.colInt(0); db >= 0 && db < NumDBs {
+				info.Keys[db] = st.colInt(1)
+			}
+		}},
+		{"SELECT coalesce(max(id), 0) FROM keys", func(st *stmt) { info.MaxID = st.colInt(0) }},
+		{"SELECT value FROM counters WHERE name = 'version'", func(st *stmt) { info.MaxVersion = st.colInt(0) }},
+		{"SELECT code FROM function_libraries ORDER BY name", func(st *stmt) { info.Functions = append(info.Functions, st.colBlob(0, nil)) }},
+	}
+	for _, s := range steps {
+		if err := queryRows(c, s.sql, s.row); err != nil {
+			return info, fmt.Errorf("storage: reading the snapshot: %w", err)
+		}
+	}
+	return info, nil
+}
+
+// queryRows runs sql on c, calling row for each row.
+func queryRows(c *conn, sql string, row func(st *stmt)) error {
+	st, err := c.prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	for {
+		ok, err := st.step()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		row(st)
+	}
+}
+
+// memImport is a database operation importing a copy's databases into the
+// staging databases (dbImport).
+type memImport struct {
+	path          string
+	idOff, verOff int64
+}
+
+// ImportStaging imports the databases of the copy at path (checked by
+// CheckSnapshot, which gave info) into the staging databases, which must
+// be empty (FlushDB): the flush that takes it writes the rows, and what
+// it imported is there for loads and SwapDB once Committed reaches the
+// generation returned. The file must stay until then. On the actor.
+func (s *Store) ImportStaging(path string, info SnapshotInfo) (uint64, error) {
+	m := s.mem
+	for db := range NumDBs {
+		if m.dbs[StagingDB+db].count != 0 || m.dbs[StagingDB+db].keys.len() != 0 {
+			return 0, fmt.Errorf("storage: importing into staging database %d, which is not empty", db)
+		}
+	}
+	imp := &memImport{path: path, idOff: s.nextID, verOff: s.version}
+	s.nextID += info.MaxID + 1
+	s.version += info.MaxVersion + 1
+	m.dbOp(memDBOp{kind: dbImport, imp: imp})
+	for db := range NumDBs {
+		m.dbs[StagingDB+db].count = info.Keys[db]
+	}
+	return m.gen, nil
+}
+
+// Committed is the generation of the last flush committed (ImportStaging).
+// Any goroutine.
+func (s *Store) Committed() uint64 { return s.mem.committed.Load() }
+
+// writeImport is the flush's part of an import: the copy is attached as
+// schema (write attached it, outside the transaction); its rows of
+// databases 0..15 go to the staging databases with their numbers moved,
+// and every name it imports is added to the presence filters, before the
+// commit, as a freeze adds the names it writes.
+func writeImport(w *sqlc, f *memFlight, imp *memImport, schema string) error {
+	var roff int64
+	if err := queryRows(w.c, "SELECT coalesce(max(ref), 0) FROM main.blobs", func(st *stmt) { roff = st.colInt(0) }); err != nil {
+		return err
+	}
+	ids := func(t Type) string {
+		return fmt.Sprintf("(SELECT id FROM %s.keys WHERE db < %d AND type = %d)", schema, NumDBs, t)
+	}
+	ref := func(col string) string {
+		return fmt.Sprintf("CASE WHEN typeof(%[1]s) = 'integer' THEN %[1]s + %[2]d ELSE %[1]s END", col, roff)
+	}
+	id := fmt.Sprintf("id + %d", imp.idOff)
+	src := func(tbl string) string { return schema + "." + tbl }
+	stmts := []string{
+		fmt.Sprintf(`INSERT INTO main.blobs (ref, data) SELECT ref + %d, data FROM %s WHERE ref IN (
+			SELECT value FROM %s WHERE db < %d AND type = %d AND typeof(value) = 'integer'
+			UNION ALL SELECT value FROM %s WHERE typeof(value) = 'integer' AND id IN %s
+			UNION ALL SELECT value FROM %s WHERE typeof(value) = 'integer' AND id IN %s)`,
+			roff, src("blobs"), src("keys"), NumDBs, TypeString, src("list_items"), ids(TypeList), src("hashes"), ids(TypeHash)),
+		fmt.Sprintf(`INSERT INTO main.keys (db, key, id, type, expire_at, version, value)
+			SELECT db + %d, key, %s, type, expire_at, version + %d,
+				CASE WHEN type = %d AND typeof(value) = 'integer' THEN value + %d ELSE value END
+			FROM %s WHERE db < %d`, StagingDB, id, imp.verOff, TypeString, roff, src("keys"), NumDBs),
+		fmt.Sprintf(`INSERT INTO main.list_items (id, pos, value) SELECT %s, pos, %s FROM %s WHERE id IN %s`,
+			id, ref("value"), src("list_items"), ids(TypeList)),
+		fmt.Sprintf(`INSERT INTO main.hashes (id, h, field, value, ord, expire_at) SELECT %s, h, field, %s, ord + %d, expire_at FROM %s WHERE id IN %s`,
+			id, ref("value"), imp.verOff, src("hashes"), ids(TypeHash)),
+		fmt.Sprintf(`INSERT INTO main.sets (id, h, member) SELECT %s, h, member FROM %s WHERE id IN %s`, id, src("sets"), ids(TypeSet)),
+		fmt.Sprintf(`INSERT INTO main.zsets (id, h, member, score) SELECT %s, h, member, score FROM %s WHERE id IN %s`, id, src("zsets"), ids(TypeZSet)),
+		fmt.Sprintf(`INSERT INTO main.streams (id, last_ms, last_seq, del_ms, del_seq, entries_added)
+			SELECT %s, last_ms, last_seq, del_ms, del_seq, entries_added FROM %s WHERE id IN %s`, id, src("streams"), ids(TypeStream)),
+		fmt.Sprintf(`INSERT INTO main.stream_entries (id, ms, seq, fields) SELECT %s, ms, seq, fields FROM %s WHERE id IN %s`,
+			id, src("stream_entries"), ids(TypeStream)),
+		fmt.Sprintf(`INSERT INTO main.stream_groups (id, name, last_ms, last_seq, entries_read) SELECT %s, name, last_ms, last_seq, entries_read FROM %s WHERE id IN %s`,
+			id, src("stream_groups"), ids(TypeStream)),
+		fmt.Sprintf(`INSERT INTO main.stream_consumers (id, grp, name, seen) SELECT %s, grp, name, seen FROM %s WHERE id IN %s`,
+			id, src("stream_consumers"), ids(TypeStream)),
+		fmt.Sprintf(`INSERT INTO main.stream_pel (id, grp, ms, seq, consumer, delivered, count) SELECT %s, grp, ms, seq, consumer, delivered, count FROM %s WHERE id IN %s`,
+			id, src("stream_pel"), ids(TypeStream)),
+	}
+	for _, q := range stmts {
+		if err := w.c.exec(q); err != nil {
+			return fmt.Errorf("storage: importing the snapshot: %w", err)
+		}
+	}
+	var buf []byte
+	return queryRows(w.c, fmt.Sprintf("SELECT key FROM %s WHERE db < %d", src("keys"), NumDBs), func(st *stmt) {
+		buf = st.colBlob(0, buf[:0])
+		name := string(buf)
+		f.pres.add(name)
+		if f.nextPres != nil {
+			f.nextPres.add(name)
+		}
+	})
+}
+
+// attachImports attaches the copy of every import f writes (before its
+// transaction: SQLite attaches outside one) and returns the schema names,
+// by step, and the function that detaches them.
+func attachImports(w *sqlc, f *memFlight) (map[*memImport]string, func(), error) {
+	schemas := map[*memImport]string{}
+	detach := func() {
+		for _, name := range schemas {
+			w.c.exec("DETACH DATABASE " + name)
+		}
+	}
+	for _, st := range f.steps {
+		if st.op == nil || st.op.kind != dbImport {
+			continue
+		}
+		name := fmt.Sprintf("snap%d", len(schemas))
+		if err := w.c.exec("ATTACH DATABASE '" + strings.ReplaceAll(st.op.imp.path, "'", "''") + "' AS " + name); err != nil {
+			detach()
+			return nil, func() {}, fmt.Errorf("storage: attaching the snapshot: %w", err)
+		}
+		schemas[st.op.imp] = name
+	}
+	return schemas, detach, nil
+}
