@@ -32,8 +32,8 @@ type memFlight struct {
 	// import adds the names it writes to them (physical.go).
 	pres, nextPres *presence
 	done           chan struct{}
-	err    error
-	took   time.Duration
+	err            error
+	took           time.Duration
 }
 
 // hasWork reports whether anything changed since the last freeze.
