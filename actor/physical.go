@@ -82,6 +82,38 @@ func (a *Actor) ReplicaImport(gen uint64, path string, info storage.SnapshotInfo
 	}
 }
 
+// ReplicaPromoteImported is ReplicaPromote after a physical sync's import:
+// the same swap, but the flush that makes it durable runs on the offload
+// pool, and ReplicaPromoteImported returns once it has committed (or when
+// cancel closes), so that nothing of the master's stream runs on top of
+// the swap before it is durable, as after ReplicaPromote, while the actor
+// serves on: that flush moves every imported row to its live database,
+// which takes as long as the keyspace is large. Until it commits, the
+// live databases read the imported rows where they are (the flush's view
+// of the swap not yet committed).
+func (a *Actor) ReplicaPromoteImported(gen uint64, functions [][]byte, replID string, offset int64, db int, cancel <-chan struct{}) error {
+	done := make(chan struct{})
+	err := a.replicaCall(gen, func() error {
+		if err := a.promote(functions, replID, offset, db); err != nil {
+			return err
+		}
+		a.imports = append(a.imports, importWait{gen: a.st.Generation(), done: done})
+		a.startFlush()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-cancel:
+		return errors.New("replica: the link ended while the snapshot was swapped in")
+	case <-a.done:
+		return errSyncStopped
+	}
+}
+
 // ErrImportNotQueued: ReplicaImport did not take the file (the caller
 // still owns it).
 var ErrImportNotQueued = errors.New("actor: the snapshot was not imported")
@@ -101,7 +133,9 @@ func (a *Actor) checkImports(failed bool) {
 	for _, w := range a.imports {
 		if committed >= w.gen {
 			close(w.done)
-			gone = append(gone, w.path, w.path+"-wal", w.path+"-shm", w.path+"-journal")
+			if w.path != "" {
+				gone = append(gone, w.path, w.path+"-wal", w.path+"-shm", w.path+"-journal")
+			}
 			continue
 		}
 		kept = append(kept, w)

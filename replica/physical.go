@@ -78,7 +78,7 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 	if err := p.failed(); err != nil {
 		return p, err // abandoned while it was imported
 	}
-	if err := a.ReplicaPromote(l.gen, info.Functions, replID, offset, db); err != nil {
+	if err := a.ReplicaPromoteImported(l.gen, info.Functions, replID, offset, db, l.ctx.Done()); err != nil {
 		return p, err
 	}
 	peak := p.follow()

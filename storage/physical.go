@@ -145,6 +145,10 @@ func (s *Store) ImportStaging(path string, info SnapshotInfo) (uint64, error) {
 	return m.gen, nil
 }
 
+// Generation is the generation of the flush that will take the changes
+// made now (Committed reaches it once that flush has committed).
+func (s *Store) Generation() uint64 { return s.mem.gen }
+
 // Committed is the generation of the last flush committed (ImportStaging).
 // Any goroutine.
 func (s *Store) Committed() uint64 { return s.mem.committed.Load() }
