@@ -77,6 +77,7 @@ func TestReplicaPhysicalSync(t *testing.T) {
 	defer r4.Close()
 	rc.Set(ctx, "stale:only-on-replica", "x", 0)
 	r4.RPush(ctx, "stale:list", "a", "b")
+	bigValues(t, ctx, replica.addr, 0) // blob refs and ids of its own, replaced by the master's
 
 	w := startWriter(ctx, master.addr)
 	host, port, _ := net.SplitHostPort(master.addr)
@@ -100,6 +101,16 @@ func TestReplicaPhysicalSync(t *testing.T) {
 	}
 	if n := r4.Exists(ctx, "stale:list").Val(); n != 0 {
 		t.Errorf("the replica still holds the key it had before the sync")
+	}
+	r2 := redis.NewClient(&redis.Options{Addr: replica.addr, DB: 2, Protocol: 2})
+	defer r2.Close()
+	mt, err := hc.Do(ctx, "HPEXPIRETIME", "fe", "FIELDS", 1, "a").Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := r2.Do(ctx, "HPEXPIRETIME", "fe", "FIELDS", 1, "a").Int64Slice()
+	if err != nil || len(rt) != 1 || len(mt) != 1 || mt[0] <= 0 || rt[0]-mt[0] > 1000 || mt[0]-rt[0] > 1000 {
+		t.Errorf("the hash field's expiry: master %v, replica %v %v", mt, rt, err)
 	}
 
 	// The stream changes the imported keys: their rows, under the ids
