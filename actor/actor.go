@@ -103,7 +103,7 @@ type Actor struct {
 	afterFlush []func()
 	// imports are the physical syncs' imports waiting for their flush
 	// (physical.go).
-	imports []importWait
+	imports []*importWait
 	// flushFailed is, on the in-memory engine, why its last flush failed,
 	// until one succeeds (redolog.go, holdBack).
 	flushFailed error

@@ -26,9 +26,12 @@ import (
 // The replica writes the file beside its database (a name under
 // syncTempPrefix, which removeSyncLeftovers clears at start), fsyncs it,
 // checks it (storage.CheckSnapshot: PRAGMA quick_check, the schema
-// version) and imports it into the staging databases through its flush
-// (ReplicaImport: storage.ImportStaging, the rows copied by SQL, off the
-// actor); then ReplicaPromote swaps them in exactly as after an RDB.
+// version) and has its flush replace the live databases with the copy's
+// in one transaction (ReplicaImport: storage.ImportSnapshot, the rows
+// copied by SQL, off the actor): clients read the old data until that
+// flush lands, the new after, as they see an RDB's staging databases
+// swapped in; then ReplicaPromoteImported takes the master's history and
+// function libraries, as ReplicaPromote does.
 
 // physicalHeader is the line that starts a physical sync's file.
 const physicalHeader = "$SQLITE:"
@@ -42,73 +45,45 @@ func (a *Actor) PhysicalSyncFile(n uint64) string {
 
 // importWait is a link waiting for its import's flush to commit.
 type importWait struct {
-	gen  uint64
-	path string
-	done chan struct{}
+	gen     uint64 // the link's generation
+	flushed uint64 // the flush generation that imports it (0: not queued yet)
+	path    string
+	info    storage.SnapshotInfo
+	// The master's history the copy stands at: its replication ID,
+	// offset and the database its stream had selected there.
+	replID string
+	offset int64
+	db     int
+	done   chan error
 }
 
-// ReplicaImport imports the checked copy at path into the staging
-// databases (emptied by ReplicaBegin) for the link of generation gen: the
-// rows go in the next flush, on the offload pool, and ReplicaImport
-// returns once that flush has committed, or when cancel closes. The actor
-// does not wait for it. From the link's goroutine. Once the import is
-// queued the file is the actor's: it stays until the flush that reads it
-// has committed (a failed flush is written again, the import with it),
-// then it is removed; the caller removes it only when ReplicaImport
-// returns errImportNotQueued.
-func (a *Actor) ReplicaImport(gen uint64, path string, info storage.SnapshotInfo, cancel <-chan struct{}) error {
-	done := make(chan struct{})
-	queued := false
+// ReplicaImport replaces the live databases with those of the checked
+// copy at path, for the link of generation gen: one flush, on the offload
+// pool, deletes their rows and inserts the copy's (storage.ImportSnapshot);
+// clients read the data as it was until it lands, and the new data after.
+// In the same step as the landing the data takes the master's history,
+// replID at offset with database db selected by its stream, and the
+// copy's function libraries, as ReplicaPromote does after an RDB
+// (promoteImported). ReplicaImport returns once that is done, or when
+// cancel closes; the actor does not wait for it. From the link's
+// goroutine. The file is the actor's once ReplicaImport has reached it
+// (every error but ErrImportNotQueued): it is removed once imported, or
+// when its import cannot start.
+func (a *Actor) ReplicaImport(gen uint64, path string, info storage.SnapshotInfo, replID string, offset int64, db int, cancel <-chan struct{}) error {
+	w := &importWait{gen: gen, path: path, info: info, replID: replID, offset: offset, db: db, done: make(chan error, 1)}
 	err := a.replicaCall(gen, func() error {
-		g, err := a.st.ImportStaging(path, info)
-		if err != nil {
-			return err
-		}
-		queued = true
-		a.imports = append(a.imports, importWait{gen: g, path: path, done: done})
-		a.startFlush()
-		return nil
-	})
-	if !queued {
-		return fmt.Errorf("%w: %w", ErrImportNotQueued, err)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-cancel:
-		return errors.New("replica: the link ended while the snapshot was imported")
-	case <-a.done:
-		return errSyncStopped
-	}
-}
-
-// ReplicaPromoteImported is ReplicaPromote after a physical sync's import:
-// the same swap, but the flush that makes it durable runs on the offload
-// pool, and ReplicaPromoteImported returns once it has committed (or when
-// cancel closes), so that nothing of the master's stream runs on top of
-// the swap before it is durable, as after ReplicaPromote, while the actor
-// serves on: that flush moves every imported row to its live database,
-// which takes as long as the keyspace is large. Until it commits, the
-// live databases read the imported rows where they are (the flush's view
-// of the swap not yet committed).
-func (a *Actor) ReplicaPromoteImported(gen uint64, functions [][]byte, replID string, offset int64, db int, cancel <-chan struct{}) error {
-	done := make(chan struct{})
-	err := a.replicaCall(gen, func() error {
-		if err := a.promote(functions, replID, offset, db); err != nil {
-			return err
-		}
-		a.imports = append(a.imports, importWait{gen: a.st.Generation(), done: done})
-		a.startFlush()
+		a.imports = append(a.imports, w)
+		a.startImports()
 		return nil
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrImportNotQueued, err)
 	}
 	select {
-	case <-done:
-		return nil
+	case err := <-w.done:
+		return err
 	case <-cancel:
-		return errors.New("replica: the link ended while the snapshot was swapped in")
+		return errors.New("replica: the link ended while the snapshot was imported")
 	case <-a.done:
 		return errSyncStopped
 	}
@@ -118,43 +93,99 @@ func (a *Actor) ReplicaPromoteImported(gen uint64, functions [][]byte, replID st
 // still owns it).
 var ErrImportNotQueued = errors.New("actor: the snapshot was not imported")
 
-// checkImports answers the imports whose flush has committed, after a
-// flush landed, and removes their files (on the offload pool); it starts
-// the next flush for those still waiting (a flush under way when they
-// were queued did not take them). After a failed flush they wait: the
-// next flush writes the batch again, the import with it.
+// startImports starts the first import waiting, when no flush is under
+// way: its flight must hold it and nothing after it. An import whose link
+// was replaced meanwhile is dropped.
+func (a *Actor) startImports() {
+	for len(a.imports) > 0 && !a.st.Flying() {
+		w := a.imports[0]
+		if w.flushed != 0 {
+			return // under way
+		}
+		if !a.repl.on || a.repl.gen != w.gen {
+			a.endImport(w, errStaleLink)
+			continue
+		}
+		g, err := a.st.ImportSnapshot(w.path, w.info)
+		if err != nil {
+			a.endImport(w, err)
+			continue
+		}
+		w.flushed = g
+		a.startFlush()
+		if !a.st.Flying() {
+			// The pool could not take the flush: it ran here (startFlush)
+			// and landed, or failed; checkImports sees which.
+			a.checkImports(false)
+		}
+		return
+	}
+}
+
+// endImport answers import w with err and removes its file (on the
+// offload pool).
+func (a *Actor) endImport(w *importWait, err error) {
+	for i, x := range a.imports {
+		if x == w {
+			a.imports = append(a.imports[:i], a.imports[i+1:]...)
+			break
+		}
+	}
+	w.done <- err
+	gone := []string{w.path, w.path + "-wal", w.path + "-shm", w.path + "-journal"}
+	job := &offload.Job{Run: func() {
+		for _, f := range gone {
+			os.Remove(f)
+		}
+	}}
+	if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
+		job.Run()
+	}
+}
+
+// checkImports, after a flush landed, answers the import it committed and
+// starts the next one. After a failed flush the import waits: the next
+// flush writes the batch again, the import with it.
 func (a *Actor) checkImports(failed bool) {
 	if len(a.imports) == 0 {
 		return
 	}
-	committed := a.st.Committed()
-	kept := a.imports[:0]
-	var gone []string
-	for _, w := range a.imports {
-		if committed >= w.gen {
-			close(w.done)
-			if w.path != "" {
-				gone = append(gone, w.path, w.path+"-wal", w.path+"-shm", w.path+"-journal")
-			}
-			continue
-		}
-		kept = append(kept, w)
+	if w := a.imports[0]; w.flushed != 0 && a.st.Committed() >= w.flushed {
+		a.endImport(w, a.promoteImported(w))
 	}
-	clear(a.imports[len(kept):])
-	a.imports = kept
-	if len(gone) > 0 {
-		job := &offload.Job{Run: func() {
-			for _, f := range gone {
-				os.Remove(f)
-			}
-		}}
-		if err := a.pool.Submit(context.Background(), job, offload.NoWait); err != nil {
-			job.Run()
-		}
+	if !failed {
+		a.startImports()
 	}
-	if len(kept) > 0 && !failed {
-		a.startFlush()
+}
+
+// promoteImported gives the data import w just put in place the master's
+// history and function libraries (ReplicaPromote's part after the swap).
+// If the link that asked was replaced meanwhile (the import was in a
+// flush already), the data still is the copy: a replica takes its
+// history all the same (its new link asks to continue it), a server made
+// a master starts a history of its own.
+func (a *Actor) promoteImported(w *importWait) error {
+	defer a.st.ResetTouched()
+	a.dropReplicas()
+	m := &a.master
+	switch {
+	case a.repl.on:
+		a.repl.replID = w.replID
+		m.replID2, m.secondOffset = "", -1
+		a.resetStream(w.offset, w.db)
+	default:
+		a.log.Warn().Msg("replication: a physical sync's snapshot was swapped in after REPLICAOF NO ONE; starting a new history")
+		a.repl.replID = newReplID()
+		m.replID2, m.secondOffset = "", -1
+		a.resetStream(m.offset, -1)
 	}
+	if err := a.replaceFunctions(w.info.Functions); err != nil {
+		return err
+	}
+	if !a.repl.on || a.repl.gen != w.gen {
+		return errStaleLink
+	}
+	return nil
 }
 
 // errPhysicalHeader is a physical sync header that does not parse.

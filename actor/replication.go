@@ -428,30 +428,25 @@ func (a *Actor) ReplicaLoad(gen uint64, recs []*rdb.Record) error {
 // are disconnected.
 func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte, replID string, offset int64, db int) error {
 	return a.replicaCall(gen, func() error {
-		if err := a.promote(functions, replID, offset, db); err != nil {
+		a.dropReplicas()
+		a.repl.replID = replID
+		a.master.replID2, a.master.secondOffset = "", -1
+		a.resetStream(offset, db)
+		defer a.st.ResetTouched()
+		for db := range storage.NumDBs {
+			if err := a.st.FlushDB(db); err != nil {
+				return err
+			}
+			if err := a.st.SwapDB(db, storage.StagingDB+db); err != nil {
+				return err
+			}
+		}
+		if err := a.replaceFunctions(functions); err != nil {
 			return err
 		}
 		a.afterFlush = append(a.afterFlush, func() {})
 		return nil
 	})
-}
-
-// promote is ReplicaPromote's change, on the actor.
-func (a *Actor) promote(functions [][]byte, replID string, offset int64, db int) error {
-	a.dropReplicas()
-	a.repl.replID = replID
-	a.master.replID2, a.master.secondOffset = "", -1
-	a.resetStream(offset, db)
-	defer a.st.ResetTouched()
-	for db := range storage.NumDBs {
-		if err := a.st.FlushDB(db); err != nil {
-			return err
-		}
-		if err := a.st.SwapDB(db, storage.StagingDB+db); err != nil {
-			return err
-		}
-	}
-	return a.replaceFunctions(functions)
 }
 
 // ReplicaContinue is a partial resync's start (+CONTINUE replID): the

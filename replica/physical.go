@@ -16,10 +16,12 @@ import (
 // capa cellar-physical with its database's copy, "$SQLITE:<len>:<db>",
 // instead of an RDB. The link writes it to a file beside the database,
 // fsyncs it, checks it (storage.CheckSnapshot: PRAGMA quick_check and the
-// schema version), has the actor import it into the staging databases
-// (the flush copies the rows, off the actor) and swaps them in as after an
-// RDB (ReplicaPromote). Meanwhile the stream that follows the file fills
-// the waitlist, as during an RDB's load. A copy that fails its check or
+// schema version), and has the actor's flush replace the live databases
+// with the copy's (ReplicaImport: the rows copied by SQL, off the actor;
+// clients read the old data until then, as with an RDB's staging
+// databases), then takes the master's history (ReplicaPromoteImported).
+// Meanwhile the stream that follows the file fills the waitlist, as
+// during an RDB's load. A copy that fails its check or
 // its import makes this link ask for RDBs from then on (the fallback).
 
 // errPhysicalCheck marks a physical sync that failed on the copy itself,
@@ -60,6 +62,7 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 	if err != nil {
 		return p, fmt.Errorf("%w: %w", errPhysicalCheck, err)
 	}
+	checked := time.Since(start)
 	var keys int64
 	for _, n := range info.Keys {
 		keys += n
@@ -67,27 +70,30 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 	if err := p.failed(); err != nil {
 		return p, err // abandoned while the file arrived (the waitlist)
 	}
-	if err := a.ReplicaImport(l.gen, path, info, l.ctx.Done()); err != nil {
-		if errors.Is(err, actor.ErrImportNotQueued) {
-			return p, fmt.Errorf("%w: %w", errPhysicalCheck, err)
+	err = a.ReplicaImport(l.gen, path, info, replID, offset, db, l.ctx.Done())
+	if !errors.Is(err, actor.ErrImportNotQueued) {
+		owned = false // the actor's now: it removes it
+	}
+	if err != nil {
+		if owned || l.ctx.Err() != nil {
+			return p, err
 		}
-		owned = false
-		return p, err
+		return p, fmt.Errorf("%w: %w", errPhysicalCheck, err)
 	}
-	owned = false // imported: the actor removed it
+	imported := time.Since(start)
+	// The live databases hold the master's data, at offset, from here on
+	// (the actor took its history as they landed), even if the waitlist
+	// overflowed meanwhile: the next session continues from there.
+	l.synced(replID, offset, db, start)
 	if err := p.failed(); err != nil {
-		return p, err // abandoned while it was imported
-	}
-	if err := a.ReplicaPromoteImported(l.gen, info.Functions, replID, offset, db, l.ctx.Done()); err != nil {
 		return p, err
 	}
 	peak := p.follow()
 	took := time.Since(start)
 	l.log().Info().Str("master", l.addr).Int64("keys", keys).Int64("bytes", size).Dur("took", took).
-		Dur("received_in", received).Float64("keys_per_sec", float64(keys)/took.Seconds()).
+		Dur("received_at", received).Dur("checked_at", checked).Dur("imported_at", imported).Float64("keys_per_sec", float64(keys)/took.Seconds()).
 		Float64("mb_per_sec", float64(size)/took.Seconds()/1e6).Int64("waitlist_peak_bytes", peak).
 		Msg("replica: the master's snapshot is imported and swapped in (physical); applying the waitlist")
-	l.synced(replID, offset, db, start)
 	// What follows the file in the pump's queue is the command stream.
 	c.br = bufio.NewReaderSize(p, 64<<10)
 	return p, nil

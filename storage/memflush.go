@@ -76,6 +76,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	if s := m.s; s.version > s.versionMark {
 		f.mark = s.version + versionBlock
 	}
+	m.freezeImport(f)
 	m.flight = f
 	return f
 }
@@ -472,6 +473,7 @@ func (m *memEngine) land() *memFlight {
 		return f
 	}
 	m.landFresh(f)
+	m.landImport(f)
 	if f.mark != 0 {
 		m.s.versionMark = f.mark
 	}
