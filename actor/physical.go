@@ -30,8 +30,8 @@ import (
 // in one transaction (ReplicaImport: storage.ImportSnapshot, the rows
 // copied by SQL, off the actor): clients read the old data until that
 // flush lands, the new after, as they see an RDB's staging databases
-// swapped in; then ReplicaPromoteImported takes the master's history and
-// function libraries, as ReplicaPromote does.
+// swapped in; as it lands the actor takes the master's history and
+// function libraries, as ReplicaPromote does (promoteImported).
 
 // physicalHeader is the line that starts a physical sync's file.
 const physicalHeader = "$SQLITE:"

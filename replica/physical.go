@@ -19,7 +19,7 @@ import (
 // schema version), and has the actor's flush replace the live databases
 // with the copy's (ReplicaImport: the rows copied by SQL, off the actor;
 // clients read the old data until then, as with an RDB's staging
-// databases), then takes the master's history (ReplicaPromoteImported).
+// databases) and takes the master's history as it lands.
 // Meanwhile the stream that follows the file fills the waitlist, as
 // during an RDB's load. A copy that fails its check or
 // its import makes this link ask for RDBs from then on (the fallback).

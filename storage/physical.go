@@ -26,7 +26,7 @@ import (
 // frozen after the import in the same flight is left out of it.
 //
 // Ids, versions and blob refs are numbers of one file: the copy's are moved
-// past the ones this file has handed out (ImportStaging reserves the ids
+// past the ones this file has handed out (ImportSnapshot reserves the ids
 // and versions on the actor; the flush moves the refs past the largest one
 // in its own transaction), so that no number is shared and a key's version
 // never repeats for its name. The copy's staging databases (a master that
@@ -67,7 +67,7 @@ func SnapshotPosition(path string) (uint64, error) {
 // received for a physical full sync, before it is imported: SQLite's
 // PRAGMA quick_check must find nothing wrong, and its schema must be this
 // build's (a master of another version falls back to an RDB). It reads
-// what ImportStaging needs. Any goroutine: a connection of its own.
+// what ImportSnapshot needs. Any goroutine: a connection of its own.
 func CheckSnapshot(path string) (SnapshotInfo, error) {
 	var info SnapshotInfo
 	c, err := openConn(path, sqlite3.SQLITE_OPEN_READONLY)
@@ -223,11 +223,7 @@ func (m *memEngine) landImport(f *memFlight) {
 	}
 }
 
-// Generation is the generation of the flush that will take the changes
-// made now (Committed reaches it once that flush has committed).
-func (s *Store) Generation() uint64 { return s.mem.gen }
-
-// Committed is the generation of the last flush committed (ImportStaging).
+// Committed is the generation of the last flush committed (ImportSnapshot).
 // Any goroutine.
 func (s *Store) Committed() uint64 { return s.mem.committed.Load() }
 
