@@ -281,9 +281,10 @@ func TestPhysicalSyncWire(t *testing.T) {
 }
 
 // physicalFakeMaster accepts replicas one after the other: the first gets
-// +FULLRESYNC and a "$SQLITE:" file that is not a database; every
+// +FULLRESYNC and a "$SQLITE:" file that is not a database (whole, or with
+// partial only its first bytes, the rest never coming); every
 // connection's REPLCONF capa arguments are sent on capas.
-func physicalFakeMaster(t *testing.T) (addr string, capas chan []string) {
+func physicalFakeMaster(t *testing.T, partial bool) (addr string, capas chan []string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -349,7 +350,11 @@ func physicalFakeMaster(t *testing.T) (addr string, capas chan []string) {
 						c.Write([]byte("+OK\r\n"))
 					case strings.EqualFold(args[0], "PSYNC") && first:
 						junk := strings.Repeat("not a database ", 1000)
-						c.Write([]byte("+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n$SQLITE:" + strconv.Itoa(len(junk)) + ":0\r\n" + junk))
+						size := len(junk)
+						if partial {
+							size *= 10
+						}
+						c.Write([]byte("+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n$SQLITE:" + strconv.Itoa(size) + ":0\r\n" + junk))
 					case strings.EqualFold(args[0], "PSYNC"):
 						// The sync waits: nothing follows.
 					default:
@@ -373,7 +378,7 @@ func TestReplicaPhysicalFallsBackToRDB(t *testing.T) {
 	needCellar(t, replica)
 	rc := replica.client()
 	rc.Set(ctx, "mine", "kept", 0)
-	addr, capas := physicalFakeMaster(t)
+	addr, capas := physicalFakeMaster(t, false)
 	host, port, _ := net.SplitHostPort(addr)
 	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
@@ -422,5 +427,39 @@ func TestPhysicalSyncLeftoversRemoved(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after the start (%v)", p, err)
 		}
+	}
+}
+
+// TestReplicaPhysicalAbandoned: REPLICAOF NO ONE while a snapshot is being
+// received ends the sync: the file goes, the data stays, writes are taken.
+func TestReplicaPhysicalAbandoned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	replica := startServer(t)
+	needCellar(t, replica)
+	rc := replica.client()
+	rc.Set(ctx, "mine", "kept", 0)
+	addr, _ := physicalFakeMaster(t, true)
+	host, port, _ := net.SplitHostPort(addr)
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	files := func() []string {
+		f, _ := filepath.Glob(filepath.Join(replica.cfg.Dir, "*replsync-recv*"))
+		return f
+	}
+	wait.For(t, 2*time.Minute, "the snapshot's file to be written", func() bool { return len(files()) > 0 })
+	if got := replInfo(ctx, rc, "master_sync_in_progress"); got != "1" {
+		t.Errorf("master_sync_in_progress while the snapshot arrives: %q", got)
+	}
+	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 2*time.Minute, "the snapshot's file to be removed", func() bool { return len(files()) == 0 })
+	if got := rc.Get(ctx, "mine").Val(); got != "kept" {
+		t.Errorf("the data after the abandoned sync: %q", got)
+	}
+	if err := rc.Set(ctx, "after", "v", 0).Err(); err != nil {
+		t.Errorf("a write after REPLICAOF NO ONE: %v", err)
 	}
 }
