@@ -76,7 +76,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	dur, _ := actor.ParseDurability(cfg.Durability)
 	store, err := storage.Open(storage.Options{
 		Path:            cfg.DBPath(),
-		CacheKB:         cfg.SQLite.CacheKB,
+		CacheKB:         cfg.FlushCacheKB(),
 		CheckpointPages: cfg.SQLite.CheckpointPages,
 		MaxPageCount:    cfg.SQLite.MaxPageCount,
 		MaxMemory:       cfg.MemoryBound(),
@@ -126,6 +126,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		MaxUnflushed:         cfg.Storage.MaxUnflushed,
 		GoMemoryLimit:        goMemoryLimit(cfg),
 		TuneGC:               cfg.ManageGCPercent,
+		GCHeadroom:           cfg.GCHeadroom(),
 		SweepInterval:        cfg.Expiry.Interval,
 		SweepBatch:           cfg.Expiry.Batch,
 		Version:              Version,

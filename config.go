@@ -338,7 +338,7 @@ func DefaultConfig() Config {
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
 		Storage:              StorageConfig{FlushInterval: time.Second, FlushBytes: 16 << 20, MaxUnflushed: 64 << 20},
-		SQLite:               SQLiteConfig{CacheKB: 32 << 10, CheckpointPages: 16384},
+		SQLite:               SQLiteConfig{CheckpointPages: 16384},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
@@ -404,9 +404,27 @@ func (c Config) MemoryBound() int64 {
 // SQLite's default 2 MB for each of the actor's two connections (its own,
 // and the engine's reader; storage.Options.CacheKB).
 func (c Config) MemoryNeeded() int64 {
-	kb := int64(c.SQLite.CacheKB)
+	kb := int64(c.FlushCacheKB())
 	return c.GoMemoryLimit() + 2*c.MemoryBound() + (kb+max(kb/4, 2000)+2*2000)<<10
 }
+
+// FlushCacheKB is the flush connection's SQLite page cache in KiB:
+// sqlite.cache_kb, or when that is 0 a quarter of the storage engine's
+// bound (MemoryBound) between 2 and 32 MiB. A bound set small asks for a
+// small process, and SQLite's caches live outside Go's heap and its
+// limit; 32 MiB holds the interior pages of tables far larger than the
+// bound's keys.
+func (c Config) FlushCacheKB() int {
+	if c.SQLite.CacheKB > 0 {
+		return c.SQLite.CacheKB
+	}
+	return int(min(max(c.MemoryBound()/4, 2<<20), 32<<20) >> 10)
+}
+
+// GCHeadroom is the garbage Go's heap may grow by between two collections
+// once the live heap is larger (actor.Config.GCHeadroom): the storage
+// engine's bound, between 16 and 64 MiB.
+func (c Config) GCHeadroom() int64 { return min(max(c.MemoryBound(), 16<<20), 64<<20) }
 
 // goMemoryBase is the Go heap Cellar needs besides clients and the keys: command metadata, sessions, waiters, SQLite's driver buffers.
 const goMemoryBase = 128 << 20

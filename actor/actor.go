@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/cellar-db/cellar/migration"
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/storage"
 )
@@ -37,6 +38,10 @@ type Actor struct {
 	// view of their queues (busyView).
 	txs map[uint64]*session
 	ld  loadWaits // batches waiting for keys read off the actor (loads.go)
+	// migr is the MIGRATEs waiting for their target (migrate.go), and
+	// migrateSockets the connections to their targets (goroutine-safe).
+	migr           migrations
+	migrateSockets *migration.Sockets
 	// replies re-reads a reply for the redo log (spopAsSRem), reused: a
 	// reader per SPOP allocated 4 KiB each.
 	replies struct {
@@ -198,6 +203,8 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 		done:     make(chan struct{}),
 		start:    time.Now(),
 		sessions: map[uint64]*session{},
+
+		migrateSockets: migration.NewSockets(),
 	}
 	a.track.maxKeys = cfg.TrackingTableMaxKeys
 	st.OnCheckpoint = func(took time.Duration) { a.lat.observe(evCheckpoint, took) }
@@ -271,6 +278,7 @@ func (a *Actor) SetNetStats(n NetStats) { a.net = n }
 // Run is the actor goroutine's body. It returns after Stop.
 func (a *Actor) Run() {
 	defer close(a.done)
+	defer a.migrateSockets.Close()
 	ticker := time.NewTicker(a.cfg.SweepInterval)
 	defer ticker.Stop()
 	for {

@@ -129,9 +129,12 @@ type Config struct {
 	// once it holds much (memory.go, followMemoryLimit).
 	GoMemoryLimit int64
 	// TuneGC lets the actor lower the collector's percent (GOGC) as the
-	// live heap grows past gcHeadroom, so that a large keyspace does not
+	// live heap grows past GCHeadroom, so that a large keyspace does not
 	// double the process's memory (memory.go, gcPercentFor).
 	TuneGC bool
+	// GCHeadroom is the garbage the heap may grow by between two cycles
+	// once the live heap is past it (0: 64 MiB).
+	GCHeadroom int64
 	// SweepInterval is how often the active expiry runs; SweepBatch how
 	// many expired keys one slice may delete.
 	SweepInterval time.Duration

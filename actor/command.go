@@ -160,6 +160,7 @@ var families = [][]*Command{
 	scriptingCommands,
 	functionCommands,
 	dumpCommands,
+	migrateCommands,
 	replicationCommands,
 	masterCommands,
 	bitmapCommands,

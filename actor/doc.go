@@ -23,6 +23,9 @@
 //     does (Open, Submit, Closed; its master connection's session is
 //     flagged master) and through Call for the steps of a full sync
 //     (ReplicaBegin, ReplicaLoad, ReplicaPromote: replication.go).
+//   - MIGRATE's exchange with its target runs on a goroutine of its own
+//     in package migration, over connections it caches; its result comes
+//     back to the actor as a call (migrate.go).
 //   - Scripts returns the ScriptWatch, which the loops read for every
 //     command (one atomic load) to answer -BUSY and kill a script running
 //     past busy-reply-threshold (scripting.go); it is goroutine-safe.

@@ -522,6 +522,21 @@ const (
 	ErrBadDataFormat ReplyError = "ERR Bad data format"
 )
 
+// MIGRATE (migrate.go), as Redis 7.0's migrateCommand answers ("reading
+// to target instance" is Redis's wording).
+const (
+	ErrMigrateKeysArg ReplyError = "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
+	ErrMigrateConnect ReplyError = "IOERR error or timeout connecting to the client"
+	ErrMigrateWrite   ReplyError = "IOERR error or timeout writing to target instance"
+	ErrMigrateRead    ReplyError = "IOERR error or timeout reading to target instance"
+)
+
+// errMigrateTarget is MIGRATE's reply when the target answered an error
+// (text without its "-").
+func errMigrateTarget(text string) error {
+	return ReplyError("ERR Target instance replied with error: " + text)
+}
+
 // Replication (replication.go), as Redis 7.0 answers.
 const (
 	ErrReadOnlyReplica   ReplyError = "READONLY You can't write against a read only replica."

@@ -110,6 +110,19 @@ func (k keySpec) has(flag string) bool {
 // a spec does not fit the arguments (then there are no keys at all).
 // COMMAND GETKEYS and client tracking's failed reads (tracking.go) use it.
 func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
+	keys, ok := keysUsingSpecs(cmd, argv)
+	if !ok && cmd.Name == "migrate" {
+		// Where a spec does not fit or is incomplete (MIGRATE's KEYS,
+		// when the keyword is found) Redis asks the command's own
+		// function (migrate.go).
+		return migrateKeys(argv), true
+	}
+	return keys, ok
+}
+
+// keysUsingSpecs is Redis's getKeysUsingKeySpecs: false when a spec does
+// not fit the arguments or is flagged INCOMPLETE.
+func keysUsingSpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
 	argc := len(argv)
 	var keys []foundKey
 	for _, k := range cmd.meta.KeySpecs {
@@ -176,6 +189,9 @@ func keysBySpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
 		}
 		for i := first; i <= last; i += step {
 			keys = append(keys, foundKey{pos: i, flags: k.Flags})
+		}
+		if k.has("INCOMPLETE") {
+			return nil, false
 		}
 	}
 	return keys, true

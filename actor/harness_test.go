@@ -35,7 +35,11 @@ type delivery struct {
 
 // newHarness starts an actor with cfg on a fresh database, stopped at the
 // end of the test.
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t *testing.T, cfg Config) *harness { return newHarnessWith(t, cfg, nil) }
+
+// newHarnessWith is newHarness with setup run on the actor before it runs
+// (SetReplicator).
+func newHarnessWith(t *testing.T, cfg Config, setup func(*Actor)) *harness {
 	st, err := storage.Open(storage.Options{Path: filepath.Join(t.TempDir(), "cellar.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +48,9 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	a, err := New(cfg, st, pool, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(a)
 	}
 	go a.Run()
 	t.Cleanup(func() {

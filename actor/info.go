@@ -252,6 +252,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("pubsub_channels", len(a.ps.tables[subChannel]))
 		kv("pubsub_patterns", len(a.ps.tables[subPattern]))
 		kv("pubsubshard_channels", len(a.ps.tables[subShard]))
+		kv("migrate_cached_sockets", a.migrateSockets.Len())
 		kv("pubsub_clients_disconnected", a.stats.pubsubDisconnects)
 		kv("tracking_total_keys", len(a.track.keys))
 		kv("tracking_total_items", a.track.items)

@@ -298,24 +298,26 @@ func cmdMemoryHelp(c *Ctx) error {
 	})
 }
 
-// gcHeadroom is the garbage Go's collector lets grow between two cycles
+// The collector's headroom: the garbage Go lets grow between two cycles
 // once the live heap is large. At Go's default (GOGC=100) a heap with L
 // bytes live grows to 2L before the next cycle, which for a keyspace of a
-// few hundred MB doubles the process's RSS; past gcHeadroom live, the
-// actor lowers the percent so that the heap grows by about gcHeadroom,
-// but not below minGCPercent (each cycle marks the whole live heap: below
-// that the cycles would cost more CPU than the memory is worth).
+// few hundred MB doubles the process's RSS; past the headroom
+// (Config.GCHeadroom) live, the actor lowers the percent so that the heap
+// grows by about the headroom, but not below minGCPercent (each cycle
+// marks the whole live heap: below that the cycles would cost more CPU
+// than the memory is worth).
 const (
-	gcHeadroom   = 128 << 20
-	minGCPercent = 25
+	defaultGCHeadroom = 64 << 20
+	minGCPercent      = 25
 )
 
-// gcPercentFor is the collector's percent (GOGC) for a live heap.
-func gcPercentFor(live uint64) int {
-	if live <= gcHeadroom {
+// gcPercentFor is the collector's percent (GOGC) for a live heap and a
+// headroom.
+func gcPercentFor(live, headroom uint64) int {
+	if live <= headroom {
 		return 100
 	}
-	return max(minGCPercent, int(100*gcHeadroom/live))
+	return max(minGCPercent, int(100*headroom/live))
 }
 
 // liveHeap reads the bytes the last cycle found live.
@@ -339,7 +341,11 @@ func readMetric(name string) uint64 {
 // it also keeps the collector's percent at gcPercentFor the live heap.
 func (a *Actor) followMemoryLimit() {
 	if a.cfg.TuneGC {
-		if pct := gcPercentFor(liveHeap()); pct != a.gcPercent {
+		headroom := a.cfg.GCHeadroom
+		if headroom <= 0 {
+			headroom = defaultGCHeadroom
+		}
+		if pct := gcPercentFor(liveHeap(), uint64(headroom)); pct != a.gcPercent {
 			debug.SetGCPercent(pct)
 			a.gcPercent = pct
 		}

@@ -77,7 +77,8 @@ func (l *slowlog) trim() {
 
 // redacted says whether argument i of the command is a secret that logs
 // must not keep (Redis 7.0 hides AUTH's and HELLO AUTH's credentials,
-// every argument of ACL SETUSER and CONFIG SET requirepass's value).
+// every argument of ACL SETUSER, CONFIG SET requirepass's value and
+// MIGRATE's AUTH and AUTH2 arguments).
 func redacted(cmd *Command, args [][]byte, i int) bool {
 	switch cmd.Name {
 	case "auth":
@@ -92,6 +93,8 @@ func redacted(cmd *Command, args [][]byte, i int) bool {
 		}
 	case "config|set":
 		return i >= 3 && i%2 == 1 && strings.EqualFold(string(args[i-1]), "requirepass")
+	case "migrate":
+		return migrateRedacted(args, i)
 	}
 	return false
 }

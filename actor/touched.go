@@ -64,6 +64,9 @@ func (a *Actor) keysTouched() {
 		if a.watches.n > 0 {
 			a.touchWatched(ts) // WATCH (multi.go)
 		}
+		if len(a.migr.keys) > 0 {
+			a.migrateTouched(ts) // MIGRATEs in flight (migrate.go)
+		}
 		if a.track.tracked() {
 			a.invalidateTouched(ts) // client-side caching (tracking.go)
 		}

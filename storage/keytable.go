@@ -80,7 +80,7 @@ func (t *keyTable) find(k string) (*keyShard, uint64) {
 		case 0:
 			return nil, 0
 		case tag:
-			if s.ents[i].key == k {
+			if s.ents[i].key() == k {
 				return s, i
 			}
 		}
@@ -89,7 +89,7 @@ func (t *keyTable) find(k string) (*keyShard, uint64) {
 
 // put adds e, whose name the table does not hold.
 func (t *keyTable) put(e *entry) {
-	h := t.hash(e.key)
+	h := t.hash(e.key())
 	s := t.shardOf(h)
 	if (s.n+s.dead+1)*16 > len(s.tags)*13 {
 		t.grow(s)
@@ -147,7 +147,7 @@ func (s *keyShard) rebuild(t *keyTable, slots int) {
 	s.tags, s.ents, s.n, s.dead = make([]uint8, slots), make([]*entry, slots), 0, 0
 	for i, e := range old {
 		if oldTags[i] >= 0x80 {
-			s.insert(t.hash(e.key), e)
+			s.insert(t.hash(e.key()), e)
 		}
 	}
 }
@@ -169,7 +169,7 @@ func (t *keyTable) split(s *keyShard) {
 		if s.tags[i] < 0x80 {
 			continue
 		}
-		h := t.hash(e.key)
+		h := t.hash(e.key())
 		if first < 0 {
 			first = int(h >> (64 - t.depth))
 		}

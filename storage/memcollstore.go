@@ -383,7 +383,7 @@ func (m *memEngine) sweepFields(limit int) (int, error) {
 		}
 	}
 	for _, e := range due {
-		if _, err := m.openColl(e.db.num, []byte(e.key), []Type{TypeHash}); err != nil && err != ErrWrongType {
+		if _, err := m.openColl(m.dbOf(e).num, []byte(e.key()), []Type{TypeHash}); err != nil && err != ErrWrongType {
 			return 0, err
 		}
 	}
@@ -424,7 +424,7 @@ func (m *memEngine) dueHashes(limit int) ([]dueRow, error) {
 	// row by id: keys_by_id is (db, id), so the databases are listed for
 	// it to seek in each. The statement of the ids stays open meanwhile, so
 	// that every read sees the one commit (memload.go).
-	ids := m.r.q("SELECT DISTINCT id FROM hashes WHERE expire_at < ?1 LIMIT ?2")
+	ids := m.r.q(sqlDueHashIDs)
 	ids.int(1, m.s.Now)
 	ids.int(2, int64(limit))
 	var out []dueRow

@@ -64,7 +64,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	pos, m.posSet = m.pos, false
 	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, pres: m.pres, nextPres: m.nextPres, done: make(chan struct{})}
 	for _, e := range f.fresh {
-		if e.fresh && e.freshPar != 0 {
+		if e.is(flagFresh) && e.freshPar != 0 {
 			e.freshPar = genParity(f.gen) // a failed flight's, written again by this one
 		}
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -33,40 +34,99 @@ import (
 // that it has none (typ TypeNone), which a load of a missing key leaves and
 // a deletion leaves until it is flushed.
 type entry struct {
-	key string
-	db  *memDB
-	str string // a string's value
+	// kv is the key's name followed by a string's value, in one
+	// allocation (key, str).
+	kv  string
 	obj memObject
 	exp int64 // unix ms; 0: persistent
 	ver int64
 	id  int64
 
-	gen  uint64 // the flush that took its last change (0: none since it was loaded)
-	size int64  // what it counts in memEngine.bytes
-
+	klen uint32 // len(key())
+	// gen is the flush that took its last change (0: none since it was
+	// loaded), modulo 2^32: flushPending says whether it is still in the
+	// air.
+	gen uint32
+	// size is what it counts in memEngine.bytes; sizeHuge: memEngine.huge
+	// holds it (a collection past 4 GiB).
+	size uint32
 	used uint32 // the engine's clock when it was last used (approximate LRU)
 	// access is the actor's word for the key's last access (OBJECT
 	// IDLETIME, OBJECT FREQ; storage/access.go); the engine never reads it.
 	access uint32
 	typ    Type
+	slot   uint8 // its database's place in memEngine.slots
+	flags  entryFlags
+	// freshPar: while fresh, the parity of the flush generation that took
+	// it plus one (0: not frozen since it became fresh). One flight runs
+	// at a time, so the flight in the air and the batch being collected
+	// are all the parity has to tell apart.
+	freshPar uint8
+}
 
-	// What SQLite holds for this name as of the last freeze: whether it
-	// has a keys row, and whether that row's value is a blob ref; and, for
-	// the object, whether element rows exist under its id.
-	rowStored, refStored bool
-	elemsStored          bool
+// entryFlags are an entry's yes/no facts, one bit each.
+type entryFlags uint8
+
+const (
+	// rowStored, refStored, elemsStored: what SQLite holds for this name as
+	// of the last freeze: whether it has a keys row, whether that row's
+	// value is a blob ref, and whether element rows exist under its id.
+	flagRowStored entryFlags = 1 << iota
+	flagRefStored
+	flagElemsStored
 	// idStored: SQLite's row for this name has this id (so the flush
 	// updates the row in place instead of replacing it, and its id index
 	// is not touched). Cleared wherever the id changes.
-	idStored bool
-	// fresh: in its database's fresh index (memkeyspace.go) under its id,
-	// until the flush whose generation has parity freshPar-1 lands
-	// (freshPar 0: not frozen since it became fresh). One flight runs at
-	// a time, so the flight in the air and the batch being collected are
-	// all the parity has to tell apart.
-	fresh    bool
-	freshPar uint8
-	dirty    bool // in db.dirty: the row or the object changed since the last freeze
+	flagIDStored
+	// flagFresh: in its database's fresh index (memkeyspace.go) under its id,
+	// until the flush whose generation has parity freshPar-1 lands.
+	flagFresh
+	// dirty: in its database's dirty list: the row or the object changed
+	// since the last freeze.
+	flagDirty
+	// expStored: SQLite's row for this name, as of the last freeze, has an
+	// expiry (memDB.coldExpiring).
+	flagExpStored
+)
+
+// is reports whether all of f are set.
+func (e *entry) is(f entryFlags) bool { return e.flags&f == f }
+
+// set sets f (on) or clears it.
+func (e *entry) set(f entryFlags, on bool) {
+	if on {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
+}
+
+// key is the key's name.
+func (e *entry) key() string { return e.kv[:e.klen] }
+
+// str is a string's value.
+func (e *entry) str() string { return e.kv[e.klen:] }
+
+// setStr makes v the string's value: the name and v in a new allocation
+// (what a frozen batch holds of the old one stays as it was).
+func (e *entry) setStr(v []byte) {
+	b := make([]byte, int(e.klen)+len(v))
+	copy(b, e.kv[:e.klen])
+	copy(b[e.klen:], v)
+	e.kv = stringOf(b)
+}
+
+// clearStr drops a string's value, keeping the name (in an allocation
+// of its own, so that the value's memory goes).
+func (e *entry) clearStr() {
+	if len(e.kv) > int(e.klen) {
+		e.kv = strings.Clone(e.key())
+	}
+}
+
+// newEntry is an entry named key in the database at slot.
+func newEntry(key string, slot uint8) *entry {
+	return &entry{kv: key, klen: uint32(len(key)), slot: slot}
 }
 
 // memObject is a collection the engine holds: one of package object's
@@ -92,14 +152,22 @@ func objLen(o memObject) int64 {
 }
 
 // memDB is one database's entries. SWAPDB swaps two memDBs in place (and
-// their numbers): an entry keeps pointing at its memDB whatever its number.
+// their numbers): an entry keeps naming its memDB (its slot) whatever its
+// number.
 type memDB struct {
 	num     int
+	slot    uint8     // its place in memEngine.slots, which SWAPDB does not change
 	keys    *keyTable // keytable.go
 	dirty   []*entry
 	count   int64                   // the database's keys, in memory and SQLite: DBSIZE
 	fresh   *btree.BTreeG[freshKey] // memkeyspace.go
 	expires map[*entry]struct{}     // the entries of keys with an expiry
+	// coldExpiring is how many of SQLite's rows in this database (as of
+	// the last freeze) have an expiry and a name memory does not hold:
+	// with len(expires), the keys with an expiry (INFO keyspace), counted
+	// without reading SQLite. It moves only when a name's entry comes
+	// into memory or leaves it (hold, forget), and FLUSHDB zeroes it.
+	coldExpiring int64
 }
 
 // memEngine is the engine's state; it belongs to the actor, except what the
@@ -107,6 +175,10 @@ type memDB struct {
 type memEngine struct {
 	s   *Store
 	dbs [allDBs]*memDB
+	// slots are the same databases in the order they were made: an entry
+	// names its database by its place here (entry.slot), which SWAPDB,
+	// unlike dbs, leaves alone.
+	slots [allDBs]*memDB
 
 	r      *sqlc      // the loads' read-only connection
 	readMu sync.Mutex // held by a load's first read and by a flush's commit
@@ -167,6 +239,8 @@ type memEngine struct {
 	// hfe holds the hashes with field expiries, each with a time at or
 	// before its earliest (a lower bound, as Store.hfe on SQLite).
 	hfe map[*entry]int64
+	// huge holds the sizes of entries that count 4 GiB or more (entry.size).
+	huge map[*entry]int64
 }
 
 // memDrop is an object whose element rows the flush deletes.
@@ -195,10 +269,11 @@ const (
 const memEntryOverhead = 160
 
 func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
-	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64)}
+	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64), huge: make(map[*entry]int64)}
 	m.ld.gen = 1 // 0 is WantLoad's "no wait"
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.slots[i] = m.dbs[i]
 		m.sqlKeys[i] = s.keyCounts[i]
 	}
 	return m
@@ -228,6 +303,9 @@ func (m *memEngine) view(db int, committed uint64) (sqlDB int, empty bool) {
 	return sqlDB, false
 }
 
+// dbOf is the database holding e.
+func (m *memEngine) dbOf(e *entry) *memDB { return m.slots[e.slot] }
+
 // touch notes that e was just used. Eviction is an approximate LRU, as
 // Redis's: a clock value in the entry (one write to memory the lookup has
 // just read), and eviction picks the oldest of a sample; a linked list
@@ -239,20 +317,39 @@ func (m *memEngine) touch(e *entry) {
 
 // resize brings e's share of bytes up to date after a change.
 func (m *memEngine) resize(e *entry) {
-	n := int64(len(e.key) + len(e.str) + memEntryOverhead)
+	n := int64(len(e.kv) + memEntryOverhead)
 	if e.obj != nil {
 		n += e.obj.Size()
 	}
-	m.bytes += n - e.size
-	e.size = n
+	m.bytes += n - m.sizeOf(e)
+	if n < sizeHuge {
+		if e.size == sizeHuge {
+			delete(m.huge, e)
+		}
+		e.size = uint32(n)
+	} else {
+		e.size = sizeHuge
+		m.huge[e] = n
+	}
+}
+
+// sizeHuge in entry.size: memEngine.huge holds the entry's size.
+const sizeHuge = 1<<32 - 1
+
+// sizeOf is what e counts in bytes.
+func (m *memEngine) sizeOf(e *entry) int64 {
+	if e.size == sizeHuge {
+		return m.huge[e]
+	}
+	return int64(e.size)
 }
 
 // changed marks e changed: its row, and with it anything else about it, is
 // written by the next flush.
 func (m *memEngine) changed(e *entry) {
-	if !e.dirty {
-		e.dirty = true
-		e.db.dirty = append(e.db.dirty, e)
+	if !e.is(flagDirty) {
+		e.set(flagDirty, true)
+		m.dbOf(e).dirty = append(m.dbOf(e).dirty, e)
 	}
 	m.resize(e)
 	m.s.dirty = true
@@ -261,7 +358,17 @@ func (m *memEngine) changed(e *entry) {
 // evictable reports whether e may leave memory: nothing of it waits for a
 // flush.
 func (m *memEngine) evictable(e *entry) bool {
-	return !e.dirty && e.gen <= m.committed.Load()
+	return !e.is(flagDirty) && !m.inFlight(e.gen)
+}
+
+// inFlight reports whether gen, an entry's flush generation modulo 2^32,
+// is one of the flushes not committed yet: those after the last committed
+// up to the batch being collected (m.gen), a handful. A generation 2^32
+// flushes old reads as not committed for the length of one flush: the
+// entry stays in memory a little longer, nothing else.
+func (m *memEngine) inFlight(gen uint32) bool {
+	committed := m.committed.Load()
+	return gen-uint32(committed)-1 < uint32(m.gen-committed)
 }
 
 // evictSample is how many entries eviction looks at to let one go.
@@ -315,19 +422,24 @@ func (m *memEngine) evict() {
 func (m *memEngine) forget(e *entry) {
 	m.loadGone(e)
 	m.unfresh(e)
-	e.db.keys.del(e.key)
-	delete(e.db.expires, e)
+	d := m.dbOf(e)
+	d.keys.del(e.key())
+	delete(d.expires, e)
+	if e.is(flagExpStored) {
+		d.coldExpiring++
+	}
 	delete(m.hfe, e)
-	m.bytes -= e.size
+	m.bytes -= m.sizeOf(e)
+	delete(m.huge, e)
 }
 
 // setExp sets e's expiry, keeping its database's expiry index.
 func (m *memEngine) setExp(e *entry, at int64) {
 	e.exp = at
 	if at != 0 {
-		e.db.expires[e] = struct{}{}
+		m.dbOf(e).expires[e] = struct{}{}
 	} else {
-		delete(e.db.expires, e)
+		delete(m.dbOf(e).expires, e)
 	}
 }
 
@@ -341,7 +453,7 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 		m.touch(e)
 		return e, nil
 	}
-	e := &entry{key: string(key), db: d}
+	e := newEntry(string(key), d.slot)
 	if err := m.load(db, e); err != nil {
 		return nil, err
 	}
@@ -366,7 +478,11 @@ func (m *memEngine) hold(e *entry) {
 			return true
 		})
 	}
-	e.db.keys.put(e)
+	d := m.dbOf(e)
+	d.keys.put(e)
+	if e.is(flagExpStored) {
+		d.coldExpiring--
+	}
 	m.touch(e)
 	m.resize(e)
 }
@@ -390,24 +506,26 @@ func (m *memEngine) live(db int, key []byte) (*entry, error) {
 // object dies, and its row goes with the next flush.
 func (m *memEngine) remove(e *entry, kind Change) {
 	if kind != 0 {
-		m.s.record(e.db.num, []byte(e.key), kind, 0)
+		m.s.record(m.dbOf(e).num, []byte(e.key()), kind, 0)
 	}
 	m.dropObject(e)
-	e.typ, e.str = TypeNone, ""
+	e.typ = TypeNone
+	e.clearStr()
 	m.setExp(e, 0)
 	m.unfresh(e)
-	e.db.count--
+	m.dbOf(e).count--
 	m.changed(e)
 }
 
 // dropObject lets e's object go: its element rows, if SQLite has any, go
 // with the next flush.
 func (m *memEngine) dropObject(e *entry) {
-	if e.elemsStored {
+	if e.is(flagElemsStored) {
 		m.drops = append(m.drops, memDrop{typ: e.typ, id: e.id})
 	}
 	delete(m.hfe, e)
-	e.obj, e.elemsStored = nil, false
+	e.obj = nil
+	e.set(flagElemsStored, false)
 }
 
 // create makes e a new key of type t (it was absent), with a new id and
@@ -417,18 +535,19 @@ func (m *memEngine) dropObject(e *entry) {
 func (m *memEngine) create(e *entry, t Type) {
 	m.newKey(e, t)
 	if m.s.RecordNew {
-		m.s.recordNew(e.db.num, []byte(e.key))
+		m.s.recordNew(m.dbOf(e).num, []byte(e.key()))
 	}
 }
 
 // newKey is create without the record.
 func (m *memEngine) newKey(e *entry, t Type) {
 	m.unfresh(e)
-	e.typ, e.id, e.idStored = t, m.s.NewID(), false
+	e.typ, e.id = t, m.s.NewID()
+	e.set(flagIDStored, false)
 	m.setExp(e, 0)
 	m.markFresh(e)
 	e.ver = m.s.nextVersion()
-	e.db.count++
+	m.dbOf(e).count++
 }
 
 // freezeSegment closes the changes collected so far into a segment of the
@@ -444,7 +563,8 @@ func (m *memEngine) freezeSegment() {
 	for _, d := range m.dbs {
 		for _, e := range d.dirty {
 			seg.keys = append(seg.keys, m.freezeEntry(e))
-			e.dirty, e.gen = false, m.gen
+			e.set(flagDirty, false)
+			e.gen = uint32(m.gen)
 		}
 		d.dirty = d.dirty[:0]
 	}
@@ -456,31 +576,32 @@ func (m *memEngine) freezeSegment() {
 // freezeEntry takes e's state for the flush, and makes what it froze
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
-	k := frozenKey{db: int32(e.db.num), key: e.key, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.rowStored && e.refStored, inPlace: e.rowStored && e.idStored}
-	if e.fresh && e.freshPar == 0 {
+	k := frozenKey{db: int32(m.dbOf(e).num), key: e.key(), typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.is(flagRowStored | flagRefStored), inPlace: e.is(flagRowStored | flagIDStored)}
+	if e.is(flagFresh) && e.freshPar == 0 {
 		e.freshPar = genParity(m.gen)
 		m.freshFrozen = append(m.freshFrozen, e)
 	}
 	switch {
 	case e.typ == TypeNone:
-		k.del = e.rowStored
-		e.rowStored, e.refStored, e.idStored = false, false, false
+		k.del = e.is(flagRowStored)
+		e.set(flagRowStored|flagRefStored|flagIDStored|flagExpStored, false)
 		return k
 	case e.typ == TypeString:
-		k.str = e.str
-		e.refStored = stringIsRef(e.key, bytesOf(k.str))
+		k.str = e.str()
+		e.set(flagRefStored, stringIsRef(e.key(), bytesOf(k.str)))
 	default:
 		k.count = objLen(e.obj)
 		if e.obj.Changed() {
 			k.delta = freezeObject(e.obj)
-			e.elemsStored = true
+			e.set(flagElemsStored, true)
 		}
-		e.refStored = false
+		e.set(flagRefStored, false)
 	}
 	if !k.inPlace {
-		m.addPresence(e.key) // before the flush that writes the row commits
+		m.addPresence(e.key()) // before the flush that writes the row commits
 	}
-	e.rowStored, e.idStored = true, true
+	e.set(flagRowStored|flagIDStored, true)
+	e.set(flagExpStored, e.exp != 0)
 	return k
 }
 

@@ -34,8 +34,9 @@ func newFresh() *btree.BTreeG[freshKey] {
 // new name, database or id).
 func (m *memEngine) markFresh(e *entry) {
 	m.unfresh(e)
-	e.fresh, e.freshPar = true, 0
-	e.db.fresh.Set(freshKey{id: e.id, e: e})
+	e.set(flagFresh, true)
+	e.freshPar = 0
+	m.dbOf(e).fresh.Set(freshKey{id: e.id, e: e})
 }
 
 // unfresh takes e out of the fresh index. An entry's id changes only once
@@ -43,18 +44,18 @@ func (m *memEngine) markFresh(e *entry) {
 // found under its id; were it not, a walk of the index finds it, and
 // freshMissed counts it for the tests.
 func (m *memEngine) unfresh(e *entry) {
-	if !e.fresh {
+	if !e.is(flagFresh) {
 		return
 	}
-	e.fresh = false
-	if k, ok := e.db.fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
+	e.set(flagFresh, false)
+	if k, ok := m.dbOf(e).fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
 		return
 	} else if ok {
-		e.db.fresh.Set(k) // another entry's: put it back
+		m.dbOf(e).fresh.Set(k) // another entry's: put it back
 	}
 	m.freshMissed++
 	var at freshKey
-	e.db.fresh.Scan(func(k freshKey) bool {
+	m.dbOf(e).fresh.Scan(func(k freshKey) bool {
 		if k.e == e {
 			at = k
 			return false
@@ -62,7 +63,7 @@ func (m *memEngine) unfresh(e *entry) {
 		return true
 	})
 	if at.e == e {
-		e.db.fresh.Delete(at)
+		m.dbOf(e).fresh.Delete(at)
 	}
 }
 
@@ -73,7 +74,7 @@ func genParity(gen uint64) uint8 { return uint8(gen&1) + 1 }
 // f wrote.
 func (m *memEngine) landFresh(f *memFlight) {
 	for _, e := range f.fresh {
-		if e.fresh && e.freshPar == genParity(f.gen) {
+		if e.is(flagFresh) && e.freshPar == genParity(f.gen) {
 			m.unfresh(e)
 		}
 	}
@@ -172,7 +173,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if e := m.dbs[db].keys.get(string(r.key)); e != nil {
 			// Memory decides: the key as it is now, if it still has the
 			// row's id (under another, it is in the fresh index).
-			if e.typ != TypeNone && e.id == r.id && !e.fresh && !expired(e.exp, m.s.Now) {
+			if e.typ != TypeNone && e.id == r.id && !e.is(flagFresh) && !expired(e.exp, m.s.Now) {
 				cands = append(cands, cand{r.id, r.key, e.typ})
 			}
 			continue
@@ -186,7 +187,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if (bound >= 0 && k.id > bound) || e.typ == TypeNone || e.id != k.id || expired(e.exp, m.s.Now) {
 			continue
 		}
-		cands = append(cands, cand{k.id, []byte(e.key), e.typ})
+		cands = append(cands, cand{k.id, []byte(e.key()), e.typ})
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return int(max(min(a.id-b.id, 1), -1)) })
 	for _, c := range cands {
@@ -221,8 +222,8 @@ func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error 
 		}
 	}
 	m.dbs[db].keys.each(func(e *entry) bool {
-		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key), prefix) {
-			all = append(all, []byte(e.key))
+		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key()), prefix) {
+			all = append(all, []byte(e.key()))
 		}
 		return true
 	})
@@ -246,7 +247,7 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 			var pick *entry
 			d.keys.sample(func(e *entry) bool { pick = e; return false })
 			if pick.typ != TypeNone && !expired(pick.exp, m.s.Now) {
-				return []byte(pick.key), true, nil
+				return []byte(pick.key()), true, nil
 			}
 			continue
 		}
@@ -273,6 +274,19 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 
 // dueRow is a row of SQLite's last commit past its expiry, with the
 // database that holds it now.
+// The expiry sweeps' reads of SQLite's due keys and hash fields, through
+// the partial indexes keys_by_expiry and hashes_by_expiry. SQLite uses a
+// partial index only for a query that says its condition: "expire_at <
+// ?1" alone does not, and the hashes' read scanned the whole table on the
+// actor every sweep (TestSweepReadsUseTheExpiryIndexes).
+const (
+	sqlDueKeys    = "SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND expire_at IS NOT NULL AND db < 16 ORDER BY expire_at LIMIT ?2"
+	sqlDueHashIDs = "SELECT DISTINCT id FROM hashes WHERE expire_at < ?1 AND expire_at IS NOT NULL LIMIT ?2"
+	// The keys with an expiry in each database, at start: through the
+	// index, or SQLite reads every key row.
+	sqlExpiringByDB = "SELECT db, count(*) FROM keys INDEXED BY keys_by_expiry WHERE expire_at IS NOT NULL GROUP BY db"
+)
+
 type dueRow struct {
 	db int
 	sqlRow
@@ -293,7 +307,7 @@ func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
 			logical[db] = db
 		}
 	}
-	st := m.r.q("SELECT id, key, type, expire_at, db FROM keys WHERE expire_at < ?1 AND db < 16 ORDER BY expire_at LIMIT ?2")
+	st := m.r.q(sqlDueKeys)
 	st.int(1, m.s.Now)
 	st.int(2, int64(limit))
 	var out []dueRow
@@ -305,18 +319,26 @@ func (m *memEngine) dueRows(limit int) ([]dueRow, error) {
 	return out, err
 }
 
+// countExpiring is how many keys of db have an expiry: those memory holds
+// and those only SQLite does.
 func (m *memEngine) countExpiring(db int) (int64, error) {
-	rows, err := m.readRows(db, "SELECT id, key, type, coalesce(expire_at, 0) FROM keys WHERE db = ?1 AND expire_at IS NOT NULL", nil)
-	if err != nil {
-		return 0, err
+	d := m.dbs[db]
+	return d.coldExpiring + int64(len(d.expires)), nil
+}
+
+// countColdExpiring sets every database's coldExpiring from SQLite's
+// rows, with nothing of them in memory (the engine's start and reset).
+func (m *memEngine) countColdExpiring() error {
+	for _, d := range m.dbs {
+		d.coldExpiring = 0
 	}
-	n := int64(0)
-	for i := range rows {
-		if !m.shadowed(db, &rows[i]) {
-			n++
+	m.readMu.Lock() // eachRow lets it go
+	st := m.r.q(sqlExpiringByDB)
+	return m.eachRow(st, func() {
+		if db := st.colInt(0); db >= 0 && db < allDBs {
+			m.dbs[db].coldExpiring = st.colInt(1)
 		}
-	}
-	return n + int64(len(m.dbs[db].expires)), nil
+	})
 }
 
 // sweep deletes up to limit keys past their expiry: those SQLite's last
@@ -370,7 +392,7 @@ func (m *memEngine) flushDB(db int) {
 		return true
 	})
 	d.keys = newKeyTable() // let its slots go too
-	d.count = 0
+	d.count, d.coldExpiring = 0, 0
 	m.s.record(db, nil, Flushed, 0)
 }
 
@@ -399,18 +421,22 @@ func (m *memEngine) dbOp(op memDBOp) {
 // the same id (RENAME, MOVE); e is left absent.
 func (m *memEngine) moveTo(e, to *entry) {
 	m.unfresh(to)
-	to.typ, to.id, to.str, to.obj, to.idStored = e.typ, e.id, e.str, e.obj, false
+	to.typ, to.id, to.obj = e.typ, e.id, e.obj
+	to.setStr(bytesOf(e.str()))
+	to.set(flagIDStored, false)
 	m.setExp(to, e.exp)
-	to.elemsStored = e.elemsStored
+	to.set(flagElemsStored, e.is(flagElemsStored))
 	if at, ok := m.hfe[e]; ok {
 		m.hfe[to] = at
 		delete(m.hfe, e)
 	}
 	to.ver = m.s.nextVersion()
-	to.db.count++
-	e.typ, e.str, e.obj, e.elemsStored = TypeNone, "", nil, false
+	m.dbOf(to).count++
+	e.typ, e.obj = TypeNone, nil
+	e.clearStr()
+	e.set(flagElemsStored, false)
 	m.setExp(e, 0)
-	e.db.count--
+	m.dbOf(e).count--
 	m.unfresh(e)
 	m.markFresh(to)
 	m.changed(e)
@@ -474,7 +500,7 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 	}
 	m.create(to, from.typ)
 	m.setExp(to, from.exp)
-	to.str = from.str
+	to.setStr(bytesOf(from.str()))
 	switch o := from.obj.(type) {
 	case *object.Elems:
 		to.obj = o.Clone()

@@ -37,7 +37,7 @@ func (m *memEngine) listDone(e *entry, l *object.List, kind Change) {
 	}
 	e.ver = m.s.nextVersion()
 	m.changed(e)
-	m.s.record(e.db.num, []byte(e.key), kind, 0)
+	m.s.record(m.dbOf(e).num, []byte(e.key()), kind, 0)
 }
 
 func (m *memEngine) listLen(db int, key []byte) (int64, error) {

@@ -14,7 +14,7 @@ import (
 func (m *memEngine) load(db int, e *entry) error {
 	m.readMu.Lock()
 	sqlDB, empty := m.view(db, m.committed.Load())
-	if empty || m.sqlKeys[sqlDB] == 0 || !m.pres.mayHold(e.key) {
+	if empty || m.sqlKeys[sqlDB] == 0 || !m.pres.mayHold(e.key()) {
 		m.readMu.Unlock()
 		return nil
 	}
@@ -33,7 +33,7 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	// commit the row's first step saw, under readMu.
 	st := r.q("SELECT type, id, coalesce(expire_at, 0), version, value FROM keys WHERE db = ?1 AND key = ?2")
 	st.int(1, int64(sqlDB))
-	st.blob(2, []byte(e.key))
+	st.blob(2, []byte(e.key()))
 	row, err := st.step()
 	m.readMu.Unlock()
 	if err != nil || !row {
@@ -42,12 +42,13 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	}
 	t := Type(st.colInt(0))
 	e.id, e.ver, e.exp = st.colInt(1), st.colInt(3), st.colInt(2)
-	e.rowStored, e.idStored = true, true
+	e.set(flagRowStored|flagIDStored, true)
+	e.set(flagExpStored, e.exp != 0)
 	if t == TypeString {
-		e.refStored = colIsRef(st, 4)
+		e.set(flagRefStored, colIsRef(st, 4))
 		var v []byte
 		v, err = r.colValue(st, 4, nil)
-		e.str = stringOf(v)
+		e.setStr(v)
 		st.reset()
 		if err != nil {
 			return err
@@ -60,7 +61,8 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	if err != nil {
 		return err
 	}
-	e.typ, e.elemsStored = t, true
+	e.typ = t
+	e.set(flagElemsStored, true)
 	return nil
 }
 

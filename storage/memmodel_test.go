@@ -13,10 +13,11 @@ import (
 
 // mkey is one key of the engine model: its type and value as a string
 // (a string's value; a hash's, set's or sorted set's elements, sorted; a
-// list's items in order).
+// list's items in order), and its expiry (0: none).
 type mkey struct {
 	typ Type
 	val string
+	exp int64
 }
 
 // mstate is the model's keyspace: database → key → value.
@@ -70,7 +71,7 @@ func readAll(t *testing.T, s *Store) mstate {
 			if err != nil || !ok {
 				t.Fatalf("KEYS listed %q, Lookup: %v %v", k, ok, err)
 			}
-			v := mkey{typ: m.Type}
+			v := mkey{typ: m.Type, exp: m.ExpireAt}
 			switch m.Type {
 			case TypeString:
 				b, _, err := s.GetString(db, []byte(k), nil)
@@ -130,13 +131,14 @@ func sameState(t *testing.T, what string, got, want mstate) {
 }
 
 // The engine's model test: random writes of every type of key over two
-// databases, with a memory bound so small that almost every command meets a
+// databases, expiries set and removed, with a memory bound so small that almost every command meets a
 // key that was let go, flushes started and landed at random points (the
 // writes go on while one flies), database operations among them, and
 // restarts that lose whatever no flush took (a kill). After every landing
 // SQLite, read by a second Store, holds the model as it was when the flush
 // was frozen; after every restart the keyspace is the model as of the last
-// flush that landed.
+// flush that landed. After every step the keys with an expiry, as INFO
+// keyspace counts them, are the model's.
 func TestMemEngineMatchesModel(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cellar.db")
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -170,7 +172,7 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			if err := s.SetString(db, []byte(k), []byte(v), 0, false); err != nil {
 				t.Fatal(err)
 			}
-			model.db(db)[k] = mkey{TypeString, v}
+			model.db(db)[k] = mkey{typ: TypeString, val: v}
 		case op < 30:
 			if has && cur.typ != TypeHash {
 				break
@@ -184,7 +186,7 @@ func TestMemEngineMatchesModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.EndCommand()
-			model.db(db)[k] = setElem(mkey{TypeHash, cur.val}, f+"="+fmt.Sprint(step)+"0", f+"=")
+			model.db(db)[k] = setElem(mkey{TypeHash, cur.val, cur.exp}, f+"="+fmt.Sprint(step)+"0", f+"=")
 		case op < 38:
 			if has && cur.typ != TypeSet {
 				break
@@ -196,7 +198,7 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			mem := fmt.Sprintf("m%d", rng.IntN(8))
 			s.SetAdd(c, []byte(mem))
 			s.EndCommand()
-			model.db(db)[k] = setElem(mkey{TypeSet, cur.val}, mem+"=0", mem+"=")
+			model.db(db)[k] = setElem(mkey{TypeSet, cur.val, cur.exp}, mem+"=0", mem+"=")
 		case op < 46:
 			if has && cur.typ != TypeZSet {
 				break
@@ -210,7 +212,7 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			score := rng.IntN(5)
 			s.ZSet(c, []byte(mem), float64(score), exists)
 			s.EndCommand()
-			model.db(db)[k] = setElem(mkey{TypeZSet, cur.val}, fmt.Sprintf("%s=%d", mem, score), mem+"=")
+			model.db(db)[k] = setElem(mkey{TypeZSet, cur.val, cur.exp}, fmt.Sprintf("%s=%d", mem, score), mem+"=")
 		case op < 56:
 			if has && cur.typ != TypeList {
 				break
@@ -229,7 +231,7 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			} else {
 				items = append(items, v)
 			}
-			model.db(db)[k] = mkey{TypeList, strings.Join(items, ",")}
+			model.db(db)[k] = mkey{TypeList, strings.Join(items, ","), cur.exp}
 		case op < 62:
 			if !has || cur.typ != TypeList {
 				break
@@ -241,8 +243,22 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			if len(items) == 0 {
 				delete(model.db(db), k)
 			} else {
-				model.db(db)[k] = mkey{TypeList, strings.Join(items, ",")}
+				model.db(db)[k] = mkey{TypeList, strings.Join(items, ","), cur.exp}
 			}
+		case op < 66:
+			// An expiry set far ahead, or removed (PERSIST).
+			if !has {
+				break
+			}
+			at := int64(0)
+			if rng.IntN(3) > 0 {
+				at = s.Now + 1_000_000 + int64(step)
+			}
+			if err := s.SetExpire(db, []byte(k), at); err != nil {
+				t.Fatal(err)
+			}
+			cur.exp = at
+			model.db(db)[k] = cur
 		case op < 70:
 			if _, err := s.Delete(db, []byte(k)); err != nil {
 				t.Fatal(err)
@@ -308,6 +324,17 @@ func TestMemEngineMatchesModel(t *testing.T) {
 		}
 		s.EndCommand()
 		s.ResetTouched()
+		for db := 0; db < 2; db++ {
+			want := int64(0)
+			for _, v := range model.db(db) {
+				if v.exp != 0 {
+					want++
+				}
+			}
+			if got, err := s.CountExpiring(db); err != nil || got != want {
+				t.Fatalf("step %d: db %d counts %d keys with an expiry (%v), the model %d", step, db, got, err, want)
+			}
+		}
 	}
 	land()
 	sameState(t, "the end", readAll(t, s), model)
@@ -330,5 +357,5 @@ func setElem(cur mkey, entry, prefix string) mkey {
 	}
 	els = append(els, entry)
 	sort.Strings(els)
-	return mkey{cur.typ, strings.Join(els, ",")}
+	return mkey{cur.typ, strings.Join(els, ","), cur.exp}
 }

@@ -132,7 +132,7 @@ func (l *Load) Run() {
 	m := l.m
 	defer m.ld.run.Done()
 	for _, k := range l.keys {
-		e := &entry{key: k.name.key}
+		e := newEntry(k.name.key, 0) // its slot is set when it is held
 		k.e = e
 		m.readMu.Lock()
 		if m.sqlKeys[k.name.db] == 0 {
@@ -167,7 +167,7 @@ func (s *Store) EndLoad(l *Load) uint64 {
 		}
 		ld.keys++
 		e := k.e
-		e.db = d
+		e.slot = d.slot
 		m.hold(e)
 		if e.typ == TypeNone && m.max == 0 {
 			ld.absent = append(ld.absent, e)
@@ -181,7 +181,7 @@ func (s *Store) EndLoad(l *Load) uint64 {
 func (s *Store) SettleLoad() {
 	m := s.mem
 	for _, e := range m.ld.absent {
-		if e.typ == TypeNone && m.evictable(e) && e.db.keys.get(e.key) == e {
+		if e.typ == TypeNone && m.evictable(e) && m.dbOf(e).keys.get(e.key()) == e {
 			m.forget(e)
 		}
 	}
@@ -201,13 +201,13 @@ func (s *Store) LoadStats() (keys, waits uint64) {
 // loadGone marks a name being loaded stale: memory let it go (its latest
 // state may be newer than what the load read).
 func (m *memEngine) loadGone(e *entry) {
-	if e.rowStored || e.typ != TypeNone {
+	if e.is(flagRowStored) || e.typ != TypeNone {
 		m.ld.mayMiss = true
 	}
 	if len(m.ld.names) == 0 {
 		return
 	}
-	if k := m.ld.names[loadName{e.db.num, e.key}]; k != nil {
+	if k := m.ld.names[loadName{m.dbOf(e).num, e.key()}]; k != nil {
 		k.stale = true
 	}
 }

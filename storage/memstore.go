@@ -71,6 +71,12 @@ func (s *Store) openMem(maxBytes int64) error {
 		keys += n
 	}
 	s.mem.ld.mayMiss = keys > 0
+	if err := s.mem.countColdExpiring(); err != nil {
+		rc.close()
+		wc.close()
+		lc.close()
+		return err
+	}
 	s.mem.pres = newPresence(2 * keys)
 	s.mem.pres.build(s.path)
 	return nil
@@ -135,7 +141,7 @@ func (m *memEngine) getString(db int, key, dst []byte) ([]byte, bool, error) {
 	case e.typ != TypeString:
 		return dst, false, ErrWrongType
 	}
-	return append(dst, e.str...), true, nil
+	return append(dst, e.str()...), true, nil
 }
 
 func (m *memEngine) stringLen(db int, key []byte) (int64, bool, error) {
@@ -146,7 +152,7 @@ func (m *memEngine) stringLen(db int, key []byte) (int64, bool, error) {
 	case e.typ != TypeString:
 		return 0, false, ErrWrongType
 	}
-	return int64(len(e.str)), true, nil
+	return int64(len(e.str())), true, nil
 }
 
 func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL bool) error {
@@ -161,7 +167,8 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 		if e.typ != TypeString {
 			m.dropObject(e)
 			m.unfresh(e)
-			e.typ, e.id, e.idStored = TypeString, m.s.NewID(), false
+			e.typ, e.id = TypeString, m.s.NewID()
+			e.set(flagIDStored, false)
 			m.markFresh(e)
 		}
 		if keepTTL {
@@ -170,7 +177,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 		e.ver = m.s.nextVersion()
 	}
 	m.setExp(e, expireAt)
-	e.str = string(val)
+	e.setStr(val)
 	m.changed(e)
 	m.s.record(db, key, Written, 0)
 	return nil
@@ -183,7 +190,7 @@ func (m *memEngine) dbSize(db int) int64 { return m.dbs[db].count }
 func (m *memEngine) endCommand() {
 	if m.max == 0 {
 		for _, e := range m.misses {
-			if e.typ == TypeNone && m.evictable(e) && e.db.keys.get(e.key) == e {
+			if e.typ == TypeNone && m.evictable(e) && m.dbOf(e).keys.get(e.key()) == e {
 				m.forget(e)
 			}
 		}
@@ -274,11 +281,14 @@ func (m *memEngine) rollback() {
 	st := m.r.q("SELECT db, keys FROM dbstats")
 	m.eachRow(st, func() { counts[int(st.colInt(0))] = st.colInt(1) })
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, keys: newKeyTable(), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.slots[i] = m.dbs[i]
 		m.sqlKeys[i] = counts[i]
 	}
 	m.hfe = make(map[*entry]int64)
+	m.huge = make(map[*entry]int64)
 	m.bytes = 0
 	m.ld.epoch++ // what the loads under way read may be newer than this
 	m.ld.mayMiss = true
+	m.countColdExpiring() // as the counts above: a failed read leaves 0
 }

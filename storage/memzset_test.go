@@ -29,7 +29,7 @@ func zsetOrder(model map[string]float64) []object.Scored {
 // ranges removed by rank, score and member, pops from both ends — frozen
 // at random points and flushed later (the Delta is written while the set
 // goes on changing), is after every flush what the model was at the last
-// Freeze: in SQLite's rows, in zsets_by_score's order, and loaded back
+// Freeze: in SQLite's rows, in Redis's order (score, member), and loaded back
 // whole (its order, ranks and ZSCORE). A set loaded back is sometimes
 // changed further in place of the one in memory, as after an eviction.
 func TestZSetFlushAndLoad(t *testing.T) {

@@ -34,8 +34,9 @@ import (
 
 // SnapshotInfo is what CheckSnapshot read of a copy.
 type SnapshotInfo struct {
-	// Keys counts the keys of each database (its dbstats).
-	Keys [NumDBs]int64
+	// Keys counts the keys of each database (its dbstats), Expiring
+	// those with an expiry.
+	Keys, Expiring [NumDBs]int64
 	// MaxID is the largest key id of the copy (any database), MaxVersion
 	// its version high-water mark.
 	MaxID, MaxVersion int64
@@ -99,6 +100,11 @@ func CheckSnapshot(path string) (SnapshotInfo, error) {
 				info.Keys[db] = st.colInt(1)
 			}
 		}},
+		{sqlExpiringByDB, func(st *stmt) {
+			if db := st.colInt(0); db >= 0 && db < NumDBs {
+				info.Expiring[db] = st.colInt(1)
+			}
+		}},
 		{"SELECT coalesce(max(id), 0) FROM keys", func(st *stmt) { info.MaxID = st.colInt(0) }},
 		{"SELECT EXISTS (SELECT 1 FROM keys WHERE db >= " + fmt.Sprint(NumDBs) + ")", func(st *stmt) { info.Staged = st.colInt(0) != 0 }},
 		{"SELECT value FROM counters WHERE name = 'version'", func(st *stmt) { info.MaxVersion = st.colInt(0) }},
@@ -137,7 +143,8 @@ type memImport struct {
 	path          string
 	idOff, verOff int64
 	staged        bool // SnapshotInfo.Staged
-	counts        [NumDBs]int64
+	// counts and expiring are SnapshotInfo's Keys and Expiring.
+	counts, expiring [NumDBs]int64
 }
 
 // ErrFlushing: ImportSnapshot was called while a flush is under way.
@@ -155,7 +162,7 @@ func (s *Store) ImportSnapshot(path string, info SnapshotInfo) (uint64, error) {
 	if m.flight != nil {
 		return 0, ErrFlushing
 	}
-	imp := &memImport{path: path, idOff: s.nextID, verOff: s.version, staged: info.Staged, counts: info.Keys}
+	imp := &memImport{path: path, idOff: s.nextID, verOff: s.version, staged: info.Staged, counts: info.Keys, expiring: info.Expiring}
 	s.nextID += info.MaxID + 1
 	s.version += info.MaxVersion + 1
 	m.dbOp(memDBOp{kind: dbImport, imp: imp})
@@ -209,7 +216,7 @@ func (m *memEngine) landImport(f *memFlight) {
 		for db := range NumDBs {
 			d := m.dbs[db]
 			for _, e := range d.dirty {
-				e.dirty = false
+				e.set(flagDirty, false)
 			}
 			d.dirty = nil
 			d.keys.each(func(e *entry) bool {
@@ -217,7 +224,7 @@ func (m *memEngine) landImport(f *memFlight) {
 				return true
 			})
 			d.keys = newKeyTable()
-			d.count = st.op.imp.counts[db]
+			d.count, d.coldExpiring = st.op.imp.counts[db], st.op.imp.expiring[db]
 		}
 		m.ld.epoch++
 	}

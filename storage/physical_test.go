@@ -28,7 +28,11 @@ func testImportSnapshot(t *testing.T, staged bool) {
 		inTx(t, s, func() {
 			for i := range n {
 				k := fmt.Sprintf("%s%d", prefix, i)
-				must(t, s.SetString(db, []byte(k+":s"), big(i), 0, false))
+				exp := int64(0)
+				if i%3 == 0 {
+					exp = 9_000_000_000 // INFO keyspace's expires= counts these
+				}
+				must(t, s.SetString(db, []byte(k+":s"), big(i), exp, false))
 				_, err := s.ListPush(db, []byte(k+":l"), Right, [][]byte{[]byte("a"), big(i)}, false)
 				must(t, err)
 				c, err := s.OpenOrCreateColl(db, []byte(k+":h"), TypeHash)
@@ -85,6 +89,9 @@ func testImportSnapshot(t *testing.T, staged bool) {
 		}{{0, "m", 30}, {5, "five", 10}} {
 			if got := s.DBSize(c.db); got != int64(4*c.n) {
 				t.Fatalf("db %d: DBSIZE %d, want %d", c.db, got, 4*c.n)
+			}
+			if got, err := s.CountExpiring(c.db); err != nil || got != int64((c.n+2)/3) {
+				t.Fatalf("db %d: %d keys with an expiry (%v), want %d", c.db, got, err, (c.n+2)/3)
 			}
 			for i := range c.n {
 				k := fmt.Sprintf("%s%d", c.prefix, i)

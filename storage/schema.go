@@ -257,6 +257,12 @@ CREATE TABLE search_tops (
 	docs   BLOB NOT NULL,
 	PRIMARY KEY (idx, kind, term)
 ) WITHOUT ROWID;`},
+	{14, "indexes no read uses", `
+-- The storage engine loads a sorted set and a stream's pending entries
+-- whole, by primary key, and orders them in memory: these indexes cost
+-- every flush a second B-tree write and serve no query.
+DROP INDEX IF EXISTS zsets_by_score;
+DROP INDEX IF EXISTS stream_pel_by_consumer;`},
 }
 
 // schemaVersion is the version this build writes.

@@ -6,29 +6,9 @@ import (
 
 // Sorted sets: an object.ZSet in memory (members plus a score index in
 // Redis's order: score, then member bytes); one row per member in the
-// zsets table, (id, h, member) -> score, with the index zsets_by_score on
-// (id, score, member), written by the flush.
-
-var (
-	zCols = "SELECT h, member, score FROM zsets WHERE id = ?1"
-	// By member within one score (the lexicographic commands on a sorted
-	// set whose members all share a score): ?2 score, ?3 lowest member
-	// (inclusive), ?4 highest member, ?5 offset, ?6 limit; indexed by the
-	// upper bound's kind (LexOpen, LexIncl, LexExcl) then direction.
-	qZLex      [3][2]*query
-	qZCountLex [3]*query
-	qZDelLex   [3]*query
-)
-
-func init() {
-	for k, hi := range []string{"", " AND member <= ?4", " AND member < ?4"} {
-		where := " AND score = ?2 AND member >= ?3" + hi
-		qZLex[k][0] = newQuery(zCols + where + " ORDER BY member LIMIT ?6 OFFSET ?5")
-		qZLex[k][1] = newQuery(zCols + where + " ORDER BY member DESC LIMIT ?6 OFFSET ?5")
-		qZCountLex[k] = newQuery("SELECT count(*) FROM zsets WHERE id = ?1" + where)
-		qZDelLex[k] = newQuery("DELETE FROM zsets WHERE id = ?1" + where)
-	}
-}
+// zsets table, (id, h, member) -> score, written by the flush. SQLite
+// keeps no score index: a load reads the members by primary key and the
+// object orders them.
 
 // ZScore is member's score; found is false when it is not in the set.
 func (s *Store) ZScore(c *Coll, member []byte) (score float64, found bool, err error) {

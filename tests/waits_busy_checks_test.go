@@ -285,6 +285,13 @@ func busyStaleSteps(t *testing.T, addr string) []string {
 	admin := dialRaw(t, addr)
 	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
 	admin.expect(status("OK"), "REPLICAOF", "127.0.0.1", port)
+	// Transactions queued while stale data is still served: one holds a
+	// command not flagged stale (GET), one only stale ones (INFO).
+	txGet, txInfo := dialRaw(t, addr), dialRaw(t, addr)
+	txGet.expect(status("OK"), "MULTI")
+	txGet.expect(status("QUEUED"), "GET", "k")
+	txInfo.expect(status("OK"), "MULTI")
+	txInfo.expect(status("QUEUED"), "INFO", "server")
 	admin.expect(status("OK"), "CONFIG", "SET", "replica-serve-stale-data", "no")
 	c, runner := dialRaw(t, addr), dialRaw(t, addr)
 	busy := busyEvalReply
@@ -306,6 +313,18 @@ func busyStaleSteps(t *testing.T, addr string) []string {
 	expect(masterDown, "SCRIPT", "KILL")
 	expect(busy, "EVAL", "#!lua flags=no-writes,allow-stale\nreturn 1", "0")
 	expect(masterDown, "EVAL", "#!lua flags=no-writes\nreturn 1", "0")
+	// EXEC's check reads its queue: MASTERDOWN for the GET, BUSY after it.
+	for _, tx := range []struct {
+		c    *rawConn
+		want string
+	}{
+		{txGet, "-EXECABORT Transaction discarded because of: MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n"},
+		{txInfo, "-EXECABORT Transaction discarded because of: " + strings.TrimPrefix(busy, "-")},
+	} {
+		if got := tx.c.do("EXEC"); got != tx.want {
+			diffs = append(diffs, "EXEC: got "+clip(got)+", want "+clip(tx.want))
+		}
+	}
 	c.send(encode("SHUTDOWN", "NOSAVE"))
 	runner.expectClosed()
 	return diffs

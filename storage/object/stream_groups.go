@@ -10,8 +10,8 @@ import (
 // A stream's consumer groups: each has its last delivered ID and read
 // counter, its consumers by name, and its PEL twice over: by ID (the
 // rows), and by consumer then ID (XPENDING ... consumer, XREADGROUP's
-// history, DELCONSUMER, per-consumer counts), as stream_pel and its
-// by-consumer index hold them.
+// history, DELCONSUMER, per-consumer counts); SQLite's stream_pel holds
+// the rows by ID only.
 //
 // The operations take the group as the caller read it (Group); on a group
 // the stream no longer has they do nothing and find nothing.
@@ -63,7 +63,7 @@ type owned struct {
 }
 
 // consumerOrder, pendingOrder and ownedOrder are the rows' orders: by
-// name, by ID, by consumer then ID (stream_pel_by_consumer).
+// name, by ID, by consumer then ID.
 func consumerOrder(a, b consumer) bool { return bytes.Compare(a.name, b.name) < 0 }
 
 func pendingOrder(a, b StreamPending) bool { return a.ID.Cmp(b.ID) < 0 }

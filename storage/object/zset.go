@@ -150,7 +150,7 @@ func (r *LexRange) empty() bool {
 // order (score, then member bytes) for ranks, ranges and pops: a sorted
 // slice while the set has at most SmallMax members, a tree once past it,
 // for good. Both hold exactly the same members with the same scores; the
-// index lives in memory only (SQLite keeps its own, zsets_by_score).
+// index lives in memory only.
 type ZSet struct {
 	elems *Elems
 	small []Scored              // sorted by compareScored while big is nil
