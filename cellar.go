@@ -178,7 +178,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	s.act = act
 	s.repl = replica.New(act, replica.Config{
 		MasterAuth: cfg.MasterAuth, MasterUser: cfg.MasterUser, ListenPort: cfg.Port,
-		BacklogMaxBytes: cfg.Replica.BacklogMaxBytes, Clients: clients,
+		BacklogMaxBytes: cfg.Replica.BacklogMaxBytes, PhysicalSync: cfg.Replica.PhysicalSync, Clients: clients,
 		Log: log.With().Str("pkg", "replica").Logger(),
 	})
 	act.SetReplicator(s.repl)

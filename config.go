@@ -154,6 +154,11 @@ type ReplicaConfig struct {
 	// master lists in INFO replication and Sentinel then uses ("": the
 	// address the master sees the connection come from).
 	AnnounceIP string `koanf:"announce_ip"`
+	// PhysicalSync: a full sync from a Cellar master takes its database's
+	// copy (REPLCONF capa cellar-physical: the SQLite snapshot, imported
+	// at SQLite's speed) instead of an RDB loaded key by key; false asks
+	// for an RDB, as from Redis.
+	PhysicalSync bool `koanf:"physical_sync"`
 }
 
 // MasterConfig is how Cellar serves its replicas (actor/master.go,
@@ -339,7 +344,7 @@ func DefaultConfig() Config {
 		Blocking:             BlockingConfig{MaxWaitersPerKey: 10000, MaxTotalWaiters: 50000, MaxKeysPerWait: 128, WakeupBatchSize: 1},
 		Transactions:         TransactionsConfig{MaxQueuedBytes: 64 << 20, MaxWatchedKeys: 10000},
 		Lua:                  LuaConfig{BusyReplyThreshold: 5 * time.Second, MaxScripts: 10000},
-		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20},
+		Replica:              ReplicaConfig{BacklogMaxBytes: 256 << 20, PhysicalSync: true},
 		Master:               MasterConfig{DisklessSync: true, DisklessSyncDelay: 5 * time.Second, ShutdownWait: 10 * time.Second},
 		HTTP:                 HTTPConfig{Bind: "127.0.0.1", Port: 9379, HealthTimeout: time.Second},
 		Slowlog:              SlowlogConfig{LogSlowerThan: 10000, MaxLen: 128},

@@ -98,6 +98,9 @@ type Actor struct {
 	unflushedT time.Time // when the oldest unflushed record was written
 	flushAt    time.Time
 	afterFlush []func()
+	// imports are the physical syncs' imports waiting for their flush
+	// (physical.go).
+	imports []*importWait
 	// flushFailed is, on the in-memory engine, why its last flush failed,
 	// until one succeeds (redolog.go, holdBack).
 	flushFailed error

@@ -82,6 +82,9 @@ type fullSync struct {
 	a   *Actor
 	ids []uint64
 	eof bool
+	// physical: the replicas get the database's copy itself
+	// (physical.go), with a length, instead of an RDB.
+	physical bool
 	// mark is the diskless form's 40 random hex characters (Redis's
 	// getRandomHexChars).
 	mark    string
@@ -110,12 +113,13 @@ type syncAux struct {
 }
 
 // startFullSync runs one sync job for the replicas group after the next
-// flush; eof: they get the RDB in the diskless form.
-func (a *Actor) startFullSync(group []*session, eof bool) {
+// flush; eof: they get the RDB in the diskless form; physical: the copy of
+// the database instead of an RDB.
+func (a *Actor) startFullSync(group []*session, eof, physical bool) {
 	m := &a.master
 	m.syncs++
 	prefix := fmt.Sprintf("%s%d-%d", a.syncTempPrefix(), os.Getpid(), m.syncs)
-	j := &fullSync{a: a, eof: eof, src: a.st.Path(), tmp: prefix + ".db", file: prefix + ".rdb"}
+	j := &fullSync{a: a, eof: eof, physical: physical, src: a.st.Path(), tmp: prefix + ".db", file: prefix + ".rdb"}
 	if eof {
 		j.mark = newReplID()
 	}
@@ -124,6 +128,11 @@ func (a *Actor) startFullSync(group []*session, eof bool) {
 	for _, s := range group {
 		j.ids = append(j.ids, s.id)
 		s.replica.job = j
+		if physical {
+			a.log.Info().Uint64("client", s.id).Str("addr", s.addr).
+				Msg("replica: full resync: sending a Cellar replica the database's snapshot (physical)")
+			continue
+		}
 		a.log.Info().Uint64("client", s.id).Str("addr", s.addr).Int("replicas", len(group)).Bool("diskless", eof).
 			Msg("replica: full resync: streaming an RDB from a snapshot")
 	}
@@ -153,6 +162,9 @@ func (j *fullSync) run() {
 func (j *fullSync) stream() (why string, err error) {
 	if err := storage.Snapshot(j.src, j.tmp); err != nil {
 		return "copying the database", err
+	}
+	if j.physical {
+		return j.streamPhysical()
 	}
 	// The copy's keys pass through its engine one by one: a small bound
 	// lets each go once written (it is clean: nothing of it waits for a
@@ -191,6 +203,38 @@ func (j *fullSync) stream() (why string, err error) {
 	// counts once the stream follows.
 	if err := j.room(syncWindow); err != nil {
 		return "sending the RDB", err
+	}
+	if !j.call(func() { j.a.syncSent(j) }) {
+		return "", errSyncStopped
+	}
+	return "", nil
+}
+
+// streamPhysical sends the copy itself (physical.go): the stream's mark
+// of its log position, as for an RDB (syncBegin), then
+// "$SQLITE:<length>:<db>\r\n" and the file in pieces.
+func (j *fullSync) streamPhysical() (why string, err error) {
+	pos, err := storage.SnapshotPosition(j.tmp)
+	if err != nil {
+		return "reading the copy's log position", err
+	}
+	fi, err := os.Stat(j.tmp)
+	if err != nil {
+		return "reading the copy's size", err
+	}
+	var aux syncAux
+	if !j.call(func() { j.targets, aux = j.a.syncBegin(j, pos) }) {
+		return "", errSyncStopped
+	}
+	if len(j.targets) == 0 {
+		return "", errSyncNoReplicas
+	}
+	hdr := fmt.Sprintf("%s%d:%d\r\n", physicalHeader, fi.Size(), aux.db)
+	if err := j.sendPath(j.tmp, fi.Size(), []byte(hdr)); err != nil {
+		return "sending the database's copy", err
+	}
+	if err := j.room(syncWindow); err != nil {
+		return "sending the database's copy", err
 	}
 	if !j.call(func() { j.a.syncSent(j) }) {
 		return "", errSyncStopped
@@ -287,13 +331,18 @@ func (j *fullSync) writeFile(st *storage.Store, aux syncAux) (int64, error) {
 
 // sendFile sends "$<size>\r\n" and the file, in pieces.
 func (j *fullSync) sendFile(size int64) error {
-	f, err := os.Open(j.file)
+	return j.sendPath(j.file, size, append(strconv.AppendInt([]byte("$"), size, 10), '\r', '\n'))
+}
+
+// sendPath sends hdr and the file at path, of size bytes, in pieces.
+func (j *fullSync) sendPath(path string, size int64, hdr []byte) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	var alive []uint64
-	if !j.call(func() { alive = j.a.syncBulk(j, size) }) {
+	if !j.call(func() { alive = j.a.syncBulk(j, hdr) }) {
 		return errSyncStopped
 	}
 	if j.keep(alive) == 0 {
@@ -514,9 +563,9 @@ func (a *Actor) syncBegin(j *fullSync, pos uint64) ([]syncTarget, syncAux) {
 	return targets, syncAux{replID: a.repl.replID, offset: at.offset, db: max(at.selDB, 0)}
 }
 
-// syncBulk starts sending the length form's file of size bytes.
-func (a *Actor) syncBulk(j *fullSync, size int64) []uint64 {
-	hdr := append(strconv.AppendInt([]byte("$"), size, 10), '\r', '\n')
+// syncBulk starts sending the length form's file (or the physical form's
+// copy) with its header hdr.
+func (a *Actor) syncBulk(j *fullSync, hdr []byte) []uint64 {
 	alive := a.syncAlive(j)
 	for _, id := range alive {
 		s := a.sessions[id]
@@ -562,6 +611,9 @@ func (a *Actor) syncSent(j *fullSync) {
 			continue
 		}
 		r.state, r.ackTime = replOnline, a.roundStart
+		if j.physical {
+			a.master.physicalSyncs++
+		}
 		if j.eof && !r.ackedEarly {
 			r.streamOnAck = true
 		} else {
@@ -570,7 +622,7 @@ func (a *Actor) syncSent(j *fullSync) {
 			}
 			r.pend = nil
 		}
-		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int64("rdb_bytes", j.sent).Bool("diskless", j.eof).
+		a.log.Info().Uint64("client", id).Str("addr", s.addr).Int64("rdb_bytes", j.sent).Bool("diskless", j.eof).Bool("physical", j.physical).
 			Int64("offset", r.pendFrom).Int64("master_repl_offset", a.master.offset).Msg("replica: full resync sent")
 	}
 }

@@ -238,6 +238,7 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("sync_full", a.master.fullSyncs)
 		kv("sync_partial_ok", a.master.partialOK)
 		kv("sync_partial_err", a.master.partialErr)
+		kv("sync_full_physical", a.master.physicalSyncs)
 		kv("evicted_clients", a.cfg.Clients.Evicted())
 		kv("held_input_bytes", held)
 		kv("expired_keys", a.stats.expiredKeys)

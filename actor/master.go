@@ -123,6 +123,7 @@ type master struct {
 	// syncs numbers the full syncs (their copy's file name); stats.
 	syncs                            uint64
 	fullSyncs, partialOK, partialErr uint64
+	physicalSyncs                    uint64 // full syncs sent as the database's copy
 	// minToWrite and minMaxLag are min-replicas-to-write and
 	// min-replicas-max-lag (applyReplParams).
 	minToWrite, minMaxLag int64
@@ -214,6 +215,9 @@ type replica struct {
 	// ackedEarly: an acknowledgement came while the RDB was being sent.
 	job        *fullSync
 	ackedEarly bool
+	// physical: it announced capa cellar-physical and gets the
+	// database's copy instead of an RDB (physical.go).
+	physical bool
 	// rdbOnly: it wants the RDB alone (REPLCONF rdb-only 1, as redis-cli
 	// --rdb sends): it is given no stream and disconnected once the RDB
 	// is sent, as Redis's replicaPutOnline does.
@@ -233,6 +237,9 @@ type replConf struct {
 	ipAddr     string
 	capaEOF    bool
 	rdbOnly    bool // REPLCONF rdb-only 1 (redis-cli --rdb)
+	// capaPhysical: REPLCONF capa cellar-physical, a Cellar replica that
+	// takes the database's copy instead of an RDB (physical.go).
+	capaPhysical bool
 }
 
 // replWait is a blocked WAIT.
@@ -295,6 +302,9 @@ func cmdReplconf(c *Ctx) error {
 				if s.replica != nil {
 					s.replica.eof = true
 				}
+			}
+			if c.argEq(j+1, "cellar-physical") {
+				s.replConf.capaPhysical = true
 			}
 		case c.argEq(j, "ack"):
 			r := s.replica
@@ -446,7 +456,8 @@ func (a *Actor) canContinue(from int64) bool {
 
 // addReplica makes s a replica.
 func (a *Actor) addReplica(s *session, psync bool) *replica {
-	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF, rdbOnly: s.replConf.rdbOnly}
+	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF, rdbOnly: s.replConf.rdbOnly,
+		physical: s.replConf.capaPhysical && !s.replConf.rdbOnly}
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
 	// Client eviction (maxmemory_clients) spares replicas, as Redis's
@@ -479,7 +490,7 @@ func (a *Actor) dropReplica(s *session) {
 // (when not 0) are waiting. Called when a replica asks and on every
 // housekeeping tick.
 func (a *Actor) startPendingSyncs(now time.Time) {
-	var waiting []*session
+	var waiting, physical []*session
 	var first time.Time
 	allEOF := true
 	for _, s := range a.master.replicas {
@@ -487,11 +498,21 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 		if r.state != replWaitBgsave || r.started {
 			continue
 		}
+		if r.physical {
+			// A Cellar replica takes the database's copy, at once: there
+			// is no RDB for others to share (physical.go).
+			r.started = true
+			physical = append(physical, s)
+			continue
+		}
 		waiting = append(waiting, s)
 		if first.IsZero() || r.asked.Before(first) {
 			first = r.asked
 		}
 		allEOF = allEOF && r.eof
+	}
+	if len(physical) > 0 {
+		a.startFullSync(physical, false, true)
 	}
 	if len(waiting) == 0 {
 		return
@@ -505,7 +526,7 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 	for _, s := range waiting {
 		s.replica.started = true
 	}
-	a.startFullSync(waiting, diskless && allEOF)
+	a.startFullSync(waiting, diskless && allEOF, false)
 }
 
 // feedReplicas converts one record the round gives the redo log into the

@@ -170,6 +170,7 @@ func (a *Actor) landFlush(inRound bool) {
 	}
 	if err := f.Err(); err != nil {
 		a.flushFailing(err)
+		a.checkImports(true)
 		return
 	}
 	if a.flushFailed != nil {
@@ -180,6 +181,7 @@ func (a *Actor) landFlush(inRound bool) {
 	a.stats.flushes++
 	a.stats.lastFlushUsec = f.Took().Microseconds()
 	a.lat.observe(evFlush, f.Took())
+	a.checkImports(false)
 }
 
 // uncovered is what waits for a flush: the redo log past the position

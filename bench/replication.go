@@ -183,9 +183,16 @@ type replPair struct {
 // one fresh master and replica per round.
 func (r *runner) replication(ctx context.Context) []*table {
 	redis, cellar := specRedis(r.peers), specCellar(r.peers)
+	// A Cellar replica full-syncs from a Cellar master by its SQLite
+	// snapshot (the physical sync); this one asks for the RDB instead,
+	// for the comparison of the two.
+	cellarRDB := cellar
+	cellarRDB.Name, cellarRDB.Label = "cellar-rdb", "Cellar (RDB sync)"
+	cellarRDB.env = append(append([]string(nil), cellar.env...), "CELLAR_REPLICA__PHYSICAL_SYNC=false")
 	pairs := []replPair{
 		{"redis-redis", "Redis → Redis", redis, redis},
 		{"cellar-cellar", "Cellar → Cellar", cellar, cellar},
+		{"cellar-cellar-rdb", "Cellar → Cellar (RDB)", cellar, cellarRDB},
 		{"cellar-redis", "Cellar → Redis", cellar, redis},
 		{"redis-cellar", "Redis → Cellar", redis, cellar},
 	}
@@ -199,7 +206,7 @@ func (r *runner) replication(ctx context.Context) []*table {
 		labels[p.name] = p.label
 	}
 	rc := r.cfg.replication
-	ratios := [][2]string{{"cellar-cellar", "redis-redis"}, {"cellar-redis", "redis-redis"}, {"redis-cellar", "redis-redis"}}
+	ratios := [][2]string{{"cellar-cellar", "redis-redis"}, {"cellar-cellar", "cellar-cellar-rdb"}, {"cellar-cellar-rdb", "redis-redis"}, {"cellar-redis", "redis-redis"}, {"redis-cellar", "redis-redis"}}
 	load := &table{
 		ID: "replication-load", Title: "Replication: back-fill of a REPLICAOF (full sync)",
 		Params: fmt.Sprintf("a master (disk-less sync, no delay) holding %d keys of %d bytes; REPLICAOF until link up, no sync in progress, DBSIZE equal",

@@ -3,7 +3,10 @@
 // setting). It dials the master, makes the handshake (PING, AUTH with
 // masterauth/masteruser, REPLCONF listening-port and capa eof psync2,
 // PSYNC), receives the RDB of a full sync (disk-based "$<len>" and
-// disk-less "EOF:<mark>" transfers) and loads it while it streams, then
+// disk-less "EOF:<mark>" transfers) and loads it while it streams — or,
+// from a Cellar master, the master's SQLite snapshot (capa
+// cellar-physical, "$SQLITE:<len>:<db>"), written to a file, checked and
+// imported by the actor's flush (physical.go) — then
 // follows the master's command stream (each batch of it ending with
 // REPLCONF cellar-relay and the batch's bytes as they came, so that the
 // actor keeps the stream in its backlog and passes it on to replicas of

@@ -33,6 +33,10 @@ type Config struct {
 	// the actor loads.
 	LoadBatchKeys  int
 	LoadBatchBytes int
+	// PhysicalSync: announce REPLCONF capa cellar-physical, so that a
+	// Cellar master sends its database's copy instead of an RDB
+	// (physical.go; replica.physical_sync).
+	PhysicalSync bool
 	// Clients is the client memory budget the master's connection is
 	// charged to.
 	Clients *actor.MemBudget
@@ -55,6 +59,8 @@ type Manager struct {
 	// errLogged: when an error of the master's stream was last logged
 	// (unix ns), to log at most one a second.
 	errLogged atomic.Int64
+	// files numbers the physical syncs' files.
+	files atomic.Uint64
 
 	mu     sync.Mutex
 	cur    *link
@@ -181,6 +187,10 @@ type link struct {
 	// listening-port tell the master.
 	announceIP   string
 	announcePort int
+	// noPhysical: a physical sync of this link failed on the master's
+	// copy (its check or its import): it asks for RDBs from then on. The
+	// link goroutine's.
+	noPhysical bool
 	// failover: this server is the old master of a FAILOVER, and the
 	// target has not answered yet: PSYNC carries FAILOVER (Redis 7.0's
 	// syncWithMaster), and the answer goes to Actor.FailoverAnswered.
@@ -347,7 +357,12 @@ func (l *link) session() (synced bool, err error) {
 			return false, err
 		}
 	}
-	if _, err := c.call("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
+	capa := []string{"REPLCONF", "capa", "eof", "capa", "psync2"}
+	if m.cfg.PhysicalSync && !l.noPhysical {
+		// A Redis master ignores a capability it does not know.
+		capa = append(capa, "capa", "cellar-physical")
+	}
+	if _, err := c.call(capa...); err != nil {
 		return false, err
 	}
 	m.mu.Lock()
@@ -379,6 +394,10 @@ func (l *link) session() (synced bool, err error) {
 			return false, err
 		}
 		p, err = l.fullSync(c, f[1], off)
+		if errors.Is(err, errPhysicalCheck) {
+			l.noPhysical = true
+			l.log().Warn().Err(err).Str("master", l.addr).Msg("replica: the physical sync failed on the master's snapshot; asking for an RDB from now on")
+		}
 		if err != nil {
 			return false, err
 		}
@@ -444,6 +463,12 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 		return nil, fmt.Errorf("replica: the master sent %q where the RDB's length belongs", hdr)
 	}
 	c.SetReadDeadline(time.Time{})
+	if size, db, ok, err := actor.ParsePhysicalHeader(hdr); ok {
+		if err != nil {
+			return nil, err
+		}
+		return l.physicalSync(c, replID, offset, size, db)
+	}
 	var mark []byte
 	size := int64(-1)
 	if strings.HasPrefix(hdr, "$EOF:") {
@@ -543,24 +568,12 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 		return p, err
 	}
 	peak := p.follow()
-	m.mu.Lock()
-	m.replID, m.offset, m.db = replID, offset, streamDB
-	m.mu.Unlock()
-	l.read.Store(offset)
-	l.applied.Store(offset)
-	// The stream continues in the database the RDB names (a Redis master
-	// selects one again before its first command anyway).
-	l.db = streamDB
 	took := time.Since(start)
 	read := rd.Consumed()
-	m.update(l, func(st *actor.ReplicaStatus) {
-		st.State, st.SyncInProgress, st.LinkUp, st.ReplID, st.Offset, st.LastIO = "connected", false, true, replID, offset, time.Now()
-	})
 	l.log().Info().Str("master", l.addr).Int64("keys", keys).Int64("bytes", read).Dur("took", took).
 		Float64("keys_per_sec", float64(keys)/took.Seconds()).Float64("mb_per_sec", float64(read)/took.Seconds()/1e6).
 		Int64("waitlist_peak_bytes", peak).Msg("replica: the master's RDB is loaded and swapped in; applying the waitlist")
-	l.pendingCaughtUp = true
-	l.syncStart = start
+	l.synced(replID, offset, streamDB, start)
 	// What follows the RDB in the pump's queue (and src's buffer) is the
 	// command stream; with a length, src read nothing past the RDB.
 	if mark == nil {
@@ -569,6 +582,24 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 		c.br = src
 	}
 	return p, nil
+}
+
+// synced records a full sync's end: the data is the master's history
+// replID at offset, its stream continuing in database streamDB (a Redis
+// master selects one again before its first command anyway).
+func (l *link) synced(replID string, offset int64, streamDB int, start time.Time) {
+	m := l.m
+	m.mu.Lock()
+	m.replID, m.offset, m.db = replID, offset, streamDB
+	m.mu.Unlock()
+	l.read.Store(offset)
+	l.applied.Store(offset)
+	l.db = streamDB
+	m.update(l, func(st *actor.ReplicaStatus) {
+		st.State, st.SyncInProgress, st.LinkUp, st.ReplID, st.Offset, st.LastIO = "connected", false, true, replID, offset, time.Now()
+	})
+	l.pendingCaughtUp = true
+	l.syncStart = start
 }
 
 func (l *link) progress(start time.Time, read, total, keys int64) {

@@ -28,9 +28,12 @@ type memFlight struct {
 	counts []dbCount // the key counts to store
 	mark   int64     // the version high-water mark to store; 0: none
 	fresh  []*entry  // the fresh entries it writes (memkeyspace.go)
-	done   chan struct{}
-	err    error
-	took   time.Duration
+	// pres and nextPres are the presence filters as it was frozen: an
+	// import adds the names it writes to them (physical.go).
+	pres, nextPres *presence
+	done           chan struct{}
+	err            error
+	took           time.Duration
 }
 
 // hasWork reports whether anything changed since the last freeze.
@@ -59,7 +62,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 		m.pos = pos // the log's position (0: the one set, or the last stored)
 	}
 	pos, m.posSet = m.pos, false
-	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, done: make(chan struct{})}
+	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, pres: m.pres, nextPres: m.nextPres, done: make(chan struct{})}
 	for _, e := range f.fresh {
 		if e.is(flagFresh) && e.freshPar != 0 {
 			e.freshPar = genParity(f.gen) // a failed flight's, written again by this one
@@ -73,6 +76,7 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	if s := m.s; s.version > s.versionMark {
 		f.mark = s.version + versionBlock
 	}
+	m.freezeImport(f)
 	m.flight = f
 	return f
 }
@@ -103,6 +107,11 @@ func (m *memEngine) write(f *memFlight) (err error) {
 		}
 		m.pagesSet = n
 	}
+	schemas, detach, err := attachImports(w, f)
+	if err != nil {
+		return err
+	}
+	defer detach()
 	if err := w.q("BEGIN IMMEDIATE").exec(); err != nil {
 		return err
 	}
@@ -112,9 +121,12 @@ func (m *memEngine) write(f *memFlight) (err error) {
 		}
 	}()
 	for _, st := range f.steps {
-		if st.op != nil {
+		switch {
+		case st.op != nil && st.op.kind == dbImport:
+			err = writeImport(w, f, st.op.imp, schemas[st.op.imp])
+		case st.op != nil:
 			err = writeDBOp(w, st.op)
-		} else {
+		default:
 			err = writeSegment(w, st.seg)
 		}
 		if err != nil {
@@ -461,6 +473,7 @@ func (m *memEngine) land() *memFlight {
 		return f
 	}
 	m.landFresh(f)
+	m.landImport(f)
 	if f.mark != 0 {
 		m.s.versionMark = f.mark
 	}

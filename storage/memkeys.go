@@ -253,13 +253,15 @@ type memDrop struct {
 // segment it closed.
 type memDBOp struct {
 	gen  uint64
-	kind uint8 // dbFlush or dbSwap
+	kind uint8 // dbFlush, dbSwap or dbImport
 	a, b int
+	imp  *memImport // dbImport's (physical.go)
 }
 
 const (
 	dbFlush = iota
 	dbSwap
+	dbImport
 )
 
 // memEntryOverhead is what an entry costs beyond its key's and value's bytes

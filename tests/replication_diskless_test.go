@@ -272,7 +272,9 @@ func TestDisklessSyncRealReplicas(t *testing.T) {
 	}
 	cellarReplica := func(diskless bool) *testServer {
 		t.Helper()
-		rep := startServer(t, infoLog, func(c *cellar.Config) { c.ReplicaOf = host + " " + port })
+		// The RDB's forms: this replica does not ask for the master's
+		// snapshot (the physical sync, replication_physical_test.go).
+		rep := startServer(t, infoLog, func(c *cellar.Config) { c.ReplicaOf, c.Replica.PhysicalSync = host+" "+port, false })
 		rc := rep.client()
 		defer rc.Close()
 		caughtUp(t, c0, rc)
