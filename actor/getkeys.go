@@ -125,7 +125,6 @@ func (cmd *Command) specsHave(flag string) bool {
 	return false
 }
 
-
 // keysUsingSpecs is Redis's getKeysUsingKeySpecs: false when a spec does
 // not fit the arguments or is flagged INCOMPLETE.
 func keysUsingSpecs(cmd *Command, argv [][]byte) ([]foundKey, bool) {
