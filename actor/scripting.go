@@ -566,8 +566,9 @@ func cmdScriptHelp(c *Ctx) error {
 // switch that kills it. The actor sets it around every script; the loops
 // read it, one atomic load per batch while nothing runs long.
 type ScriptWatch struct {
-	// busyAt is when (unix ns) the running script makes the server busy;
-	// 0 while none runs.
+	// busyAt is when (monoNanos) the running script makes the server
+	// busy; 0 while none runs. The monotonic clock is the timer's: when
+	// the timer fires, Busy agrees (a wall clock stepped back said not).
 	busyAt atomic.Int64
 	eval   atomic.Bool // the running script is EVAL's, not a function
 	wrote  atomic.Bool // it has run a write command (it cannot be killed)
@@ -576,8 +577,10 @@ type ScriptWatch struct {
 	// answer its later commands -BUSY; they run after the script.
 	conn atomic.Uint64
 	// onBusy is called (on the timer's goroutine) when a script runs
-	// past the threshold: the loops then answer the batches the actor
-	// has not begun (Batch.Claim). timer is reused from script to script.
+	// past the threshold, and every busyResweep after while it stays busy:
+	// the loops then answer the batches the actor has not begun
+	// (Batch.Claim). timer, made by SetOnBusy, is reused from script to
+	// script.
 	onBusy atomic.Pointer[func()]
 	timer  *time.Timer
 
@@ -596,7 +599,7 @@ type ScriptWatch struct {
 // is an EVAL script (for the -BUSY text).
 func (w *ScriptWatch) Busy() (busy, eval bool) {
 	at := w.busyAt.Load()
-	if at == 0 || time.Now().UnixNano() < at {
+	if at == 0 || monoNanos() < at {
 		return false, false
 	}
 	return true, w.eval.Load()
@@ -658,8 +661,15 @@ func (w *ScriptWatch) Abort() bool {
 func (w *ScriptWatch) Exiting() bool { return w.exiting.Load() }
 
 // SetOnBusy sets what is called when a script goes busy (the loops' sweep
-// of the batches the actor has not begun). Safe from any goroutine.
-func (w *ScriptWatch) SetOnBusy(f func()) { w.onBusy.Store(&f) }
+// of the batches the actor has not begun). Call it once, before the actor
+// runs.
+func (w *ScriptWatch) SetOnBusy(f func()) {
+	w.onBusy.Store(&f)
+	if w.timer == nil {
+		w.timer = time.AfterFunc(time.Hour, w.fire)
+		w.timer.Stop()
+	}
+}
 
 // Conn is the connection whose command runs the script now (0 if none).
 func (w *ScriptWatch) Conn() uint64 { return w.conn.Load() }
@@ -678,23 +688,44 @@ func (w *ScriptWatch) begin(eval bool, threshold time.Duration, conn uint64, v b
 	w.eval.Store(eval)
 	w.wrote.Store(false)
 	w.conn.Store(conn)
-	w.busyAt.Store(time.Now().Add(threshold).UnixNano())
-	if w.onBusy.Load() != nil {
-		if w.timer == nil {
-			w.timer = time.AfterFunc(threshold, w.fire)
-		} else {
-			w.timer.Reset(threshold)
-		}
+	w.busyAt.Store(monoNanos() + int64(threshold))
+	if w.timer != nil {
+		w.timer.Reset(threshold)
 	}
 	return sw
 }
 
-// fire tells the loops a script may have gone busy (they check Busy).
+// busyResweep is how often the loops look again at the batches the actor
+// has not begun while a script stays busy: a batch that reached the actor
+// where no sweep saw it waits that long at most, not until the script
+// ends.
+const busyResweep = 100 * time.Millisecond
+
+// fire tells the loops a script may have gone busy (they check Busy), and
+// again every busyResweep while it is. A fire left over from a script
+// that ended finds none running, or the next one not busy yet and waits
+// for it.
 func (w *ScriptWatch) fire() {
-	if f := w.onBusy.Load(); f != nil && w.busyAt.Load() != 0 {
+	at := w.busyAt.Load()
+	if at == 0 {
+		return
+	}
+	if now := monoNanos(); now < at {
+		w.timer.Reset(time.Duration(at - now))
+		return
+	}
+	if f := w.onBusy.Load(); f != nil {
 		(*f)()
 	}
+	if w.busyAt.Load() == at {
+		w.timer.Reset(busyResweep)
+	}
 }
+
+// monoStart and monoNanos are a monotonic clock for busyAt.
+var monoStart = time.Now()
+
+func monoNanos() int64 { return int64(time.Since(monoStart)) }
 
 // end marks the script finished and reports whether it was killed, and
 // whether by SHUTDOWN NOSAVE.
