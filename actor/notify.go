@@ -136,6 +136,9 @@ type eventSpec struct {
 	// pushFirst: the destination's event comes before the source's, as
 	// Redis's LMOVE notifies (the change record has the source first).
 	pushFirst bool
+	// expiry names the event of an expiry the command changed (nil:
+	// "expire").
+	expiry func(args [][]byte) string
 }
 
 func always([][]byte) bool { return true }
@@ -200,6 +203,8 @@ func smoveEvents(_ [][]byte, kind storage.Change) []string {
 var notifyEvents = map[string]*eventSpec{
 	"set":              {class: notifyString, event: "set", expire: setExpires},
 	"restore":          {class: notifyGeneric, event: "restore"},
+	"persist":          {expiry: func([][]byte) string { return "persist" }},
+	"getex":            {expiry: getexExpiry},
 	"setnx":            {class: notifyString, event: "set"},
 	"setex":            {class: notifyString, event: "set", expire: always},
 	"psetex":           {class: notifyString, event: "set", expire: always},
@@ -379,12 +384,9 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	case storage.CopiedTo:
 		a.notifyEvent(notifyGeneric, "copy_to", t.DB, t.Key)
 	case storage.ExpiryChanged:
-		if cmd != nil && cmd.Name == "restore" { // Redis announces only "restore"
-			return
-		}
 		ev := "expire"
-		if cmd != nil && (cmd.Name == "persist" || (cmd.Name == "getex" && hasPersist(args))) {
-			ev = "persist"
+		if spec != nil && spec.expiry != nil {
+			ev = spec.expiry(args)
 		}
 		a.notifyEvent(notifyGeneric, ev, t.DB, t.Key)
 	case storage.Deleted:
@@ -404,13 +406,14 @@ func (a *Actor) notifyTouch(cmd *Command, spec *eventSpec, args [][]byte, t *sto
 	}
 }
 
-func hasPersist(args [][]byte) bool {
+// getexExpiry is GETEX's: "persist" with PERSIST, else "expire".
+func getexExpiry(args [][]byte) string {
 	for _, a := range args[2:] {
 		if eqFold(a, "PERSIST") {
-			return true
+			return "persist"
 		}
 	}
-	return false
+	return "expire"
 }
 
 // notifyElements publishes a command's own event(s) for a key.

@@ -6,9 +6,22 @@ import (
 	"time"
 
 	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/rdb"
 
 	cellar "github.com/cellar-db/cellar"
 )
+
+// stringDump is DUMP's payload of a string holding v, as Redis 7.0 writes
+// it: the value, RDB version 10, and the CRC64 of both.
+func stringDump(v string) string {
+	p := append([]byte{0, byte(len(v))}, v...)
+	p = append(p, 10, 0)
+	crc := rdb.CRC64(0, p)
+	for i := 0; i < 8; i++ {
+		p = append(p, byte(crc>>(8*i)))
+	}
+	return string(p)
+}
 
 // Keyspace notifications: a representative command of every family, the
 // events compared with a real redis-server's; lazy and active expiry; a
@@ -24,7 +37,7 @@ var notifyScript = [][]string{
 	// generic
 	{"EXPIRE", "a", "100"}, {"PERSIST", "a"}, {"RENAME", "a", "a2"}, {"COPY", "a2", "a3"},
 	{"MOVE", "a3", "1"}, {"DEL", "a2", "missing"}, {"SET", "gone", "1"}, {"EXPIRE", "gone", "-1"},
-	{"SET", "u", "1"}, {"UNLINK", "u"},
+	{"SET", "u", "1"}, {"UNLINK", "u"}, {"RESTORE", "r", "100000", stringDump("v")},
 	// lists
 	{"LPUSH", "l", "a", "b", "c"}, {"RPUSH", "l", "d"}, {"LINSERT", "l", "BEFORE", "a", "z"}, {"LSET", "l", "0", "q"},
 	{"LREM", "l", "1", "z"}, {"LMOVE", "l", "l2", "LEFT", "RIGHT"}, {"RPOPLPUSH", "l2", "l2"},
@@ -117,7 +130,7 @@ func TestKeyspaceNotificationsLikeRedis(t *testing.T) {
 	for _, ev := range []string{"__keyspace@0__:s set", "__keyevent@0__:expire s", "__keyevent@0__:lpush l",
 		"__keyevent@0__:rename_from a", "__keyspace@1__:a3 move_to", "__keyevent@0__:hincrbyfloat h",
 		"__keyevent@0__:srem x", "__keyevent@0__:zincr z", "__keyevent@0__:del h", "__keyevent@0__:zpopmin z",
-		"__keyevent@0__:keymiss nokey", "__keyevent@0__:new l2"} {
+		"__keyevent@0__:keymiss nokey", "__keyevent@0__:new l2", "__keyevent@0__:restore r"} {
 		if !strings.Contains(flat, ev+"\n") {
 			t.Errorf("no event %q in:\n%s", ev, flat)
 		}
