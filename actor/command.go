@@ -114,6 +114,10 @@ type Command struct {
 	// getKeys is the command's own finder of its keys (Redis's
 	// getkeys_proc), for what its key specs cannot say (findKeys).
 	getKeys func(argv [][]byte) []foundKey
+	// runsScript: it may run a script (EVAL*, FCALL*, EXEC of a queue
+	// holding one), which can run past busy-reply-threshold: the round
+	// is cut before its batch (round.go, cutRound).
+	runsScript bool
 	// noTouch: running it leaves its keys' access clocks alone (access.go).
 	noTouch bool
 	// events is what the command's writes are called in keyspace

@@ -19,8 +19,8 @@ import (
 // actor starts; they live in a Lua state of their own.
 
 var functionCommands = []*Command{
-	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall},
-	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall},
+	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, runsScript: true},
+	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, runsScript: true},
 	{Name: "function", Summary: "Manages function libraries.", Subs: []*Command{
 		{Name: "function|load", Summary: "Loads a library of functions.", Handler: cmdFunctionLoad},
 		{Name: "function|delete", Summary: "Deletes a library and its functions.", Handler: cmdFunctionDelete},

@@ -52,6 +52,9 @@ func (a *Actor) round(msgs []message) {
 		case msgOpen:
 			a.openSession(m.open, now)
 		case msgBatch:
+			if len(a.out) > 0 && a.runsScript(m.batch) {
+				a.cutRound()
+			}
 			a.runBatch(m.batch, now)
 		case msgClosed:
 			a.endSession(m.id)
@@ -80,6 +83,34 @@ func (a *Actor) round(msgs []message) {
 		a.broadcastTracking() // BCAST: the round's changed keys, per prefix
 	}
 	a.finishRound()
+}
+
+// runsScript reports whether a command of b may run a script.
+func (a *Actor) runsScript(b *Batch) bool {
+	for i := range b.Len() {
+		if cmd := a.Lookup(b.Cmd(i)[0]); cmd != nil && cmd.runsScript {
+			return true
+		}
+	}
+	return false
+}
+
+// cutRound ends the round so far and begins another, before a batch that
+// may run a script: the replies of the batches before it leave now, not
+// after the script. A script that runs past busy-reply-threshold holds the
+// round it runs in, and a client whose command ran before it in that round
+// (a PING sent as the script began) would otherwise wait for the script's
+// end, where Redis answered it at once; the loops answer -BUSY only for
+// what the actor has not begun (ScriptWatch).
+func (a *Actor) cutRound() {
+	if a.track.pendingTo != nil {
+		a.flushPending(nil, nil)
+	}
+	if len(a.track.prefixes) > 0 {
+		a.broadcastTracking()
+	}
+	a.finishRound()
+	a.beginRound()
 }
 
 // finishRound ends the round and sends its completions on their way.

@@ -37,8 +37,9 @@ import (
 // FUNCTION KILL are answered there too and stop the script through the
 // Lua state's context, which the interpreter checks at every instruction
 // (a pcall in the script does not catch the kill: the next instruction
-// outside it raises it again). A batch sent to the actor while a script
-// runs waits; the wait ends with the script's end (the batch then runs and
+// outside it raises it again). The round is cut before a batch that may
+// run a script (round.go, cutRound), so the replies of what ran before it
+// leave at once. A batch sent to the actor while a script runs waits; the wait ends with the script's end (the batch then runs and
 // gets its replies) or, for a batch the actor has not begun, when the
 // script goes busy: the ScriptWatch's timer has the loops answer it as
 // they answer new commands then (-BUSY, SCRIPT KILL done; loop/conn.go,
@@ -46,10 +47,10 @@ import (
 // which stops reading it, its later commands run after the script.
 
 var scriptingCommands = []*Command{
-	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval},
-	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha},
-	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval},
-	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha},
+	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, runsScript: true},
+	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
+	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, runsScript: true},
+	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
 	{Name: "script", Summary: "Manages the script cache.", Subs: []*Command{
 		{Name: "script|load", Summary: "Compiles a script and caches it, without running it.", Handler: cmdScriptLoad},
 		{Name: "script|exists", Summary: "Reports which scripts are cached.", Handler: cmdScriptExists},

@@ -1,8 +1,11 @@
 package tests
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	cellar "github.com/cellar-db/cellar"
 )
 
 const (
@@ -267,4 +270,34 @@ func TestExecQueueChecksWhileScriptBusy(t *testing.T) {
 	admin.expect(status("OK"), "CONFIG", "SET", "min-replicas-to-write", "0")
 	writer.expect(bulk("asdf"), "PING", "asdf")
 	admin.expect("$-1\r\n", "GET", "eq")
+}
+
+// A command that ran in the actor's round just before a script began gets
+// its reply while the script runs, as Redis answers it before the script:
+// it must not wait for the script's end (the client could never send the
+// SCRIPT KILL that ends it). DEBUG SLEEP holds the actor so that the PING
+// and the EVAL sent behind it most likely share a round, the PING first;
+// on a machine too slow for that, the PING is answered -BUSY like any
+// command the actor has not begun. What fails is no reply.
+func TestScriptBusyReleasesTheRoundBeforeIt(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, func(c *cellar.Config) { c.EnableDebugCommand = "yes" })
+	needCellar(t, s)
+	admin := dialRaw(t, s.addr)
+	admin.expect(status("OK"), "CONFIG", "SET", "busy-reply-threshold", "10")
+	sleeper, c, runner := dialRaw(t, s.addr), dialRaw(t, s.addr), dialRaw(t, s.addr)
+	sleeper.send(encode("DEBUG", "SLEEP", "1"))
+	c.send(encode("PING"))
+	runner.send(encode("EVAL", "while true do end", "0"))
+	if got := c.read(); got != status("PONG") && got != busyEvalReply {
+		t.Fatalf("PING sent before the script: got %q", got)
+	}
+	waitFor(t, time.Minute, "the script to be busy", func() bool { return c.do("PING") == busyEvalReply })
+	admin.expect(status("OK"), "SCRIPT", "KILL")
+	if got := runner.read(); !strings.HasPrefix(got, "-ERR Script killed by user with SCRIPT KILL...") {
+		t.Fatalf("the killed script's reply: %q", got)
+	}
+	if got := sleeper.read(); got != status("OK") {
+		t.Fatalf("DEBUG SLEEP: %q", got)
+	}
 }
