@@ -280,6 +280,23 @@ func TestPhysicalSyncWire(t *testing.T) {
 	}
 }
 
+// replicaOfFakeMaster starts a Cellar holding mine=kept and makes it a
+// replica of a physicalFakeMaster (partial as there).
+func replicaOfFakeMaster(t *testing.T, partial bool) (*testServer, *redis.Client, chan []string) {
+	t.Helper()
+	ctx := context.Background()
+	replica := startServer(t)
+	needCellar(t, replica)
+	rc := replica.client()
+	rc.Set(ctx, "mine", "kept", 0)
+	addr, capas := physicalFakeMaster(t, partial)
+	host, port, _ := net.SplitHostPort(addr)
+	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return replica, rc, capas
+}
+
 // physicalFakeMaster accepts replicas one after the other: the first gets
 // +FULLRESYNC and a "$SQLITE:" file that is not a database (whole, or with
 // partial only its first bytes, the rest never coming); every
@@ -374,15 +391,7 @@ func physicalFakeMaster(t *testing.T, partial bool) (addr string, capas chan []s
 func TestReplicaPhysicalFallsBackToRDB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	replica := startServer(t)
-	needCellar(t, replica)
-	rc := replica.client()
-	rc.Set(ctx, "mine", "kept", 0)
-	addr, capas := physicalFakeMaster(t, false)
-	host, port, _ := net.SplitHostPort(addr)
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica, rc, capas := replicaOfFakeMaster(t, false)
 	next := func() []string {
 		t.Helper()
 		select {
@@ -435,15 +444,7 @@ func TestPhysicalSyncLeftoversRemoved(t *testing.T) {
 func TestReplicaPhysicalAbandoned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	replica := startServer(t)
-	needCellar(t, replica)
-	rc := replica.client()
-	rc.Set(ctx, "mine", "kept", 0)
-	addr, _ := physicalFakeMaster(t, true)
-	host, port, _ := net.SplitHostPort(addr)
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica, rc, _ := replicaOfFakeMaster(t, true)
 	files := func() []string {
 		f, _ := filepath.Glob(filepath.Join(replica.cfg.Dir, "*replsync-recv*"))
 		return f
