@@ -302,6 +302,9 @@ type Batch struct {
 	// Bytes is the memory the batch holds, counted in the actor's backlog
 	// until it has run (or is held by CLIENT PAUSE).
 	Bytes int64
+	// Scripts: a command of it may run a script (RunsScript); the actor
+	// ends its round before the batch (round.go, cutRound).
+	Scripts bool
 	// Input is how many request bytes its commands were parsed from:
 	// Redis's qbuf still counts them while they run (CLIENT LIST).
 	Input int64

@@ -474,3 +474,7 @@ func (c *Command) arityOK(argc int) bool {
 // loop sends it in a batch of its own and waits for its reply before
 // parsing on, as Redis stops reading from a blocked client.
 func IsBlocking(c *Command) bool { return c != nil && (c.Is(FlagBlocking) || c.Defers) }
+
+// RunsScript reports whether c may run a script (its batch says so:
+// Batch.Scripts).
+func RunsScript(c *Command) bool { return c != nil && c.runsScript }

@@ -52,7 +52,7 @@ func (a *Actor) round(msgs []message) {
 		case msgOpen:
 			a.openSession(m.open, now)
 		case msgBatch:
-			if len(a.out) > 0 && a.runsScript(m.batch) {
+			if len(a.out) > 0 && m.batch.Scripts {
 				a.cutRound()
 			}
 			a.runBatch(m.batch, now)
@@ -83,16 +83,6 @@ func (a *Actor) round(msgs []message) {
 		a.broadcastTracking() // BCAST: the round's changed keys, per prefix
 	}
 	a.finishRound()
-}
-
-// runsScript reports whether a command of b may run a script.
-func (a *Actor) runsScript(b *Batch) bool {
-	for i := range b.Len() {
-		if cmd := a.Lookup(b.Cmd(i)[0]); cmd != nil && cmd.runsScript {
-			return true
-		}
-	}
-	return false
 }
 
 // cutRound ends the round so far and begins another, before a batch that

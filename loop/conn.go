@@ -203,7 +203,8 @@ func (c *conn) parse() (wait bool) {
 				continue
 			}
 		}
-		if cmd := c.lp.srv.act.Lookup(c.args[0]); actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
+		cmd := c.lp.srv.act.Lookup(c.args[0])
+		if actor.IsBlocking(cmd) || (unauth && cmd != nil && cmd.Authenticates) {
 			// A blocking command travels in a batch of its own, so the
 			// replies to the commands before it leave without waiting for
 			// it; and, like Redis with a blocked client, nothing more is
@@ -214,12 +215,12 @@ func (c *conn) parse() (wait bool) {
 				c.submit(b)
 				b = c.lp.newBatch()
 			}
-			b.add(c.args)
+			b.add(c.args, cmd)
 			c.barrier = c.nextSeq + 1
 			c.need = 0 // what follows has not been looked at
 			break
 		}
-		b.add(c.args)
+		b.add(c.args, cmd)
 	}
 	if consumed == len(buf) {
 		c.need = 0
@@ -676,7 +677,7 @@ func (c *conn) receiveBig() (wait bool) {
 		c.nextSeq++
 		c.inflight++
 		batch := &actor.Batch{ConnID: c.id, Seq: c.nextSeq, Args: argv, Ends: []int32{int32(len(argv))},
-			Bytes: int64(cap(c.big) + 24*len(argv) + 128)}
+			Bytes: int64(cap(c.big) + 24*len(argv) + 128), Scripts: actor.RunsScript(c.lp.srv.act.Lookup(argv[0]))}
 		if actor.IsBlocking(c.lp.srv.act.Lookup(argv[0])) {
 			c.barrier = c.nextSeq
 		}
@@ -1055,6 +1056,8 @@ type batchBuilder struct {
 	offs  []int32 // start,end of every argument in arena
 	ends  []int32 // per command: index of its last argument + 1
 	input int     // request bytes parsed into it (Batch.Input)
+	// scripts: a command of it may run a script (Batch.Scripts).
+	scripts bool
 }
 
 func (lp *eventLoop) newBatch() *batchBuilder {
@@ -1067,14 +1070,15 @@ func (lp *eventLoop) newBatch() *batchBuilder {
 }
 
 func (lp *eventLoop) freeBatch(b *batchBuilder) {
-	b.arena, b.offs, b.ends, b.input = b.arena[:0], b.offs[:0], b.ends[:0], 0
+	b.arena, b.offs, b.ends, b.input, b.scripts = b.arena[:0], b.offs[:0], b.ends[:0], 0, false
 	if cap(b.arena) > 1<<20 {
 		b.arena = nil
 	}
 	lp.batches = append(lp.batches, b)
 }
 
-func (b *batchBuilder) add(args [][]byte) {
+func (b *batchBuilder) add(args [][]byte, cmd *actor.Command) {
+	b.scripts = b.scripts || actor.RunsScript(cmd)
 	for _, a := range args {
 		start := len(b.arena)
 		b.arena = append(b.arena, a...)
@@ -1102,5 +1106,5 @@ func (b *batchBuilder) finish(id, seq uint64) *actor.Batch {
 	ends := make([]int32, len(b.ends))
 	copy(ends, b.ends)
 	bytes := int64(cap(arena) + 24*len(args) + 4*len(ends) + 128)
-	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes, Input: int64(b.input)}
+	return &actor.Batch{ConnID: id, Seq: seq, Args: args, Ends: ends, Bytes: bytes, Input: int64(b.input), Scripts: b.scripts}
 }
