@@ -2,6 +2,7 @@ package proto
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -260,3 +261,43 @@ func isBigNumber(b []byte) bool {
 	}
 	return true
 }
+
+// FirstError returns the text of the first error in b, a run of complete
+// replies as a server writes them (RESP2 or RESP3): a simple or bulk
+// error at the top level or inside an aggregate, such as one command's
+// failure inside EXEC's array. It reads the replies' structure, so a bulk
+// string whose payload starts a line with '-' is not an error. It reports
+// false when b holds no error, and stops at the first bytes that are not
+// a complete reply. It does not allocate.
+func FirstError(b []byte) ([]byte, bool) {
+	// Every reply is a line, and a bulk's line is followed by its payload:
+	// walking the lines in order and skipping payloads visits each reply,
+	// nested ones included, without counting an aggregate's elements.
+	for len(b) > 0 {
+		i := bytes.Index(b, crlf)
+		if i < 1 {
+			return nil, false
+		}
+		typ, body := b[0], b[1:i]
+		b = b[i+2:]
+		switch typ {
+		case '-':
+			return body, true
+		case '$', '!', '=':
+			size, ok := parseInt(body)
+			if !ok || size < 0 {
+				continue // RESP2's null bulk string: no payload follows
+			}
+			if int64(len(b)) < size+2 {
+				return nil, false
+			}
+			if typ == '!' {
+				return b[:size], true
+			}
+			b = b[size+2:]
+		}
+	}
+	return nil, false
+}
+
+var crlf = []byte("\r\n")

@@ -248,3 +248,35 @@ func FuzzReadReply(f *testing.F) {
 		}
 	})
 }
+
+func TestFirstError(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{in: "+OK\r\n:1\r\n", ok: false},
+		{in: "-ERR no such key\r\n", want: "ERR no such key", ok: true},
+		{in: "+OK\r\n-WRONGTYPE x\r\n", want: "WRONGTYPE x", ok: true},
+		// A bulk string's payload that starts with '-' is a value, not an
+		// error (GETSET of "-1", an EXEC element).
+		{in: "$2\r\n-1\r\n:5\r\n", ok: false},
+		{in: "*2\r\n$3\r\n-no\r\n:-1\r\n", ok: false},
+		{in: "$-1\r\n*-1\r\n", ok: false},
+		// Inside EXEC's array, one command's failure.
+		{in: "*3\r\n+OK\r\n-ERR value is not an integer or out of range\r\n:2\r\n",
+			want: "ERR value is not an integer or out of range", ok: true},
+		{in: "!9\r\nSYNTAX xy\r\n", want: "SYNTAX xy", ok: true},
+		{in: "|1\r\n+a\r\n$2\r\n-b\r\n%1\r\n+k\r\n-E v\r\n", want: "E v", ok: true},
+		// Bytes that are not complete replies end the walk.
+		{in: "$10\r\n-abc\r\n", ok: false},
+		{in: "+OK", ok: false},
+	} {
+		got, ok := FirstError([]byte(tc.in))
+		if ok != tc.ok || string(got) != tc.want {
+			t.Errorf("FirstError(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { FirstError([]byte("*2\r\n$2\r\n-1\r\n-E\r\n")) }); n != 0 {
+		t.Errorf("FirstError allocates %v times per call", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cellar-db/cellar/actor"
+	"github.com/cellar-db/cellar/proto"
 )
 
 // maxBatchCommands and maxBatchBytes bound one batch of the master's
@@ -52,27 +53,17 @@ func (fs *stream) release() {
 
 // reportError logs (at most once a second) an error reply to one of the
 // master's commands: a command Cellar lacks or refuses, after which the
-// replica differs from its master. A reply of the master's commands is
-// only ever a status, an integer, a bulk or an error, so an error is a
-// line starting with '-'.
+// replica differs from its master. The batch's replies are walked as
+// RESP (proto.FirstError): a bulk value such as "-1" is not an error.
 func (fs *stream) reportError(reply []byte) {
-	i := bytes.Index(reply, []byte("\r\n-"))
-	switch {
-	case len(reply) > 0 && reply[0] == '-':
-		i = 0
-	case i >= 0:
-		i += 2
-	default:
+	line, failed := proto.FirstError(reply)
+	if !failed {
 		return
 	}
 	now := time.Now().UnixNano()
 	last := fs.l.m.errLogged.Load()
 	if now-last < int64(time.Second) || !fs.l.m.errLogged.CompareAndSwap(last, now) {
 		return
-	}
-	line := reply[i+1:]
-	if j := bytes.IndexByte(line, '\r'); j >= 0 {
-		line = line[:j]
 	}
 	fs.l.log().Error().Str("master", fs.l.addr).Str("error", string(line[:min(len(line), 200)])).
 		Msg("replica: a command of the master's stream failed on Cellar; the data may now differ from the master's")

@@ -502,3 +502,32 @@ func TestReplicaOfSetting(t *testing.T) {
 		t.Fatalf("ROLE: %v", role)
 	}
 }
+
+// TestReplicaLogsOnlyFailures: the replica logs a master's command that
+// failed on it, and reads its replies as RESP to know: a bulk reply whose
+// value starts with '-' (LMOVE and LPOP of "-1") is a value, not a
+// failure to report.
+func TestReplicaLogsOnlyFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := redistest.StartTCP(t)
+	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
+	defer red.Close()
+	s := startServer(t)
+	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
+	host, port, _ := net.SplitHostPort(m.Addr)
+	if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, ctx, red, cel)
+	red.RPush(ctx, "l", "-1", "-ERR not an error", "x")
+	red.LMove(ctx, "l", "l2", "LEFT", "LEFT")
+	red.LPop(ctx, "l")
+	waitOffsets(t, ctx, red, cel)
+	if got := cel.LRange(ctx, "l2", 0, -1).Val(); len(got) != 1 || got[0] != "-1" {
+		t.Fatalf("l2 on the replica: %q", got)
+	}
+	if log := s.logBuf.String(); strings.Contains(log, "master's stream failed") {
+		t.Fatalf("the replica reported a failure of a command that succeeded:\n%s", log)
+	}
+}
