@@ -222,7 +222,7 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 		}
 	}
 	// The order is sorted rather than the keys themselves: a frozenKey is
-	// a hundred bytes, and moving them was a quarter of a large flush.
+	// 72 bytes, and moving them was a quarter of a large flush.
 	type place struct {
 		key  string
 		rank int32 // deletions first, then by database
@@ -231,7 +231,7 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 	order := make([]place, len(seg.keys))
 	for i := range seg.keys {
 		k := &seg.keys[i]
-		order[i] = place{k.key, int32(int(k.db) + allDBs*(1-gone(*k))), int32(i)}
+		order[i] = place{k.key(), int32(int(k.db) + allDBs*(1-gone(*k))), int32(i)}
 	}
 	slices.SortFunc(order, func(a, b place) int {
 		return cmp.Or(cmp.Compare(a.rank, b.rank), strings.Compare(a.key, b.key))
@@ -239,7 +239,7 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 	batch := make([]*frozenKey, 0, keysBatch)
 	for _, o := range order {
 		k := &seg.keys[o.i]
-		if k.inPlace && !k.keepRef && k.typ != TypeNone {
+		if k.is(frozenInPlace) && !k.is(frozenKeepRef) && k.typ != TypeNone {
 			if batch = append(batch, k); len(batch) == keysBatch {
 				if err := writeKeysInPlace(w, batch); err != nil {
 					return err
@@ -308,14 +308,14 @@ func writeKeysInPlace(w *sqlc, ks []*frozenKey) error {
 // bindKeyRow binds k's keys row as parameters at+1 .. at+7 of st.
 func bindKeyRow(w *sqlc, st *stmt, at int, k *frozenKey) error {
 	st.int(at+1, int64(k.db))
-	st.blob(at+2, bytesOf(k.key))
+	st.blob(at+2, bytesOf(k.key()))
 	st.int(at+3, k.id)
 	st.int(at+4, int64(k.typ))
 	st.int(at+5, k.exp)
 	st.int(at+6, k.ver)
 	switch k.typ {
 	case TypeString:
-		_, err := w.bindValue(st, at+7, bytesOf(k.str), len(k.key))
+		_, err := w.bindValue(st, at+7, bytesOf(k.str()), int(k.klen))
 		return err
 	case TypeList:
 		st.null(at + 7) // a list's length is its rows' (lists.go)
@@ -326,28 +326,28 @@ func bindKeyRow(w *sqlc, st *stmt, at int, k *frozenKey) error {
 }
 
 func writeKey(w *sqlc, k *frozenKey) error {
-	if k.keepRef {
+	if k.is(frozenKeepRef) {
 		err := w.keepRefs("SELECT value FROM keys WHERE db = ?1 AND key = ?2 AND type = 1", func(st *stmt) {
 			st.int(1, int64(k.db))
-			st.blob(2, bytesOf(k.key))
+			st.blob(2, bytesOf(k.key()))
 		})
 		if err != nil {
 			return err
 		}
 	}
 	if k.typ == TypeNone {
-		if !k.del {
+		if !k.is(frozenDel) {
 			return nil
 		}
 		st := w.q("DELETE FROM keys WHERE db = ?1 AND key = ?2")
 		st.int(1, int64(k.db))
-		st.blob(2, bytesOf(k.key))
+		st.blob(2, bytesOf(k.key()))
 		return st.exec()
 	}
 	// A row SQLite has under the same id is updated in place: REPLACE
 	// would delete it and insert it again, through every index.
 	q := "INSERT OR REPLACE INTO keys (db, key, id, type, expire_at, version, value) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6, ?7)"
-	if k.inPlace {
+	if k.is(frozenInPlace) {
 		q = "UPDATE keys SET type = ?4, expire_at = nullif(?5, 0), version = ?6, value = ?7 WHERE db = ?1 AND key = ?2 AND id = ?3"
 	}
 	st := w.q(q)
@@ -358,8 +358,8 @@ func writeKey(w *sqlc, k *frozenKey) error {
 	if err := st.exec(); err != nil {
 		return err
 	}
-	if k.inPlace && w.c.changes() != 1 {
-		return fmt.Errorf("storage: the flush found no row for key %q (id %d) to update", k.key, k.id)
+	if k.is(frozenInPlace) && w.c.changes() != 1 {
+		return fmt.Errorf("storage: the flush found no row for key %q (id %d) to update", k.key(), k.id)
 	}
 	if k.delta == nil {
 		return nil

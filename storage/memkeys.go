@@ -576,19 +576,26 @@ func (m *memEngine) freezeSegment() {
 // freezeEntry takes e's state for the flush, and makes what it froze
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
-	k := frozenKey{db: int32(m.dbOf(e).num), key: e.key(), typ: e.typ, exp: e.exp, ver: e.ver, id: e.id, keepRef: e.is(flagRowStored | flagRefStored), inPlace: e.is(flagRowStored | flagIDStored)}
+	k := frozenKey{db: uint8(m.dbOf(e).num), kv: e.kv, klen: e.klen, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id}
+	if e.is(flagRowStored | flagRefStored) {
+		k.fl |= frozenKeepRef
+	}
+	if e.is(flagRowStored | flagIDStored) {
+		k.fl |= frozenInPlace
+	}
 	if e.is(flagFresh) && e.freshPar == 0 {
 		e.freshPar = genParity(m.gen)
 		m.freshFrozen = append(m.freshFrozen, e)
 	}
 	switch {
 	case e.typ == TypeNone:
-		k.del = e.is(flagRowStored)
+		if e.is(flagRowStored) {
+			k.fl |= frozenDel
+		}
 		e.set(flagRowStored|flagRefStored|flagIDStored|flagExpStored, false)
 		return k
 	case e.typ == TypeString:
-		k.str = e.str()
-		e.set(flagRefStored, stringIsRef(e.key(), bytesOf(k.str)))
+		e.set(flagRefStored, stringIsRef(e.key(), bytesOf(e.str())))
 	default:
 		k.count = objLen(e.obj)
 		if e.obj.Changed() {
@@ -597,7 +604,7 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		}
 		e.set(flagRefStored, false)
 	}
-	if !k.inPlace {
+	if !k.is(frozenInPlace) {
 		m.addPresence(e.key()) // before the flush that writes the row commits
 	}
 	e.set(flagRowStored|flagIDStored, true)
@@ -635,17 +642,36 @@ type memSegment struct {
 
 // frozenKey is one key name's state at a freeze, as its keys row and
 // element rows are to hold it. Nothing in it is written after the freeze.
+// A large flush holds one per key written (TestFrozenKeySize): the name
+// and a string's value stay the entry's one allocation, and the yes/no
+// facts share a byte.
 type frozenKey struct {
-	key     string
-	str     string
-	exp     int64
-	ver     int64
-	id      int64
-	count   int64
-	delta   any // the object's changes (*object.Delta, ...)
-	db      int32
-	typ     Type
-	del     bool // the key is gone and SQLite has its row
-	keepRef bool // the row SQLite has holds a blob ref
-	inPlace bool // SQLite has the name's row, under the same id: updated in place
+	kv    string // the name, then a string's value (the entry's kv)
+	delta any    // the object's changes (*object.Delta, ...)
+	exp   int64
+	ver   int64
+	id    int64
+	count int64
+	klen  uint32 // len(key())
+	db    uint8
+	typ   Type
+	fl    frozenFlags
 }
+
+// frozenFlags are a frozen key's yes/no facts.
+type frozenFlags uint8
+
+const (
+	frozenDel     frozenFlags = 1 << iota // the key is gone and SQLite has its row
+	frozenKeepRef                         // the row SQLite has holds a blob ref
+	frozenInPlace                         // SQLite has the name's row, under the same id: updated in place
+)
+
+// key is the key's name.
+func (k *frozenKey) key() string { return k.kv[:k.klen] }
+
+// str is a string's value.
+func (k *frozenKey) str() string { return k.kv[k.klen:] }
+
+// is reports whether all of f are set.
+func (k *frozenKey) is(f frozenFlags) bool { return k.fl&f == f }

@@ -148,7 +148,7 @@ func (m *memEngine) growPresence() {
 	for _, st := range m.steps {
 		if st.seg != nil {
 			for i := range st.seg.keys {
-				n.add(st.seg.keys[i].key)
+				n.add(st.seg.keys[i].key())
 			}
 		}
 	}

@@ -14,6 +14,12 @@ func TestEntrySize(t *testing.T) {
 	}
 }
 
+func TestFrozenKeySize(t *testing.T) {
+	if n := unsafe.Sizeof(frozenKey{}); n > 72 {
+		t.Fatalf("frozenKey is %d bytes, was 72: a flush holds one per key it writes", n)
+	}
+}
+
 // sized is an object of a given size, for the accounting of collections
 // too large to build here.
 type sized int64
