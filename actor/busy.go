@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"net"
 	"strings"
 	"time"
 
@@ -218,43 +217,6 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 		return cmd, string(ErrMasterDown)
 	}
 	return cmd, ""
-}
-
-// protectedRefusal is the refusal of a protected command (DEBUG, MODULE
-// LOAD, LOADEX, UNLOAD) that enable-debug-command or
-// enable-module-command does not allow for s, "" if allowed.
-func (a *Actor) protectedRefusal(s *session, cmd *Command) string {
-	return protectedText(cmd, a.cfg.EnableDebugCommand, a.storedParamValue("enable-module-command"), s.addr)
-}
-
-// protectedText is protectedRefusal for a client at addr, with the two
-// settings.
-func protectedText(cmd *Command, debug, module, addr string) string {
-	switch {
-	case cmd.Name == "debug" && !protectedAllowed(debug, addr):
-		return string(ErrDebugNotAllowed)
-	case cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(module, addr):
-		return string(ErrModuleNotAllowed)
-	}
-	return ""
-}
-
-// protectedAllowed applies an enable-*-command setting (no, yes, local) to
-// a client at addr, as Redis does for the commands it flags protected:
-// local allows a unix socket or a loopback address.
-func protectedAllowed(setting, addr string) bool {
-	switch setting {
-	case "yes":
-		return true
-	case "local":
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return strings.HasPrefix(addr, "/") || addr == "" // a unix socket
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
 }
 
 // BusyRefused tells the actor that a loop refused args with text while a
