@@ -201,10 +201,10 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if err != nil || c.failed {
 		st.failed++
 	}
-	if s.track != nil && cmd.Is(FlagReadonly) && a.scripts.run != nil && a.scripts.run.ctx != c {
+	if s.track != nil && cmd.Is(FlagReadonly) && a.inScript() {
 		a.track.scriptRead = true // a script's read: scriptKeys (tracking.go)
 	}
-	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 && !scriptCommand(cmd) {
+	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 && !cmd.script {
 		c.trackFailedRead() // tracking.go
 	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace

@@ -19,8 +19,8 @@ import (
 // actor starts; they live in a Lua state of their own.
 
 var functionCommands = []*Command{
-	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, runsScript: true},
-	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, runsScript: true},
+	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
+	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
 	{Name: "function", Summary: "Manages function libraries.", Subs: []*Command{
 		{Name: "function|load", Summary: "Loads a library of functions.", Handler: cmdFunctionLoad},
 		{Name: "function|delete", Summary: "Deletes a library and its functions.", Handler: cmdFunctionDelete},
@@ -397,7 +397,7 @@ func cmdFcall(c *Ctx) error {
 	for i, v := range rest {
 		argv.RawSetInt(i+1, lua.LString(v))
 	}
-	c.a.runLua(c, env, fn.fn, ro || fn.flags&flagNoWrites != 0, false, fn.name, keys, argv)
+	c.a.runLua(c, env, fn.fn, ro || fn.flags&flagNoWrites != 0, false, fn.name, c.args[3:3+nk], keys, argv)
 	return nil
 }
 

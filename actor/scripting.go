@@ -47,10 +47,10 @@ import (
 // which stops reading it, its later commands run after the script.
 
 var scriptingCommands = []*Command{
-	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, runsScript: true},
-	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
-	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, runsScript: true},
-	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
+	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
+	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, script: true, flagsFor: scriptRunFlags},
+	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
+	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha, script: true, flagsFor: scriptRunFlags},
 	{Name: "script", Summary: "Manages the script cache.", Subs: []*Command{
 		{Name: "script|load", Summary: "Compiles a script and caches it, without running it.", Handler: cmdScriptLoad},
 		{Name: "script|exists", Summary: "Reports which scripts are cached.", Handler: cmdScriptExists},
@@ -247,14 +247,15 @@ func parseScriptFlags(names []string, bad func(string) error) (scriptFlags, erro
 	return flags, nil
 }
 
-// runFlags is cmd's flags for this call (args): Redis's getCommandFlags.
-// A script or function that declares its flags (EVAL's "#!lua" shebang,
+// scriptRunFlags is the flags of a call of EVAL, EVALSHA, FCALL or their
+// _RO forms (Command.flagsFor, read through runFlags). A script or
+// function that declares its flags (EVAL's "#!lua" shebang,
 // register_function's flags) replaces the command's write, denyoom and
 // may_replicate flags with its own: write unless it is no-writes, denyoom
 // unless it is no-writes or allow-oom. EVAL of a script without a shebang,
 // EVALSHA of one not cached, and FCALL of a function that does not exist
-// keep the command's flags. CLIENT PAUSE WRITE and MULTI read them.
-func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
+// keep the command's flags.
+func scriptRunFlags(a *Actor, cmd *Command, args [][]byte) Flag {
 	var sf scriptFlags
 	switch cmd.Name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro":
@@ -364,14 +365,15 @@ func (a *Actor) evalScript(c *Ctx, s *script, nk int) error {
 	env.globals.RawSetString("KEYS", keys)
 	env.globals.RawSetString("ARGV", argv)
 	readOnly := ro || s.flags&flagNoWrites != 0
-	a.runLua(c, env, s.fn, readOnly, true, s.sha)
+	a.runLua(c, env, s.fn, readOnly, true, s.sha, c.args[3:3+nk])
 	return nil
 }
 
 // runLua calls fn (a script, or a function with args pushed by the
 // caller) as one step of the actor and writes its reply to c.w. name is
-// what error replies name it by (the script's SHA1, the function's name).
-func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bool, name string, args ...lua.LValue) {
+// what error replies name it by (the script's SHA1, the function's name);
+// keys are the keys the call declared (numkeys), for client-side tracking.
+func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bool, name string, keys [][]byte, args ...lua.LValue) {
 	L := env.L
 	r := &a.scripts.runBuf
 	r.ctx, r.readOnly, r.resp = c, readOnly, 2
@@ -382,7 +384,7 @@ func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bo
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
 	killed, aborted := a.scripts.watch.end()
 	a.scripts.run = nil
-	c.scriptKeys() // tracking.go
+	c.scriptKeys(keys) // tracking.go
 	if aborted && a.roundErr == nil {
 		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
 		// with its round (invariant 6 keeps every reply of it back).
