@@ -65,10 +65,11 @@ func (q *QueueFlags) Add(cmd *Command) {
 
 // busyView is the view of the script c is about to run.
 func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
+	sc := a.scripts()
 	v := busyView{args: c.args, start: time.Now(), moduleCmd: a.storedParamValue("enable-module-command")}
 	if !eval {
 		v.name = name
-		v.libs, v.fns = len(a.scripts.fn.libs), len(a.scripts.fn.fns)
+		v.libs, v.fns = len(sc.fn.libs), len(sc.fn.fns)
 	}
 	v.writesFailing = a.durable.failure() != nil
 	if a.repl.readOnly {
@@ -77,7 +78,7 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		v.noReplicas = true
 	}
 	v.masterDown = a.master.noStale && a.repl.on && !a.repl.r.Status().LinkUp
-	f := &a.scripts.fn
+	f := &sc.fn
 	if f.flags == nil {
 		f.flags = make(map[string]scriptFlags, len(f.fns))
 		for k, fn := range f.fns {
@@ -85,15 +86,15 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		}
 	}
 	v.fnFlags = f.flags
-	if a.scripts.flags == nil {
-		a.scripts.flags = map[string]scriptFlags{}
-		for sha, s := range a.scripts.cache {
+	if sc.flags == nil {
+		sc.flags = map[string]scriptFlags{}
+		for sha, s := range sc.cache {
 			if s.shebang {
-				a.scripts.flags[sha] = s.flags
+				sc.flags[sha] = s.flags
 			}
 		}
 	}
-	v.evalFlags = a.scripts.flags
+	v.evalFlags = sc.flags
 	if len(a.txs) > 0 {
 		v.txs = make(map[uint64]QueueFlags, len(a.txs))
 		for id, s := range a.txs {
@@ -141,7 +142,7 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 	if !cmd.arityOK(len(args)) {
 		return cmd, errWrongArgs(cmd.Name).Error()
 	}
-	w := &a.scripts.watch
+	w := &a.scripts().watch
 	w.mu.Lock()
 	v := w.view
 	w.mu.Unlock()
