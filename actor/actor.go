@@ -65,7 +65,6 @@ type Actor struct {
 	// noActiveExpire: DEBUG SET-ACTIVE-EXPIRE 0 stopped the expiry sweep
 	// (debug.go).
 	noActiveExpire bool
-	search         search // FT.* indexes (search.go)
 	// notifyFlags is notify-keyspace-events; notify is the same when it
 	// publishes anything, else 0 (notify.go); notifyBuf is its scratch.
 	notifyFlags, notify int
@@ -120,10 +119,12 @@ type Actor struct {
 	sweepMore    bool
 	lastSync     time.Time
 
-	// scripts is EVAL's and FCALL's state (scripting.go); busyMs is
-	// busy-reply-threshold in milliseconds (CONFIG SET changes it).
-	scripts scripting
-	busyMs  atomic.Int64
+	// busyMs is busy-reply-threshold in milliseconds (CONFIG SET changes
+	// it).
+	busyMs atomic.Int64
+	// fam is the families with state of their own: their states and
+	// hooks (registry.go).
+	fam registry
 
 	// acl is the users and the ACL LOG (acl.go, aclcmd.go); gate what the
 	// loops read of it, and of protected-mode (gate.go).
@@ -198,6 +199,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 
 		migrateSockets: migration.NewSockets(),
 	}
+	a.makeFamilies()
 	a.track.maxKeys = cfg.TrackingTableMaxKeys
 	st.OnCheckpoint = func(took time.Duration) { a.lat.observe(evCheckpoint, took) }
 	flags, err := ParseNotifyFlags(cfg.NotifyKeyspaceEvents)
@@ -224,7 +226,6 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.durable = newSyncer(syncFn, pool, log)
 	a.recordEffects(cfg.Log != nil)
 	a.snap.lastSave, a.snap.lastOK = a.start.Unix(), true
-	a.scripts.rand = lrand48Init
 	a.repl.replID = cfg.ReplicaID
 	if a.repl.replID == "" {
 		a.repl.replID = newReplID()
@@ -255,10 +256,7 @@ func New(cfg Config, st *storage.Store, pool *offload.Pool, log zerolog.Logger) 
 	a.applyOpsParams()
 	a.durable.lat = &a.lat
 	a.busyMs.Store(cfg.BusyReplyThreshold.Milliseconds())
-	if err := a.loadStoredFunctions(); err != nil {
-		return nil, err
-	}
-	if err := a.loadSearch(); err != nil {
+	if err := a.loadFamilies(); err != nil {
 		return nil, err
 	}
 	return a, nil

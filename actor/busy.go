@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"net"
 	"strings"
 	"time"
 
@@ -66,10 +65,11 @@ func (q *QueueFlags) Add(cmd *Command) {
 
 // busyView is the view of the script c is about to run.
 func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
+	sc := a.scripts()
 	v := busyView{args: c.args, start: time.Now(), moduleCmd: a.storedParamValue("enable-module-command")}
 	if !eval {
 		v.name = name
-		v.libs, v.fns = len(a.scripts.fn.libs), len(a.scripts.fn.fns)
+		v.libs, v.fns = len(sc.fn.libs), len(sc.fn.fns)
 	}
 	v.writesFailing = a.durable.failure() != nil
 	if a.repl.readOnly {
@@ -78,7 +78,7 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		v.noReplicas = true
 	}
 	v.masterDown = a.master.noStale && a.repl.on && !a.repl.r.Status().LinkUp
-	f := &a.scripts.fn
+	f := &sc.fn
 	if f.flags == nil {
 		f.flags = make(map[string]scriptFlags, len(f.fns))
 		for k, fn := range f.fns {
@@ -86,15 +86,15 @@ func (a *Actor) busyView(c *Ctx, eval bool, name string) busyView {
 		}
 	}
 	v.fnFlags = f.flags
-	if a.scripts.flags == nil {
-		a.scripts.flags = map[string]scriptFlags{}
-		for sha, s := range a.scripts.cache {
+	if sc.flags == nil {
+		sc.flags = map[string]scriptFlags{}
+		for sha, s := range sc.cache {
 			if s.shebang {
-				a.scripts.flags[sha] = s.flags
+				sc.flags[sha] = s.flags
 			}
 		}
 	}
-	v.evalFlags = a.scripts.flags
+	v.evalFlags = sc.flags
 	if len(a.txs) > 0 {
 		v.txs = make(map[uint64]QueueFlags, len(a.txs))
 		for id, s := range a.txs {
@@ -142,7 +142,7 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 	if !cmd.arityOK(len(args)) {
 		return cmd, errWrongArgs(cmd.Name).Error()
 	}
-	w := &a.scripts.watch
+	w := &a.scripts().watch
 	w.mu.Lock()
 	v := w.view
 	w.mu.Unlock()
@@ -218,43 +218,6 @@ func (a *Actor) BusyCheck(cl *BusyClient, args [][]byte) (*Command, string) {
 		return cmd, string(ErrMasterDown)
 	}
 	return cmd, ""
-}
-
-// protectedRefusal is the refusal of a protected command (DEBUG, MODULE
-// LOAD, LOADEX, UNLOAD) that enable-debug-command or
-// enable-module-command does not allow for s, "" if allowed.
-func (a *Actor) protectedRefusal(s *session, cmd *Command) string {
-	return protectedText(cmd, a.cfg.EnableDebugCommand, a.storedParamValue("enable-module-command"), s.addr)
-}
-
-// protectedText is protectedRefusal for a client at addr, with the two
-// settings.
-func protectedText(cmd *Command, debug, module, addr string) string {
-	switch {
-	case cmd.Name == "debug" && !protectedAllowed(debug, addr):
-		return string(ErrDebugNotAllowed)
-	case cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(module, addr):
-		return string(ErrModuleNotAllowed)
-	}
-	return ""
-}
-
-// protectedAllowed applies an enable-*-command setting (no, yes, local) to
-// a client at addr, as Redis does for the commands it flags protected:
-// local allows a unix socket or a loopback address.
-func protectedAllowed(setting, addr string) bool {
-	switch setting {
-	case "yes":
-		return true
-	case "local":
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return strings.HasPrefix(addr, "/") || addr == "" // a unix socket
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
 }
 
 // BusyRefused tells the actor that a loop refused args with text while a

@@ -114,6 +114,16 @@ type Command struct {
 	// getKeys is the command's own finder of its keys (Redis's
 	// getkeys_proc), for what its key specs cannot say (findKeys).
 	getKeys func(argv [][]byte) []foundKey
+	// script: it runs a script (EVAL*, FCALL*). The commands its script
+	// calls are a script's (Actor.inScript: MONITOR, SLOWLOG, client-side
+	// tracking, SORT), MONITOR shows it before them (feedScript), and
+	// client-side tracking follows what its script calls, never the
+	// command itself. It implies runsScript.
+	script bool
+	// flagsFor, when set, is the command's flags for one call (args), for
+	// a command whose call may declare its own (a script's or function's
+	// flags): Redis's getCommandFlags, read through runFlags.
+	flagsFor func(a *Actor, cmd *Command, args [][]byte) Flag
 	// runsScript: it may run a script (EVAL*, FCALL*, EXEC of a queue
 	// holding one), which can run past busy-reply-threshold: the round
 	// is cut before its batch (round.go, cutRound).
@@ -306,6 +316,7 @@ func buildTable() *table {
 		c.resolveKeys()
 		c.events = notifyEvents[c.Name]
 		c.noTouch = noTouch[c.Name]
+		c.runsScript = c.runsScript || c.script
 		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
 			c.InSubscribed = true
 		}
@@ -478,3 +489,14 @@ func IsBlocking(c *Command) bool { return c != nil && (c.Is(FlagBlocking) || c.D
 // RunsScript reports whether c may run a script (its batch says so:
 // Batch.Scripts).
 func RunsScript(c *Command) bool { return c != nil && c.runsScript }
+
+// runFlags is cmd's flags for this call (args): Redis's getCommandFlags.
+// A command's own flagsFor may answer for the call (a script that
+// declares its flags); the others keep the table's. CLIENT PAUSE WRITE
+// and MULTI read them.
+func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
+	if cmd.flagsFor != nil {
+		return cmd.flagsFor(a, cmd, args)
+	}
+	return cmd.Flags
+}

@@ -1,6 +1,8 @@
 package actor
 
 import (
+	"net"
+	"strings"
 	"time"
 
 	"github.com/cellar-db/cellar/proto"
@@ -199,10 +201,10 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	if err != nil || c.failed {
 		st.failed++
 	}
-	if s.track != nil && cmd.Is(FlagReadonly) && a.scripts.run != nil && a.scripts.run.ctx != c {
+	if s.track != nil && cmd.Is(FlagReadonly) && a.inScript() {
 		a.track.scriptRead = true // a script's read: scriptKeys (tracking.go)
 	}
-	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 && !scriptCommand(cmd) {
+	if err != nil && s.track != nil && cmd.Is(FlagReadonly) && len(a.track.reads) == 0 && !cmd.script {
 		c.trackFailedRead() // tracking.go
 	}
 	keyspace = keyspace || c.keyspace // EXEC: what it ran touched the keyspace
@@ -220,4 +222,41 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	w.Error(reply)
 	a.countError(reply)
 	return keyspace || c.keyspace
+}
+
+// protectedRefusal is the refusal of a protected command (DEBUG, MODULE
+// LOAD, LOADEX, UNLOAD) that enable-debug-command or
+// enable-module-command does not allow for s, "" if allowed.
+func (a *Actor) protectedRefusal(s *session, cmd *Command) string {
+	return protectedText(cmd, a.cfg.EnableDebugCommand, a.storedParamValue("enable-module-command"), s.addr)
+}
+
+// protectedText is protectedRefusal for a client at addr, with the two
+// settings.
+func protectedText(cmd *Command, debug, module, addr string) string {
+	switch {
+	case cmd.Name == "debug" && !protectedAllowed(debug, addr):
+		return string(ErrDebugNotAllowed)
+	case cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(module, addr):
+		return string(ErrModuleNotAllowed)
+	}
+	return ""
+}
+
+// protectedAllowed applies an enable-*-command setting (no, yes, local) to
+// a client at addr, as Redis does for the commands it flags protected:
+// local allows a unix socket or a loopback address.
+func protectedAllowed(setting, addr string) bool {
+	switch setting {
+	case "yes":
+		return true
+	case "local":
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return strings.HasPrefix(addr, "/") || addr == "" // a unix socket
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }

@@ -19,8 +19,8 @@ import (
 // actor starts; they live in a Lua state of their own.
 
 var functionCommands = []*Command{
-	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, runsScript: true},
-	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, runsScript: true},
+	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
+	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
 	{Name: "function", Summary: "Manages function libraries.", Subs: []*Command{
 		{Name: "function|load", Summary: "Loads a library of functions.", Handler: cmdFunctionLoad},
 		{Name: "function|delete", Summary: "Deletes a library and its functions.", Handler: cmdFunctionDelete},
@@ -72,7 +72,7 @@ type function struct {
 
 // fnEnv is the functions' Lua state (built on first use).
 func (a *Actor) fnEnv() *luaEnv {
-	f := &a.scripts.fn
+	f := &a.scripts().fn
 	if f.env == nil {
 		f.env = a.newLuaEnv(true)
 		full := f.env.redis
@@ -112,14 +112,13 @@ func (a *Actor) loadStoredFunctions() error {
 }
 
 // reloadFunctions makes the libraries in memory what the database holds
-// again, after a rollback took back what FUNCTION LOAD, DELETE, FLUSH or
-// RESTORE wrote (the Lua side is not transactional). Failure paths only.
+// again, after the Lua state broke or a failed FUNCTION RESTORE was
+// undone (a failed round's rollback reloads them through the registry:
+// scripting.load). Failure paths only.
 func (a *Actor) reloadFunctions() {
-	a.flushFunctions()
-	if err := a.loadStoredFunctions(); err != nil {
-		a.log.Error().Err(err).Msg("reloading the function libraries after a rollback")
+	if err := a.scripts().load(); err != nil {
+		a.log.Error().Err(err).Msg("reloading the function libraries")
 	}
-	a.reloadSearch() // the search catalog is reloaded on the same occasions
 }
 
 // parseLibraryHeader reads "#!<engine> name=<name>" from code's first line,
@@ -186,7 +185,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f := &a.scripts.fn
+	f := &a.scripts().fn
 	env := a.fnEnv()
 	old := f.libs[name]
 	if old != nil && !replace {
@@ -240,7 +239,7 @@ func (a *Actor) loadLibrary(code []byte, replace, store bool) (string, error) {
 }
 
 func (a *Actor) dropLibrary(l *library) {
-	f := &a.scripts.fn
+	f := &a.scripts().fn
 	for _, fn := range l.fns {
 		if f.fns[fnKey(fn.name)] == fn {
 			delete(f.fns, fnKey(fn.name))
@@ -262,7 +261,7 @@ func loadErrorText(err error) string {
 // luaRegisterFunction is redis.register_function(name, callback) or
 // redis.register_function{function_name=, callback=, flags=, description=}.
 func (a *Actor) luaRegisterFunction(L *lua.LState) int {
-	f := &a.scripts.fn
+	f := &a.scripts().fn
 	fail := func(e ReplyError) int {
 		L.Error(errorTable(L, "-"+string(e)), 0)
 		return 0
@@ -371,7 +370,7 @@ func (a *Actor) luaRegisterFunction(L *lua.LState) int {
 // read-only.
 func cmdFcall(c *Ctx) error {
 	c.a.fnEnv()
-	fn := c.a.scripts.fn.fns[fnKey(string(c.args[1]))]
+	fn := c.a.scripts().fn.fns[fnKey(string(c.args[1]))]
 	if fn == nil {
 		return ErrFnNotFound // before numkeys, as Redis's fcallCommandGeneric
 	}
@@ -386,7 +385,7 @@ func cmdFcall(c *Ctx) error {
 	if ro && fn.flags&flagNoWrites == 0 {
 		return ErrROWithWriteFlag
 	}
-	env := c.a.scripts.fn.env
+	env := c.a.scripts().fn.env
 	L := env.L
 	keys := L.CreateTable(nk, 0)
 	for i, k := range c.args[3 : 3+nk] {
@@ -397,7 +396,7 @@ func cmdFcall(c *Ctx) error {
 	for i, v := range rest {
 		argv.RawSetInt(i+1, lua.LString(v))
 	}
-	c.a.runLua(c, env, fn.fn, ro || fn.flags&flagNoWrites != 0, false, fn.name, keys, argv)
+	c.a.runLua(c, env, fn.fn, ro || fn.flags&flagNoWrites != 0, false, fn.name, c.args[3:3+nk], keys, argv)
 	return nil
 }
 
@@ -425,7 +424,7 @@ func cmdFunctionLoad(c *Ctx) error {
 // FUNCTION DELETE library-name
 func cmdFunctionDelete(c *Ctx) error {
 	c.a.fnEnv()
-	l := c.a.scripts.fn.libs[string(c.args[2])]
+	l := c.a.scripts().fn.libs[string(c.args[2])]
 	if l == nil {
 		return ErrFnLibNotFound
 	}
@@ -452,7 +451,7 @@ func cmdFunctionFlush(c *Ctx) error {
 
 // flushFunctions forgets every library and starts a fresh Lua state.
 func (a *Actor) flushFunctions() {
-	f := &a.scripts.fn
+	f := &a.scripts().fn
 	f.flags = nil
 	if f.env != nil {
 		f.env.close()
@@ -481,7 +480,7 @@ func cmdFunctionList(c *Ctx) error {
 	}
 	c.a.fnEnv()
 	var libs []*library
-	for _, l := range c.a.scripts.fn.libs {
+	for _, l := range c.a.scripts().fn.libs {
 		if pattern == nil || globMatch(pattern, []byte(l.name)) {
 			libs = append(libs, l)
 		}
@@ -537,7 +536,7 @@ func cmdFunctionList(c *Ctx) error {
 // once it has finished (the actor runs it); then none runs.
 func cmdFunctionStats(c *Ctx) error {
 	c.a.fnEnv()
-	f := &c.a.scripts.fn
+	f := &c.a.scripts().fn
 	w := c.w
 	w.Map(2)
 	w.BulkString("running_script")
@@ -561,7 +560,7 @@ func cmdFunctionKill(c *Ctx) error { return ErrNotBusy }
 func cmdFunctionDump(c *Ctx) error {
 	c.a.fnEnv()
 	var libs []*library
-	for _, l := range c.a.scripts.fn.libs {
+	for _, l := range c.a.scripts().fn.libs {
 		libs = append(libs, l)
 	}
 	sort.Slice(libs, func(i, j int) bool { return libs[i].name < libs[j].name })
@@ -602,7 +601,7 @@ func cmdFunctionRestore(c *Ctx) error {
 		if err != nil {
 			return err
 		}
-		if policy == "append" && a.scripts.fn.libs[name] != nil {
+		if policy == "append" && a.scripts().fn.libs[name] != nil {
 			return errFnLibExists(name)
 		}
 		names[name] = true

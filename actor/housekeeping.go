@@ -32,8 +32,9 @@ func (a *Actor) housekeeping(now time.Time) {
 			a.sweepMore = n == a.cfg.SweepBatch || hn == a.cfg.SweepBatch
 		}
 		a.keysTouched() // the sweep's deletions are changes like any other
-		if a.search.n > 0 && a.roundErr == nil && a.backfillStep() {
-			a.sweepMore = true // an index still filling: go on next round
+		// The families' background work (registry.go: search's back-fill).
+		if a.housekeepFamilies() {
+			a.sweepMore = true // work left: go on next round
 		}
 	}
 	a.trimLog()

@@ -150,11 +150,6 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 		kv("maxmemory_clients", a.cfg.Clients.Limit())
 		kv("mem_fragmentation_ratio", strconv.FormatFloat(float64(rss)/float64(max(ms.HeapAlloc, 1)), 'f', 2, 64))
 		kv("mem_allocator", "go-"+runtime.Version())
-		// Scripting: counts only (the Lua states live in Go's heap, in
-		// used_memory; their share is not measured apart).
-		kv("number_of_cached_scripts", len(a.scripts.cache))
-		kv("number_of_functions", len(a.scripts.fn.fns))
-		kv("number_of_libraries", len(a.scripts.fn.libs))
 	case "persistence":
 		y := a.durable
 		fsyncs, covered := y.fsyncs.Load(), y.covered.Load()
@@ -357,6 +352,9 @@ func (a *Actor) infoSection(b *strings.Builder, sec string) {
 			exp, _ := a.st.CountExpiring(db)
 			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, n, exp)
 		}
+	}
+	for _, h := range a.fam.infoers {
+		h.info(sec, kv) // the families' fields (registry.go)
 	}
 }
 

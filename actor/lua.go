@@ -554,7 +554,7 @@ func (a *Actor) luaACLCheckCmd(L *lua.LState) int {
 		luaRaise(L, "Invalid command passed to redis.acl_check_cmd()")
 	}
 	allowed := true
-	if r := a.scripts.run; r != nil && !r.ctx.s.user.open {
+	if r := a.scripts().run; r != nil && !r.ctx.s.user.open {
 		args := make([][]byte, L.GetTop())
 		for i := range args {
 			args[i] = []byte(L.ToString(i + 1))
@@ -615,7 +615,7 @@ func (a *Actor) luaSetResp(L *lua.LState) int {
 	if !ok || (v != 2 && v != 3) {
 		luaRaise(L, "RESP version must be 2 or 3.")
 	}
-	if r := a.scripts.run; r != nil {
+	if r := a.scripts().run; r != nil {
 		r.resp = int(v)
 	}
 	return 0
@@ -640,8 +640,9 @@ func (a *Actor) luaSetRepl(L *lua.LState) int {
 const lrand48Max = math.MaxInt32
 
 func (a *Actor) lrand48() int32 {
-	a.scripts.rand = (a.scripts.rand*0x5DEECE66D + 0xB) & (1<<48 - 1)
-	return int32(a.scripts.rand >> 17)
+	s := a.scripts()
+	s.rand = (s.rand*0x5DEECE66D + 0xB) & (1<<48 - 1)
+	return int32(s.rand >> 17)
 }
 
 func (a *Actor) luaRandom(L *lua.LState) int {
@@ -669,7 +670,7 @@ func (a *Actor) luaRandom(L *lua.LState) int {
 
 func (a *Actor) luaRandomSeed(L *lua.LState) int {
 	seed := uint64(uint32(int32(L.CheckInt(1))))
-	a.scripts.rand = (seed&0xFFFF0000)<<16 | (seed&0xFFFF)<<16 | 0x330E
+	a.scripts().rand = (seed&0xFFFF0000)<<16 | (seed&0xFFFF)<<16 | 0x330E
 	return 0
 }
 
@@ -679,7 +680,7 @@ const lrand48Init = 0x1234<<32 | 0xABCD<<16 | 0x330E
 // luaCall is redis.call (raise) and redis.pcall (!raise): it runs a command
 // one level deeper and converts its reply for Lua.
 func (a *Actor) luaCall(L *lua.LState, raise bool) int {
-	r := a.scripts.run
+	r := a.scripts().run
 	fail := func(e ReplyError) int {
 		msg := "-" + string(e)
 		if raise {
@@ -730,7 +731,7 @@ func (a *Actor) luaCall(L *lua.LState, raise bool) int {
 		return fail(ErrScriptReadOnly)
 	}
 	if cmd.Is(FlagWrite) {
-		a.scripts.watch.wrote.Store(true)
+		a.scripts().watch.wrote.Store(true)
 	}
 	r.out.Buf, r.out.Proto = r.out.Buf[:0], r.resp
 	if r.ctx.call(args, &r.out) {

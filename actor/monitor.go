@@ -81,26 +81,24 @@ func (a *Actor) feedMonitors(s *session, cmd *Command, args [][]byte) {
 	}
 }
 
-// feedScript shows a script (EVAL, FCALL and their kin, flagged
-// skip_monitor) before it runs, so that it comes before the commands it
-// calls, as in Redis.
+// feedScript shows a script (EVAL, FCALL and their kin: Command.script,
+// flagged skip_monitor) before it runs, so that it comes before the
+// commands it calls, as in Redis.
 func (a *Actor) feedScript(s *session, cmd *Command, args [][]byte) {
-	switch cmd.Name {
-	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+	if cmd.script {
 		a.feedMonitors(s, cmd, args)
 	}
 }
 
-// inScript says whether the running command was called by a script.
+// inScript says whether the running command was called by a script: one
+// of its callers runs a script (Command.script). This is the one question
+// the core asks about scripts (MONITOR, SLOWLOG, client-side tracking,
+// SORT); it reads the frames, never the scripting family's state. A
+// top-level command has no callers, so it costs one comparison then.
 func (a *Actor) inScript() bool {
 	for d := a.depth - 2; d >= 0; d-- { // the running command's callers
-		caller := a.frames[d].ctx.cmd
-		if caller == nil {
-			continue // a frame entered without a command (housekeeping, tests)
-		}
-		switch caller.Name {
-		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
-			return true
+		if caller := a.frames[d].ctx.cmd; caller != nil && caller.script {
+			return true // (a frame entered without a command: housekeeping, tests)
 		}
 	}
 	return false

@@ -179,7 +179,7 @@ func (a *Actor) promoteImported(w *importWait) error {
 		m.replID2, m.secondOffset = "", -1
 		a.resetStream(m.offset, -1)
 	}
-	if err := a.replaceFunctions(w.info.Functions); err != nil {
+	if err := a.loadSynced(w.info.Functions); err != nil { // registry.go
 		return err
 	}
 	if !a.repl.on || a.repl.gen != w.gen {

@@ -56,7 +56,7 @@ func (a *Actor) beginRound() {
 func (a *Actor) abandonRound() {
 	a.dropEffects()
 	a.st.Rollback()
-	a.reloadFunctions()
+	a.reloadFamilies() // what the families hold of the database (registry.go)
 	if a.logging() {
 		a.redo(fmt.Errorf("a failed round took the open transaction with it"))
 	}

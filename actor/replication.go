@@ -441,7 +441,7 @@ func (a *Actor) ReplicaPromote(gen uint64, functions [][]byte, replID string, of
 				return err
 			}
 		}
-		if err := a.replaceFunctions(functions); err != nil {
+		if err := a.loadSynced(functions); err != nil { // registry.go
 			return err
 		}
 		a.afterFlush = append(a.afterFlush, func() {})
@@ -477,22 +477,4 @@ func (a *Actor) ReplicaContinue(gen uint64, replID string, offset int64) error {
 		}
 		return nil
 	})
-}
-
-// replaceFunctions makes the RDB's libraries the server's, as a replica's
-// load does (a library that does not load is logged and left out).
-func (a *Actor) replaceFunctions(codes [][]byte) error {
-	if len(codes) == 0 && len(a.scripts.fn.libs) == 0 {
-		return nil
-	}
-	if err := a.st.FlushFunctionLibraries(); err != nil {
-		return err
-	}
-	a.flushFunctions()
-	for _, code := range codes {
-		if _, err := a.loadLibrary(code, true, true); err != nil {
-			a.log.Error().Err(err).Msg("replica: a function library of the master's RDB does not load")
-		}
-	}
-	return nil
 }

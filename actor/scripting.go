@@ -47,10 +47,10 @@ import (
 // which stops reading it, its later commands run after the script.
 
 var scriptingCommands = []*Command{
-	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, runsScript: true},
-	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
-	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, runsScript: true},
-	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha, runsScript: true},
+	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
+	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, script: true, flagsFor: scriptRunFlags},
+	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
+	{Name: "evalsha_ro", Summary: "Runs a cached read-only Lua script, named by its SHA1.", Handler: cmdEvalSha, script: true, flagsFor: scriptRunFlags},
 	{Name: "script", Summary: "Manages the script cache.", Subs: []*Command{
 		{Name: "script|load", Summary: "Compiles a script and caches it, without running it.", Handler: cmdScriptLoad},
 		{Name: "script|exists", Summary: "Reports which scripts are cached.", Handler: cmdScriptExists},
@@ -60,8 +60,12 @@ var scriptingCommands = []*Command{
 	}},
 }
 
-// scripting is the actor's scripting state.
+// scripting is the actor's scripting state (EVAL's and FCALL's),
+// scripting's in the registry (registry.go): it loads the function
+// libraries (load), takes a master's (loadSynced) and adds its counts to
+// INFO (info).
 type scripting struct {
+	a      *Actor
 	eval   *luaEnv            // the EVAL scripts' Lua state (nil until first used)
 	cache  map[string]*script // compiled scripts by lower-case SHA1
 	order  []string           // cache insertion order, for eviction
@@ -75,6 +79,54 @@ type scripting struct {
 	// after such a script was cached or dropped (nil then), never changed
 	// once built.
 	flags map[string]scriptFlags
+}
+
+// scriptingFamily is scripting's slot in the registry (registry.go).
+var scriptingFamily = registerFamily("scripting", func(a *Actor) *scripting {
+	return &scripting{a: a, rand: lrand48Init}
+})
+
+// scripts is a's scripting state.
+func (a *Actor) scripts() *scripting { return scriptingFamily.of(a) }
+
+// load is the registry's loader: the function libraries, from the
+// database (New, and after a rollback took back what FUNCTION LOAD,
+// DELETE, FLUSH or RESTORE wrote: the Lua side is not transactional).
+func (s *scripting) load() error {
+	s.a.flushFunctions()
+	return s.a.loadStoredFunctions()
+}
+
+// info is the registry's infoer: the scripting counts of INFO memory
+// (only counts: the Lua states live in Go's heap, in used_memory; their
+// share is not measured apart).
+func (s *scripting) info(section string, kv func(k string, v any)) {
+	if section != "memory" {
+		return
+	}
+	kv("number_of_cached_scripts", len(s.cache))
+	kv("number_of_functions", len(s.fn.fns))
+	kv("number_of_libraries", len(s.fn.libs))
+}
+
+// loadSynced is the registry's syncLoader: a master's libraries replace
+// the server's, as a replica's load does (a library that does not load is
+// logged and left out).
+func (s *scripting) loadSynced(codes [][]byte) error {
+	a := s.a
+	if len(codes) == 0 && len(s.fn.libs) == 0 {
+		return nil
+	}
+	if err := a.st.FlushFunctionLibraries(); err != nil {
+		return err
+	}
+	a.flushFunctions()
+	for _, code := range codes {
+		if _, err := a.loadLibrary(code, true, true); err != nil {
+			a.log.Error().Err(err).Msg("replica: a function library of the master's RDB does not load")
+		}
+	}
+	return nil
 }
 
 // script is one compiled EVAL script.
@@ -121,11 +173,12 @@ type scriptRun struct {
 }
 
 func (a *Actor) evalEnv() *luaEnv {
-	if a.scripts.eval == nil {
-		a.scripts.eval = a.newLuaEnv(false)
-		a.scripts.cache = map[string]*script{}
+	sc := a.scripts()
+	if sc.eval == nil {
+		sc.eval = a.newLuaEnv(false)
+		sc.cache = map[string]*script{}
 	}
-	return a.scripts.eval
+	return sc.eval
 }
 
 func sha1Hex(b []byte) string {
@@ -135,9 +188,10 @@ func sha1Hex(b []byte) string {
 
 // loadScript compiles body and caches it (or finds it cached).
 func (a *Actor) loadScript(body []byte) (*script, error) {
+	sc := a.scripts()
 	env := a.evalEnv()
 	sha := sha1Hex(body)
-	if s := a.scripts.cache[sha]; s != nil {
+	if s := sc.cache[sha]; s != nil {
 		return s, nil
 	}
 	s := &script{sha: sha}
@@ -155,18 +209,18 @@ func (a *Actor) loadScript(body []byte) (*script, error) {
 	}
 	s.fn, s.body = fn, append([]byte(nil), body...)
 	if s.shebang {
-		a.scripts.flags = nil // busyView's snapshot
+		sc.flags = nil // busyView's snapshot
 	}
-	for len(a.scripts.cache) >= a.cfg.MaxScripts && len(a.scripts.order) > 0 {
-		if old := a.scripts.cache[a.scripts.order[0]]; old != nil && old.shebang {
-			a.scripts.flags = nil
+	for len(sc.cache) >= a.cfg.MaxScripts && len(sc.order) > 0 {
+		if old := sc.cache[sc.order[0]]; old != nil && old.shebang {
+			sc.flags = nil
 		}
-		delete(a.scripts.cache, a.scripts.order[0])
-		a.scripts.order[0] = ""
-		a.scripts.order = a.scripts.order[1:]
+		delete(sc.cache, sc.order[0])
+		sc.order[0] = ""
+		sc.order = sc.order[1:]
 	}
-	a.scripts.cache[sha] = s
-	a.scripts.order = append(a.scripts.order, sha)
+	sc.cache[sha] = s
+	sc.order = append(sc.order, sha)
 	return s, nil
 }
 
@@ -247,14 +301,15 @@ func parseScriptFlags(names []string, bad func(string) error) (scriptFlags, erro
 	return flags, nil
 }
 
-// runFlags is cmd's flags for this call (args): Redis's getCommandFlags.
-// A script or function that declares its flags (EVAL's "#!lua" shebang,
+// scriptRunFlags is the flags of a call of EVAL, EVALSHA, FCALL or their
+// _RO forms (Command.flagsFor, read through runFlags). A script or
+// function that declares its flags (EVAL's "#!lua" shebang,
 // register_function's flags) replaces the command's write, denyoom and
 // may_replicate flags with its own: write unless it is no-writes, denyoom
 // unless it is no-writes or allow-oom. EVAL of a script without a shebang,
 // EVALSHA of one not cached, and FCALL of a function that does not exist
-// keep the command's flags. CLIENT PAUSE WRITE and MULTI read them.
-func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
+// keep the command's flags.
+func scriptRunFlags(a *Actor, cmd *Command, args [][]byte) Flag {
 	var sf scriptFlags
 	switch cmd.Name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro":
@@ -266,12 +321,12 @@ func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
 			if len(body) != 40 {
 				return cmd.Flags
 			}
-			s := a.scripts.cache[strings.ToLower(string(body))]
+			s := a.scripts().cache[strings.ToLower(string(body))]
 			if s == nil || !s.shebang {
 				return cmd.Flags
 			}
 			sf = s.flags
-		} else if s := a.scripts.cache[sha1Hex(body)]; s != nil {
+		} else if s := a.scripts().cache[sha1Hex(body)]; s != nil {
 			if !s.shebang {
 				return cmd.Flags
 			}
@@ -290,7 +345,7 @@ func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
 		if len(args) < 2 {
 			return cmd.Flags
 		}
-		fn := a.scripts.fn.fns[string(args[1])]
+		fn := a.scripts().fn.fns[string(args[1])]
 		if fn == nil {
 			return cmd.Flags
 		}
@@ -337,7 +392,7 @@ func cmdEvalSha(c *Ctx) error {
 		return err
 	}
 	c.a.evalEnv()
-	s := c.a.scripts.cache[strings.ToLower(string(c.args[1]))]
+	s := c.a.scripts().cache[strings.ToLower(string(c.args[1]))]
 	if s == nil {
 		return ErrNoScript
 	}
@@ -350,7 +405,7 @@ func (a *Actor) evalScript(c *Ctx, s *script, nk int) error {
 	if s.shebang && ro && s.flags&flagNoWrites == 0 {
 		return ErrROWithWriteFlag
 	}
-	env := a.scripts.eval
+	env := a.scripts().eval
 	L := env.L
 	keys := L.CreateTable(nk, 0)
 	for i, k := range c.args[3 : 3+nk] {
@@ -364,32 +419,34 @@ func (a *Actor) evalScript(c *Ctx, s *script, nk int) error {
 	env.globals.RawSetString("KEYS", keys)
 	env.globals.RawSetString("ARGV", argv)
 	readOnly := ro || s.flags&flagNoWrites != 0
-	a.runLua(c, env, s.fn, readOnly, true, s.sha)
+	a.runLua(c, env, s.fn, readOnly, true, s.sha, c.args[3:3+nk])
 	return nil
 }
 
 // runLua calls fn (a script, or a function with args pushed by the
 // caller) as one step of the actor and writes its reply to c.w. name is
-// what error replies name it by (the script's SHA1, the function's name).
-func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bool, name string, args ...lua.LValue) {
+// what error replies name it by (the script's SHA1, the function's name);
+// keys are the keys the call declared (numkeys), for client-side tracking.
+func (a *Actor) runLua(c *Ctx, env *luaEnv, fn *lua.LFunction, readOnly, eval bool, name string, keys [][]byte, args ...lua.LValue) {
+	sc := a.scripts()
 	L := env.L
-	r := &a.scripts.runBuf
+	r := &sc.runBuf
 	r.ctx, r.readOnly, r.resp = c, readOnly, 2
-	a.scripts.run = r
+	sc.run = r
 	db := c.s.db
 	mark := a.effectsMark()
-	L.SetContext(a.scripts.watch.begin(eval, a.busyThreshold(), c.s.id, a.busyView(c, eval, name)))
+	L.SetContext(sc.watch.begin(eval, a.busyThreshold(), c.s.id, a.busyView(c, eval, name)))
 	err, broken := protectedCall(L, lua.P{Fn: fn, NRet: 1, Protect: true, Handler: env.errHandler}, args...)
-	killed, aborted := a.scripts.watch.end()
-	a.scripts.run = nil
-	c.scriptKeys() // tracking.go
+	killed, aborted := sc.watch.end()
+	sc.run = nil
+	c.scriptKeys(keys) // tracking.go
 	if aborted && a.roundErr == nil {
 		// SHUTDOWN NOSAVE stopped it: whatever it wrote is thrown away
 		// with its round (invariant 6 keeps every reply of it back).
 		a.roundErr = errScriptAborted
 	}
 	L.RemoveContext()
-	a.scripts.run = nil
+	sc.run = nil
 	r.ctx = nil
 	clear(r.args)
 	c.s.db = db
@@ -442,13 +499,14 @@ func protectedCall(L *lua.LState, p lua.P, args ...lua.LValue) (err error, broke
 
 // resetEval drops the EVAL Lua state and the script cache.
 func (a *Actor) resetEval() {
-	if a.scripts.eval != nil {
-		a.scripts.eval.close()
-		a.scripts.eval = nil
+	sc := a.scripts()
+	if sc.eval != nil {
+		sc.eval.close()
+		sc.eval = nil
 	}
-	a.scripts.cache = nil
-	a.scripts.order = nil
-	a.scripts.flags = nil
+	sc.cache = nil
+	sc.order = nil
+	sc.flags = nil
 }
 
 // scriptErrorText is the reply to a script that raised an error: its
@@ -516,7 +574,7 @@ func cmdScriptExists(c *Ctx) error {
 	c.a.evalEnv()
 	c.w.Array(len(c.args) - 2)
 	for _, sha := range c.args[2:] {
-		if c.a.scripts.cache[strings.ToLower(string(sha))] != nil {
+		if c.a.scripts().cache[strings.ToLower(string(sha))] != nil {
 			c.w.Int(1)
 		} else {
 			c.w.Int(0)
@@ -766,4 +824,4 @@ func (k *killSwitch) Err() error {
 }
 
 // Scripts is the watch the loops read (safe from any goroutine).
-func (a *Actor) Scripts() *ScriptWatch { return &a.scripts.watch }
+func (a *Actor) Scripts() *ScriptWatch { return &a.scripts().watch }

@@ -131,10 +131,12 @@ type ftSQL struct {
 	remove  []string // a document's rows, by id (its FTS5 rows go to ftN_gc)
 }
 
-// search is the actor's search state. n is the number of indexes: the
-// keys touched step tests it, nothing else, when there are none.
+// search is the actor's search state, search's in the registry
+// (registry.go): it loads the catalog (load), hears the change record
+// while an index exists (keysTouched) and fills new indexes in
+// housekeeping (housekeep).
 type search struct {
-	n       int
+	a       *Actor
 	indexes map[string]*ftIndex
 	aliases map[string]string
 	scratch [][]byte
@@ -155,6 +157,29 @@ type search struct {
 	nextCursor int64
 }
 
+// searchFamily is search's slot in the registry (registry.go).
+var searchFamily = registerFamily("search", func(a *Actor) *search { return &search{a: a} })
+
+// search is a's search state.
+func (a *Actor) search() *search { return searchFamily.of(a) }
+
+// load is the registry's loader: the catalog, from the database (New,
+// and after a rollback may have undone some of it).
+func (s *search) load() error { return s.a.loadSearch() }
+
+// keysTouched is the registry's touchedListener, heard while an index
+// exists (listenTouched): the indexes follow the changes.
+func (s *search) keysTouched(ts []storage.Touch) { s.a.indexTouched(ts) }
+
+// housekeep is the registry's housekeeper (backfillStep): the back-fill
+// of the indexes still filling, their waiting FTS5 deletions, their term
+// lists; more while work is left.
+func (s *search) housekeep() (more bool) { return len(s.indexes) > 0 && s.a.backfillStep() }
+
+// indexesChanged keeps the keys touched step's listening in step with the
+// indexes: search hears the change record only while one exists.
+func (s *search) indexesChanged() { s.a.fam.listenTouched(s, len(s.indexes) > 0) }
+
 // defaultStopwords is RediSearch's default stop-word list.
 var defaultStopwords = []string{"a", "is", "the", "an", "and", "are", "as", "at", "be", "but", "by", "for",
 	"if", "in", "into", "it", "no", "not", "of", "on", "or", "such", "that", "their", "then", "there", "these",
@@ -173,10 +198,10 @@ const backfillBatch = 1000
 // loadSearch loads the stored index definitions (at start-up, and after
 // a rollback may have undone some).
 func (a *Actor) loadSearch() error {
-	s := &a.search
+	s := a.search()
 	s.indexes = map[string]*ftIndex{}
 	s.aliases = map[string]string{}
-	s.n = 0
+	s.indexesChanged()
 	rows, err := a.st.SearchIndexes()
 	if err != nil {
 		return err
@@ -189,18 +214,11 @@ func (a *Actor) loadSearch() error {
 		idx.prepare()
 		s.indexes[r.Name] = idx
 	}
-	s.n = len(s.indexes)
+	s.indexesChanged()
 	if s.aliases, err = a.st.SearchAliases(); err != nil {
 		return err
 	}
 	return a.loadSynonyms()
-}
-
-// reloadSearch makes the indexes in memory what the database holds.
-func (a *Actor) reloadSearch() {
-	if err := a.loadSearch(); err != nil {
-		a.log.Error().Err(err).Msg("reloading the search indexes after a rollback")
-	}
 }
 
 func (idx *ftIndex) prepare() {
@@ -295,7 +313,7 @@ func (idx *ftIndex) table(kind string) string { return storage.SearchTable(idx.i
 
 // lookupIndex finds an index by name or alias.
 func (a *Actor) lookupIndex(name []byte) *ftIndex {
-	s := &a.search
+	s := a.search()
 	if idx := s.indexes[string(name)]; idx != nil {
 		return idx
 	}
@@ -321,10 +339,11 @@ func cmdFtCreate(c *Ctx) error {
 		return ErrFtDBNotZero
 	}
 	name := string(c.args[1])
-	if c.a.search.indexes[name] != nil {
+	indexes := c.a.search().indexes
+	if indexes[name] != nil {
 		return ErrFtIndexExists
 	}
-	if len(c.a.search.indexes) >= maxSearchIndexes {
+	if len(indexes) >= maxSearchIndexes {
 		return errFtTooMany("indexes", maxSearchIndexes)
 	}
 	spec := ftSpec{Score: 1}
@@ -409,7 +428,7 @@ func cmdFtCreate(c *Ctx) error {
 		return ErrFtNoSchema
 	}
 	idx := &ftIndex{name: name, spec: spec}
-	for _, o := range c.a.search.indexes {
+	for _, o := range c.a.search().indexes {
 		idx.id = max(idx.id, o.id)
 	}
 	idx.id++
@@ -536,8 +555,9 @@ func (a *Actor) createIndexTables(idx *ftIndex) error {
 	if err := a.saveIndex(idx); err != nil {
 		return err
 	}
-	a.search.indexes[idx.name] = idx
-	a.search.n = len(a.search.indexes)
+	s := a.search()
+	s.indexes[idx.name] = idx
+	s.indexesChanged()
 	a.sweepMore = true // start the back-fill at the end of the round
 	return nil
 }
@@ -547,7 +567,7 @@ func cmdFtDropIndex(c *Ctx) error {
 	if len(c.args) > 3 || (len(c.args) == 3 && !c.argEq(2, "DD")) {
 		return ErrSyntax
 	}
-	idx := c.a.search.indexes[string(c.args[1])]
+	idx := c.a.search().indexes[string(c.args[1])]
 	if idx == nil {
 		return ErrFtUnknownIndex
 	}
@@ -569,7 +589,7 @@ func cmdFtDrop(c *Ctx) error {
 	if len(c.args) > 3 {
 		return ErrSyntax
 	}
-	idx := c.a.search.indexes[string(c.args[1])]
+	idx := c.a.search().indexes[string(c.args[1])]
 	if idx == nil {
 		return ErrFtUnknownIndex
 	}
@@ -613,20 +633,22 @@ func (a *Actor) dropIndex(idx *ftIndex) error {
 	if err := a.st.DeleteSearchIndex(idx.name); err != nil {
 		return err
 	}
-	delete(a.search.indexes, idx.name)
-	for al, t := range a.search.aliases {
+	s := a.search()
+	delete(s.indexes, idx.name)
+	for al, t := range s.aliases {
 		if t == idx.name {
-			delete(a.search.aliases, al)
+			delete(s.aliases, al)
 		}
 	}
-	a.search.n = len(a.search.indexes)
+	s.indexesChanged()
 	return nil
 }
 
 // FT._LIST
 func cmdFtList(c *Ctx) error {
-	names := make([]string, 0, len(c.a.search.indexes))
-	for n := range c.a.search.indexes {
+	indexes := c.a.search().indexes
+	names := make([]string, 0, len(indexes))
+	for n := range indexes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -673,7 +695,7 @@ func cmdFtAliasAdd(c *Ctx) error    { return ftAlias(c, false) }
 func cmdFtAliasUpdate(c *Ctx) error { return ftAlias(c, true) }
 
 func ftAlias(c *Ctx, update bool) error {
-	s := &c.a.search
+	s := c.a.search()
 	alias := string(c.args[1])
 	if _, ok := s.aliases[alias]; ok && !update {
 		return ErrFtAliasExists
@@ -698,7 +720,7 @@ func ftAlias(c *Ctx, update bool) error {
 
 // FT.ALIASDEL alias
 func cmdFtAliasDel(c *Ctx) error {
-	s := &c.a.search
+	s := c.a.search()
 	alias := string(c.args[1])
 	if _, ok := s.aliases[alias]; !ok {
 		return ErrFtAliasMissing
@@ -860,8 +882,9 @@ func cmdFtInfo(c *Ctx) error {
 // indexTouched is the keys touched step's part for search: every change
 // to a key of database 0 under an index's prefixes indexes the key again
 // from what it now holds (a hash, or nothing). Only called while indexes
-// exist.
+// exist (search.keysTouched).
 func (a *Actor) indexTouched(ts []storage.Touch) {
+	s := a.search()
 	var last []byte
 	for i := range ts {
 		t := &ts[i]
@@ -872,7 +895,7 @@ func (a *Actor) indexTouched(ts []storage.Touch) {
 				continue
 			}
 			last = t.Key
-			for _, idx := range a.search.indexes {
+			for _, idx := range s.indexes {
 				if idx.matches(t.Key) {
 					if err := a.indexKey(idx, t.Key); err != nil {
 						a.roundErr = err
@@ -885,7 +908,7 @@ func (a *Actor) indexTouched(ts []storage.Touch) {
 				continue
 			}
 			last = nil
-			for _, idx := range a.search.indexes {
+			for _, idx := range s.indexes {
 				// Everything of database 0 went, or was exchanged: the
 				// index starts again empty, filled by the back-fill.
 				if err := a.createIndexTables(idx); err != nil {
@@ -905,7 +928,7 @@ func (a *Actor) indexKey(idx *ftIndex, key []byte) error {
 	if err := a.unindexKey(idx, key); err != nil {
 		return err
 	}
-	s := &a.search
+	s := a.search()
 	fields := idx.spec.Fields
 	if cap(s.scratch) < len(fields) {
 		s.scratch = make([][]byte, len(fields))
@@ -1080,7 +1103,7 @@ func (a *Actor) collectIndex(idx *ftIndex) error {
 func (a *Actor) backfillStep() bool {
 	more := false
 	var entries []storage.ScanEntry
-	for _, idx := range a.search.indexes {
+	for _, idx := range a.search().indexes {
 		if idx.gc {
 			if err := a.collectIndex(idx); err != nil {
 				a.roundErr = err

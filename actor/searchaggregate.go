@@ -454,7 +454,7 @@ type aggCursor struct {
 // its id, or 0 once it is exhausted (and forgotten). fresh says cur is
 // new: it is registered if rows remain after this page.
 func (a *Actor) readCursor(c *Ctx, cur *aggCursor, count int, fresh bool) error {
-	s := &a.search
+	s := a.search()
 	now := time.Now()
 	for id, o := range s.cursors {
 		if now.Sub(o.lastRead) > o.idle {
@@ -499,7 +499,7 @@ func (a *Actor) readCursor(c *Ctx, cur *aggCursor, count int, fresh bool) error 
 
 // FT.CURSOR READ index cursor_id [COUNT n], FT.CURSOR DEL index cursor_id
 func cmdFtCursor(c *Ctx) error {
-	s := &c.a.search
+	s := c.a.search()
 	id, err := parseInt(c.args[3])
 	if err != nil {
 		return ErrFtCursorMissing

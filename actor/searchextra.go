@@ -367,7 +367,7 @@ func cmdFtSynDump(c *Ctx) error {
 // loadSynonyms loads every index's synonym groups.
 func (a *Actor) loadSynonyms() error {
 	return a.st.SearchQuery("SELECT idx, grp, term FROM search_synonyms ORDER BY idx, grp, term", false, nil, func(r storage.SearchRow) bool {
-		if idx := a.search.indexes[r.Text(0)]; idx != nil {
+		if idx := a.search().indexes[r.Text(0)]; idx != nil {
 			idx.addSynonym(r.Text(1), r.Text(2))
 		}
 		return true
@@ -409,7 +409,7 @@ func (s *search) maxResults() int64 {
 
 // FT.CONFIG GET option|*, FT.CONFIG SET option value, FT.CONFIG HELP option
 func cmdFtConfig(c *Ctx) error {
-	s := &c.a.search
+	s := c.a.search()
 	switch {
 	case c.argEq(1, "GET") && len(c.args) == 3:
 		pat := strings.ToUpper(string(c.args[2]))

@@ -1042,7 +1042,7 @@ func cmdFtSearch(c *Ctx) error {
 	if idx == nil {
 		return errFtNoSuchIndex(c.args[1])
 	}
-	o, err := parseFtSearch(idx, c.args[3:], c.a.search.maxResults())
+	o, err := parseFtSearch(idx, c.args[3:], c.a.search().maxResults())
 	if err != nil {
 		return err
 	}
@@ -1464,7 +1464,7 @@ func cmdFtExplain(c *Ctx) error {
 	if idx == nil {
 		return errFtNoSuchIndex(c.args[1])
 	}
-	o, err := parseFtSearch(idx, c.args[3:], c.a.search.maxResults())
+	o, err := parseFtSearch(idx, c.args[3:], c.a.search().maxResults())
 	if err != nil {
 		return err
 	}

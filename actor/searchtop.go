@@ -115,7 +115,7 @@ func topWeights(idx *ftIndex, cols []int) ([]float64, string) {
 // word ("" when it makes none or several), found with a scratch FTS5
 // table of the connection's own and remembered.
 func (a *Actor) searchTerm(kind, word string) (string, error) {
-	s := &a.search
+	s := a.search()
 	memo := kind + "\x00" + word
 	if t, ok := s.terms[memo]; ok {
 		return t, nil
@@ -329,7 +329,7 @@ func (a *Actor) buildTop(idx *ftIndex, kind string, cols []int, term, expr strin
 		}
 		l.docs = append(l.docs, td)
 	}
-	a.search.topBuilt++
+	a.search().topBuilt++
 	return l, a.saveTop(idx, kind, term, l)
 }
 
@@ -372,7 +372,7 @@ func (a *Actor) topSearch(idx *ftIndex, n *qnode, kind, expr string, cols []int,
 		var stale bool
 		hits, total, ok, stale, err = a.topPage(idx, l, tbl, cols, expr, o)
 		if ok {
-			a.search.topUsed++
+			a.search().topUsed++
 		}
 		if err != nil || ok || built || !stale {
 			// (A list made again from the same index would be the
@@ -503,10 +503,10 @@ func (a *Actor) topStep(idx *ftIndex) (bool, error) {
 	if idx.topDone || idx.gc || idx.cursor >= 0 {
 		return false, nil
 	}
-	if a.stats.commands != a.search.topSeen {
+	if a.stats.commands != a.search().topSeen {
 		// Clients at work: the lists are made when they are idle (or
 		// by the queries that need them).
-		a.search.topSeen = a.stats.commands
+		a.search().topSeen = a.stats.commands
 		return false, nil
 	}
 	if idx.written {

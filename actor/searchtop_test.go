@@ -186,7 +186,7 @@ func TestSearchTopLists(t *testing.T) {
 			// documents that went, queries score in full.
 			wait.For(t, 10*time.Second, "ftN_gc emptied", func() bool {
 				gc := true
-				h.a.Call(func() { gc = h.a.search.indexes["idx"].gc })
+				h.a.Call(func() { gc = h.a.search().indexes["idx"].gc })
 				return !gc
 			})
 		}
@@ -208,7 +208,7 @@ func TestSearchTopLists(t *testing.T) {
 		}
 	}
 	var used, built int64
-	h.a.Call(func() { used, built = h.a.search.topUsed, h.a.search.topBuilt })
+	h.a.Call(func() { used, built = h.a.search().topUsed, h.a.search().topBuilt })
 	t.Logf("%d pages checked, %d answered from lists, %d lists made", checked, used, built)
 	if used < int64(checked)/20 || built == 0 {
 		t.Fatalf("lists answered %d of %d pages (%d made): the test does not test them", used, checked, built)
@@ -243,8 +243,8 @@ func TestSearchTermMemoLimits(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if len(h.a.search.terms) > maxTermMemo {
-				t.Errorf("%d remembered tokenizations, limit %d", len(h.a.search.terms), maxTermMemo)
+			if len(h.a.search().terms) > maxTermMemo {
+				t.Errorf("%d remembered tokenizations, limit %d", len(h.a.search().terms), maxTermMemo)
 				return
 			}
 		}

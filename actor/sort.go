@@ -96,7 +96,7 @@ func sortGeneric(c *Ctx, readOnly bool) error {
 	if !found {
 		t = storage.TypeList
 	}
-	if dontSort && t == storage.TypeSet && (store != nil || c.a.scripts.run != nil) {
+	if dontSort && t == storage.TypeSet && (store != nil || c.a.inScript()) {
 		// A set's order is its own: for a stored result or a script's,
 		// sort it so that replicas and replays agree (as Redis does).
 		dontSort, alpha, by = false, true, nil

@@ -21,8 +21,9 @@ import "github.com/cellar-db/cellar/storage"
 // blocked clients, so that they are served before the next command runs
 // (runBatch, round). This is also where what else must follow every change
 // goes, each reading the same record: client-side tracking invalidation
-// (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one,
-// search indexing (search.go) another.
+// (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one;
+// the families listening hear the record last (registry.go,
+// touchedListener: search indexes the keys).
 
 // run runs the command's handler, touches the keys it names (their access
 // clocks, access.go) and ends the command in storage. A failure to save
@@ -70,8 +71,8 @@ func (a *Actor) keysTouched() {
 		if a.track.tracked() {
 			a.invalidateTouched(ts) // client-side caching (tracking.go)
 		}
-		if a.search.n > 0 {
-			a.indexTouched(ts) // search indexes (search.go)
+		for _, h := range a.fam.touched {
+			h.keysTouched(ts) // the families listening (registry.go)
 		}
 	}
 	a.st.ResetTouched()

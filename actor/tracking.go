@@ -116,7 +116,7 @@ func (a *Actor) current() *session {
 // by countLookup for read-only commands of tracking clients).
 func (c *Ctx) trackRead(key []byte) {
 	t := c.s.track
-	if s := c.a.scripts.run; s != nil && s.ctx != c {
+	if c.a.inScript() {
 		// A command of a script: its reads are the script's (scriptKeys).
 		return
 	}
@@ -130,10 +130,10 @@ func (c *Ctx) trackRead(key []byte) {
 
 // scriptKeys is a script's part in tracking, once it has run (c is its
 // EVAL, EVALSHA, FCALL or _RO form): if any command it called is read-only,
-// the keys it declared (numkeys) are what its client reads, as Redis's
-// call() remembers the caller's keys then; the keys its commands looked up
-// are not (trackRead).
-func (c *Ctx) scriptKeys() {
+// keys, the keys it declared (numkeys), are what its client reads, as
+// Redis's call() remembers the caller's keys then; the keys its commands
+// looked up are not (trackRead).
+func (c *Ctx) scriptKeys(keys [][]byte) {
 	if !c.a.track.scriptRead {
 		return
 	}
@@ -141,24 +141,9 @@ func (c *Ctx) scriptKeys() {
 	if c.s.track == nil {
 		return
 	}
-	nk, err := c.numKeys(2)
-	if err != nil {
-		return
-	}
-	for _, k := range c.args[3 : 3+nk] {
+	for _, k := range keys {
 		c.trackRead(k)
 	}
-}
-
-// scriptCommand reports whether cmd runs a script (EVAL_RO and FCALL_RO are
-// read-only, but Redis tracks what their scripts call, never the commands
-// themselves).
-func scriptCommand(cmd *Command) bool {
-	switch cmd.Name {
-	case "eval", "eval_ro", "evalsha", "evalsha_ro", "fcall", "fcall_ro":
-		return true
-	}
-	return false
 }
 
 // trackFailedRead notes the keys of a read-only command that failed before
