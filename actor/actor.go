@@ -116,6 +116,7 @@ type Actor struct {
 	nextMemLimit time.Time
 	goLimit      int64
 	gcPercent    int
+	idleMem      idleMemory // memory.go
 	sweepMore    bool
 	lastSync     time.Time
 

@@ -85,13 +85,15 @@ func (r *runner) memory(ctx context.Context) *table {
 	t := &table{
 		ID: "memory", Title: "Memory",
 		Params: fmt.Sprintf("%d keys with distinct %d-byte values, loaded with pipelined SET (4 connections × 1000 per batch); "+
-			"DBSIZE checked; VmRSS from /proc/PID/status; one round", n, r.cfg.dataSize),
+			"DBSIZE checked; VmRSS from /proc/PID/status right after the load and again after %v idle; one round", n, r.cfg.dataSize, memoryIdle),
 		Metric: "RSS KiB", Lower: true,
 		Servers: names, Labels: labels, Ratios: pairs,
 	}
 	emptyRow := "RSS at start"
 	fullRow := fmt.Sprintf("RSS with %d keys", n)
+	idleRow := fmt.Sprintf("RSS with %d keys, %v idle after the load", n, memoryIdle)
 	t.row(fullRow)
+	t.row(idleRow)
 	t.row(emptyRow)
 	r.log("memory: %d keys", n)
 	for _, sp := range specs {
@@ -121,11 +123,25 @@ func (r *runner) memory(ctx context.Context) *table {
 		}
 		r.log("  memory   %-8s %s (%s)", sp.Name, describeKB(smp), smp.Detail)
 		t.add(fullRow, sp.Name, smp)
+		if err == nil {
+			// What stays once the server idles: Go keeps a burst's garbage
+			// until it collects (Cellar returns it when idle).
+			time.Sleep(memoryIdle)
+			if kb, err := rssKB(s.pid()); err == nil {
+				t.add(idleRow, sp.Name, sample{Status: statusOK, Value: float64(kb)})
+			} else {
+				t.add(idleRow, sp.Name, sample{Status: statusFailed, Detail: err.Error()})
+			}
+		}
 		s.stop(r.cfg.keep)
 	}
 	t.finish()
 	return t
 }
+
+// memoryIdle is how long the memory scenario leaves a loaded server idle
+// before it reads the RSS again.
+const memoryIdle = 10 * time.Second
 
 // quarterSpec is Cellar with storage.max_memory at a quarter of the data
 // set the memory scenario loads (its names and values).
