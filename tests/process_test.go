@@ -292,7 +292,10 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 					wg.Add(1)
 					go func(w int) {
 						defer wg.Done()
-						c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+						// Only the kill ends a writer: a reply slow behind a busy disk
+						// (go-redis gives up after 3 s by default) would end it early,
+						// and the wait before the kill would wait for writes no one sends.
+						c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: replyTimeout, WriteTimeout: replyTimeout})
 						defer c.Close()
 						for n := next[w]; ; n++ {
 							select {
