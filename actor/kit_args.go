@@ -136,3 +136,12 @@ func mpopArgs[W any](c *Ctx, at int, where func([]byte) (W, error)) (keys [][]by
 	}
 	return c.args[at+1 : wi], w, count, nil
 }
+
+// longDoublePrec is the mantissa of x87's 80-bit long double, which Redis
+// uses for INCRBYFLOAT; emulating it keeps results such as 10.5+0.1 = 10.6
+// identical to Redis's.
+const longDoublePrec = 64
+
+// maxLongDoubleExp is the binary exponent above which a long double is
+// infinite (big.Float's MantExp convention: mantissa in [0.5, 1)).
+const maxLongDoubleExp = 16384

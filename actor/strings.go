@@ -374,15 +374,6 @@ func cmdIncr(by func(c *Ctx) (int64, error)) Handler {
 	}
 }
 
-// longDoublePrec is the mantissa of x87's 80-bit long double, which Redis
-// uses for INCRBYFLOAT; emulating it keeps results such as 10.5+0.1 = 10.6
-// identical to Redis's.
-const longDoublePrec = 64
-
-// maxLongDoubleExp is the binary exponent above which a long double is
-// infinite (big.Float's MantExp convention: mantissa in [0.5, 1)).
-const maxLongDoubleExp = 16384
-
 // INCRBYFLOAT key increment
 func cmdIncrByFloat(c *Ctx) error {
 	old, _, err := c.st.GetString(c.db, c.args[1], nil)
