@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellar-db/cellar/proto"
+	"github.com/cellar-db/cellar/storage"
 )
 
 // Execution is re-entrant: a command may run commands (EXEC runs its queue,
@@ -23,7 +24,7 @@ type frame struct {
 	// pushAt is where a push to the command's own client goes in its
 	// reply buffer (pubsub.go, Actor.push): ahead of the reply.
 	pushAt int
-	elems  elemBuf // sorted-set range replies (zsets.go)
+	elems  elemBuf // sorted-set range replies (zsets.go; the type is below)
 	val    []byte  // string values copied into replies (strings.go)
 	dump   []byte  // DUMP's payload (dump.go)
 }
@@ -259,4 +260,43 @@ func protectedAllowed(setting, addr string) bool {
 		return ip != nil && ip.IsLoopback()
 	}
 	return false
+}
+
+// elemBuf gathers sorted-set elements read from storage (their bytes are
+// valid only during the callback) for a reply that must count them first:
+// the members go into one arena rather than an allocation each. The actor
+// keeps one and reuses it; release drops a large one.
+type elemBuf struct {
+	arena  []byte
+	ends   []int
+	scores []float64
+	es     []storage.Elem
+}
+
+func (b *elemBuf) add(e *storage.Elem) {
+	b.arena = append(b.arena, e.Member...)
+	b.ends = append(b.ends, len(b.arena))
+	b.scores = append(b.scores, e.Score)
+}
+
+// list returns the gathered elements, valid until release.
+func (b *elemBuf) list() []storage.Elem {
+	b.es = b.es[:0]
+	start := 0
+	for i, end := range b.ends {
+		b.es = append(b.es, storage.Elem{Member: b.arena[start:end:end], Score: b.scores[i]})
+		start = end
+	}
+	return b.es
+}
+
+// release empties b for the next command, and lets go of buffers that a
+// large reply grew.
+func (b *elemBuf) release() {
+	if cap(b.arena) > 1<<20 || cap(b.ends) > 1<<16 {
+		*b = elemBuf{}
+		return
+	}
+	clear(b.es)
+	b.arena, b.ends, b.scores, b.es = b.arena[:0], b.ends[:0], b.scores[:0], b.es[:0]
 }

@@ -45,45 +45,6 @@ var zsetCommands = []*Command{
 	{Name: "zscan", Summary: "Iterates over the members and scores of a sorted set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeZSet) }},
 }
 
-// elemBuf gathers sorted-set elements read from storage (their bytes are
-// valid only during the callback) for a reply that must count them first:
-// the members go into one arena rather than an allocation each. The actor
-// keeps one and reuses it; release drops a large one.
-type elemBuf struct {
-	arena  []byte
-	ends   []int
-	scores []float64
-	es     []storage.Elem
-}
-
-func (b *elemBuf) add(e *storage.Elem) {
-	b.arena = append(b.arena, e.Member...)
-	b.ends = append(b.ends, len(b.arena))
-	b.scores = append(b.scores, e.Score)
-}
-
-// list returns the gathered elements, valid until release.
-func (b *elemBuf) list() []storage.Elem {
-	b.es = b.es[:0]
-	start := 0
-	for i, end := range b.ends {
-		b.es = append(b.es, storage.Elem{Member: b.arena[start:end:end], Score: b.scores[i]})
-		start = end
-	}
-	return b.es
-}
-
-// release empties b for the next command, and lets go of buffers that a
-// large reply grew.
-func (b *elemBuf) release() {
-	if cap(b.arena) > 1<<20 || cap(b.ends) > 1<<16 {
-		*b = elemBuf{}
-		return
-	}
-	clear(b.es)
-	b.arena, b.ends, b.scores, b.es = b.arena[:0], b.ends[:0], b.scores[:0], b.es[:0]
-}
-
 // writeScored writes sorted-set members, with their scores when
 // withScores is set (flat in RESP2, [member, score] pairs in RESP3).
 func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
