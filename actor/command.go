@@ -500,3 +500,16 @@ func (a *Actor) runFlags(cmd *Command, args [][]byte) Flag {
 	}
 	return cmd.Flags
 }
+
+// lookupFull finds a command by full name: "get" or "client|list".
+func lookupFull(name []byte) *Command {
+	n := lower(name)
+	if i := strings.IndexByte(n, '|'); i >= 0 {
+		parent := commands.cmds[n[:i]]
+		if parent == nil {
+			return nil
+		}
+		return parent.subs[n[i+1:]]
+	}
+	return commands.cmds[n]
+}

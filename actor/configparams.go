@@ -567,3 +567,14 @@ func (a *Actor) storedValue(rp *redisParam) string {
 func (a *Actor) storedParamValue(name string) string {
 	return a.storedValue(redisParamByName[name])
 }
+
+// Param is one setting CONFIG GET/SET knows, by its Redis name.
+type Param struct {
+	Name string
+	// Hidden settings are reported by CONFIG GET only when named exactly.
+	Hidden bool
+	Get    func() string
+	// Set changes the setting at run time; nil for settings fixed at start.
+	// It runs on the actor goroutine and returns a reason on a bad value.
+	Set func(value string) error
+}

@@ -123,19 +123,6 @@ func cmdCommandCount(c *Ctx) error {
 	return nil
 }
 
-// lookupFull finds a command by full name: "get" or "client|list".
-func lookupFull(name []byte) *Command {
-	n := lower(name)
-	if i := strings.IndexByte(n, '|'); i >= 0 {
-		parent := commands.cmds[n[:i]]
-		if parent == nil {
-			return nil
-		}
-		return parent.subs[n[i+1:]]
-	}
-	return commands.cmds[n]
-}
-
 // COMMAND INFO [command-name ...]
 func cmdCommandInfo(c *Ctx) error {
 	if len(c.args) == 2 {
@@ -469,17 +456,6 @@ func cmdCommandHelp(c *Ctx) error {
 		"GETKEYSANDFLAGS <full-command>", "    The key names of a full command line, with their flags.",
 		"HELP", "    This help.",
 	})
-}
-
-// Param is one setting CONFIG GET/SET knows, by its Redis name.
-type Param struct {
-	Name string
-	// Hidden settings are reported by CONFIG GET only when named exactly.
-	Hidden bool
-	Get    func() string
-	// Set changes the setting at run time; nil for settings fixed at start.
-	// It runs on the actor goroutine and returns a reason on a bad value.
-	Set func(value string) error
 }
 
 // busyParam is busy-reply-threshold (or its alias lua-time-limit), in
