@@ -871,3 +871,13 @@ func (u *aclUser) unrestrictedRead(cmd *Command, args [][]byte) bool {
 // (SORT ... BY pattern / GET pattern refuse otherwise, with
 // ErrSortByACL and ErrSortGetACL).
 func (c *Ctx) canReadAnyKey() bool { return c.s.user.unrestrictedRead(c.cmd, c.args) }
+
+// aclLogEntry is one entry of the ACL LOG (aclcmd.go, logDenial).
+type aclLogEntry struct {
+	count            int64
+	reason           aclDenial
+	context          string
+	object, username string
+	ctime            int64 // ms
+	cinfo            string
+}

@@ -587,16 +587,8 @@ func cmdACLHelp(c *Ctx) error {
 
 // The ACL LOG (Redis's addACLLogEntry): the newest entry first, at most
 // acllog-max-len entries; a denial like one of the ten newest within a
-// minute (same reason, context, object and user) updates it instead.
-
-type aclLogEntry struct {
-	count            int64
-	reason           aclDenial
-	context          string
-	object, username string
-	ctime            int64 // ms
-	cinfo            string
-}
+// minute (same reason, context, object and user) updates it instead. Its
+// entries (aclLogEntry) are acl.go's.
 
 // logDenial records a denial by s. ctx is "toplevel", "multi" or "lua".
 func (a *Actor) logDenial(s *session, reason aclDenial, ctx, object, username string) {
