@@ -116,7 +116,7 @@ type Actor struct {
 	nextMemLimit time.Time
 	goLimit      int64
 	gcPercent    int
-	idleMem      idleMemory // memory.go
+	idleMem      idleMemory // gctune.go
 	sweepMore    bool
 	lastSync     time.Time
 

@@ -126,11 +126,11 @@ type Config struct {
 	// twice their bytes (Go's objects for them take more than the bytes
 	// the engine counts), so that the collector neither lets client
 	// garbage grow while the engine holds little nor runs without end
-	// once it holds much (memory.go, followMemoryLimit).
+	// once it holds much (gctune.go, followMemoryLimit).
 	GoMemoryLimit int64
 	// TuneGC lets the actor lower the collector's percent (GOGC) as the
 	// live heap grows past GCHeadroom, so that a large keyspace does not
-	// double the process's memory (memory.go, gcPercentFor).
+	// double the process's memory (gctune.go, gcPercentFor).
 	TuneGC bool
 	// GCHeadroom is the garbage the heap may grow by between two cycles
 	// once the live heap is past it (0: 64 MiB).
