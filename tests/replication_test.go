@@ -510,16 +510,7 @@ func TestReplicaOfSetting(t *testing.T) {
 func TestReplicaLogsOnlyFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := redistest.StartTCP(t)
-	red := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
-	defer red.Close()
-	s := startServer(t)
-	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
-	host, port, _ := net.SplitHostPort(m.Addr)
-	if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitCaughtUp(t, ctx, red, cel)
+	red, s, cel := followRedis(t, ctx)
 	red.RPush(ctx, "l", "-1", "-ERR not an error", "x")
 	red.LMove(ctx, "l", "l2", "LEFT", "LEFT")
 	red.LPop(ctx, "l")
@@ -530,4 +521,23 @@ func TestReplicaLogsOnlyFailures(t *testing.T) {
 	if log := s.logBuf.String(); strings.Contains(log, "master's stream failed") {
 		t.Fatalf("the replica reported a failure of a command that succeeded:\n%s", log)
 	}
+}
+
+// followRedis starts a redis-server and a Cellar that replicates it, and
+// returns once Cellar has caught up: RESP2 clients of both and Cellar's
+// server.
+func followRedis(t *testing.T, ctx context.Context) (red *redis.Client, s *testServer, cel *redis.Client) {
+	t.Helper()
+	m := redistest.StartTCP(t)
+	red = redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
+	t.Cleanup(func() { red.Close() })
+	s = startServer(t)
+	needCellar(t, s)
+	cel = s.client(func(o *redis.Options) { o.Protocol = 2 })
+	host, port, _ := net.SplitHostPort(m.Addr)
+	if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, ctx, red, cel)
+	return red, s, cel
 }

@@ -2,12 +2,9 @@ package tests
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/cellar-db/cellar/internal/redistest"
 )
 
 // Redis propagates a "~" trim as the exact trim it made, "=" with the
@@ -17,17 +14,7 @@ import (
 func TestReplicaFollowsApproxTrim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m := redistest.StartTCP(t)
-	rm := redis.NewClient(&redis.Options{Addr: m.Addr, Protocol: 2})
-	defer rm.Close()
-	s := startServer(t)
-	needCellar(t, s)
-	cel := s.client(func(o *redis.Options) { o.Protocol = 2 })
-	host, port, _ := net.SplitHostPort(m.Addr)
-	if err := cel.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitCaughtUp(t, ctx, rm, cel)
+	rm, s, cel := followRedis(t, ctx)
 	for _, cmd := range [][]any{
 		{"CONFIG", "SET", "stream-node-max-entries", "10"},
 		{"EVAL", "for i=1,57 do redis.call('XADD', KEYS[1], i..'-1', 'f', i) end", "1", "s"},
@@ -43,7 +30,7 @@ func TestReplicaFollowsApproxTrim(t *testing.T) {
 	if got := cel.Get(ctx, "done").Val(); got != "1" {
 		t.Fatalf("done = %q on Cellar: the stream of commands stopped", got)
 	}
-	compareAll(t, ctx, m.Addr, s.addr)
+	compareAll(t, ctx, rm.Options().Addr, s.addr)
 	r := s.raw()
 	r.expect(integer(18), "XLEN", "s")
 	r.expect("*1\r\n"+entry("41-1", "f", "41"), "XRANGE", "s", "-", "+", "COUNT", "1")
