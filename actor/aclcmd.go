@@ -16,7 +16,7 @@ import (
 // The ACL command, AUTH's user lookup, the ACL LOG, and the permission
 // check the dispatcher calls (acl.go has the users and rules).
 
-var aclCommands = []*Command{
+var aclCommands = registerCommands([]*Command{
 	{Name: "acl", Summary: "Inspects and changes users and their permissions.", Subs: []*Command{
 		{Name: "acl|setuser", Summary: "Creates a user or changes its rules.", Handler: cmdACLSetUser},
 		{Name: "acl|getuser", Summary: "Describes a user's rules.", Handler: cmdACLGetUser},
@@ -32,7 +32,7 @@ var aclCommands = []*Command{
 		{Name: "acl|save", Summary: "Writes the users to the ACL file.", Handler: cmdACLSave},
 		{Name: "acl|help", Summary: "Lists the ACL subcommands.", Handler: cmdACLHelp},
 	}},
-}
+})
 
 // initACL creates the default user (with requirepass as its password)
 // and the users the configuration gives, from Config.Users or the

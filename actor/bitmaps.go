@@ -9,7 +9,7 @@ import (
 // write the same bytes GET, SETRANGE and APPEND do, bit 0 being the most
 // significant bit of the first byte. They go through the string path
 // (GetString, SetString), so a write rewrites the value.
-var bitmapCommands = []*Command{
+var bitmapCommands = registerCommands([]*Command{
 	{Name: "setbit", Summary: "Sets or clears one bit of a string key, growing it as needed.", Handler: cmdSetBit},
 	{Name: "getbit", Summary: "Returns one bit of a string key.", Handler: cmdGetBit},
 	{Name: "bitcount", Summary: "Counts the set bits of a string key, in a byte or bit range.", Handler: cmdBitCount},
@@ -17,7 +17,7 @@ var bitmapCommands = []*Command{
 	{Name: "bitop", Summary: "Stores the AND, OR, XOR or NOT of string keys in a key.", Handler: cmdBitOp},
 	{Name: "bitfield", Summary: "Reads, writes and increments integers of any width at bit offsets of a string key.", Handler: cmdBitField, getKeys: bitfieldKeys},
 	{Name: "bitfield_ro", Summary: "Reads integers of any width at bit offsets of a string key.", Handler: cmdBitFieldRO},
-}
+})
 
 var _ = addEvents(map[string]*eventSpec{
 	"setbit":   {class: notifyString, event: "setbit"},

@@ -8,7 +8,7 @@ package actor
 // so that the generic checks (an unknown subcommand, a wrong arity) answer
 // first, as in Redis.
 
-var clusterCommands = []*Command{
+var clusterCommands = registerCommands([]*Command{
 	{Name: "cluster", Summary: "Redis Cluster's node commands (refused: Cellar is not a cluster node).", Subs: []*Command{
 		{Name: "cluster|addslots", Summary: "Assigns hash slots to this node.", Handler: cmdClusterDisabled},
 		{Name: "cluster|addslotsrange", Summary: "Assigns ranges of hash slots to this node.", Handler: cmdClusterDisabled},
@@ -41,7 +41,7 @@ var clusterCommands = []*Command{
 	{Name: "asking", Summary: "Lets the next command reach an importing slot (refused: not a cluster node).", Handler: cmdClusterDisabled},
 	{Name: "readonly", Summary: "Lets a cluster replica serve reads (refused: not a cluster node).", Handler: cmdClusterDisabled},
 	{Name: "readwrite", Summary: "Ends READONLY (refused: not a cluster node).", Handler: cmdClusterDisabled},
-}
+})
 
 // CLUSTER <subcommand> [...] | ASKING | READONLY | READWRITE
 //

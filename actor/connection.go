@@ -165,7 +165,7 @@ func (a *Actor) kill(s *session) {
 	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Kill: true}})
 }
 
-var connectionCommands = []*Command{
+var connectionCommands = registerCommands([]*Command{
 	{Name: "ping", Summary: "Replies PONG, or echoes its argument.", Handler: cmdPing, InSubscribed: true},
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
 	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true, InSubscribed: true},
@@ -192,7 +192,7 @@ var connectionCommands = []*Command{
 		{Name: "client|trackinginfo", Summary: "Describes the connection's key tracking.", Handler: cmdClientTrackingInfo},
 		{Name: "client|help", Summary: "Lists the CLIENT subcommands.", Handler: cmdClientHelp},
 	}},
-}
+})
 
 // PING [message]
 func cmdPing(c *Ctx) error {

@@ -9,10 +9,10 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var debugCommands = []*Command{
+var debugCommands = registerCommands([]*Command{
 	{Name: "lolwut", Summary: "Prints the server's version.", Handler: cmdLolwut},
 	{Name: "debug", Summary: "Debugging subcommands: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD, HELP.", Handler: cmdDebug},
-}
+})
 
 // LOLWUT [VERSION version]: Redis 7.0 prints its version for any version
 // but 5 and 6, which draw generative art; Cellar prints the version for

@@ -10,10 +10,10 @@ import (
 // package's values, which they share with the core (the replica's load,
 // the master's full sync), is in rdbobject.go.
 
-var dumpCommands = []*Command{
+var dumpCommands = registerCommands([]*Command{
 	{Name: "dump", Summary: "Serializes a key's value in Redis's DUMP format (RDB version 10).", Handler: cmdDump},
 	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore},
-}
+})
 
 // DUMP key
 func cmdDump(c *Ctx) error {

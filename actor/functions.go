@@ -18,7 +18,7 @@ import (
 // stored in the database (storage/functions.go) and loaded again when the
 // actor starts; they live in a Lua state of their own.
 
-var functionCommands = []*Command{
+var functionCommands = registerCommands([]*Command{
 	{Name: "fcall", Summary: "Runs a function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
 	{Name: "fcall_ro", Summary: "Runs a read-only function.", Handler: cmdFcall, script: true, flagsFor: scriptRunFlags},
 	{Name: "function", Summary: "Manages function libraries.", Subs: []*Command{
@@ -32,7 +32,7 @@ var functionCommands = []*Command{
 		{Name: "function|kill", Summary: "Stops the running function if it has not written.", Handler: cmdFunctionKill},
 		{Name: "function|help", Summary: "Lists the FUNCTION subcommands.", Handler: cmdFunctionHelp},
 	}},
-}
+})
 
 // functions is the actor's function state.
 type functions struct {

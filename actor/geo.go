@@ -11,7 +11,7 @@ import (
 // the score ranges of at most 9 cells around its centre through the
 // sorted set's score index, then keeps the points inside its shape.
 
-var geoCommands = []*Command{
+var geoCommands = registerCommands([]*Command{
 	{Name: "geoadd", Summary: "Adds members with their longitude and latitude to a sorted set used as a geospatial index.", Handler: cmdGeoAdd},
 	{Name: "geopos", Summary: "Returns the longitude and latitude of members of a geospatial index.", Handler: cmdGeoPos},
 	{Name: "geodist", Summary: "Returns the distance between two members of a geospatial index.", Handler: cmdGeoDist},
@@ -22,7 +22,7 @@ var geoCommands = []*Command{
 	{Name: "georadius_ro", Summary: "Returns the members of a geospatial index within a radius of a position.", Handler: cmdGeoSearch(geoFromCoords | geoNoStore)},
 	{Name: "georadiusbymember", Summary: "Returns the members of a geospatial index within a radius of a member, optionally storing them.", Handler: cmdGeoSearch(geoFromMember)},
 	{Name: "georadiusbymember_ro", Summary: "Returns the members of a geospatial index within a radius of a member.", Handler: cmdGeoSearch(geoFromMember | geoNoStore)},
-}
+})
 
 // geoLonLat parses a longitude and a latitude as Redis's
 // extractLongLatOrReply: floats, within the limits a geohash covers.

@@ -9,7 +9,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var hashCommands = []*Command{
+var hashCommands = registerCommands([]*Command{
 	{Name: "hset", Summary: "Sets fields of a hash, creating it if needed.", Handler: cmdHSet(replyAdded)},
 	{Name: "hmset", Summary: "Sets fields of a hash (older form of HSET that replies OK).", Handler: cmdHSet(replyOK)},
 	{Name: "hsetnx", Summary: "Sets a hash field only if it does not exist.", Handler: cmdHSetNX},
@@ -26,7 +26,7 @@ var hashCommands = []*Command{
 	{Name: "hincrbyfloat", Summary: "Adds a decimal number to the number in a hash field.", Handler: cmdHIncrByFloat},
 	{Name: "hrandfield", Summary: "Returns random fields of a hash, optionally with their values.", Handler: cmdHRandField},
 	{Name: "hscan", Summary: "Iterates over the fields and values of a hash with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeHash) }},
-}
+})
 
 // The replies of HSET (how many fields it added) and HMSET (OK).
 func replyAdded(w *proto.Writer, added int64) { w.Int(added) }

@@ -11,7 +11,7 @@ import (
 // (storage/hashfe.go); a field past it is removed before any command sees
 // its hash, and by the expiry sweep, with the "hexpired" event.
 
-var hashFieldExpiryCommands = []*Command{
+var hashFieldExpiryCommands = registerCommands([]*Command{
 	{Name: "hexpire", Summary: "Sets the time to live of hash fields, in seconds.", Handler: cmdHExpire(1000, true)},
 	{Name: "hpexpire", Summary: "Sets the time to live of hash fields, in milliseconds.", Handler: cmdHExpire(1, true)},
 	{Name: "hexpireat", Summary: "Sets when hash fields expire, as a unix time in seconds.", Handler: cmdHExpire(1000, false)},
@@ -21,7 +21,7 @@ var hashFieldExpiryCommands = []*Command{
 	{Name: "hexpiretime", Summary: "Returns when hash fields expire, as a unix time in seconds.", Handler: cmdHTTL(1000, false)},
 	{Name: "hpexpiretime", Summary: "Returns when hash fields expire, as a unix time in milliseconds.", Handler: cmdHTTL(1, false)},
 	{Name: "hpersist", Summary: "Removes the expiry of hash fields.", Handler: cmdHPersist},
-}
+})
 
 // hfeMaxTime is the latest expiry Redis 7.4 accepts for a field (unix ms):
 // its HFE_MAX_ABS_TIME_MSEC, 2^48-1 shifted right by 2.

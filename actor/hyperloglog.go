@@ -27,13 +27,13 @@ import (
 // A new HLL is sparse; it turns dense when a register needs a value above
 // 32 or the sparse form would grow past hll-sparse-max-bytes. The count is
 // Ertl's improved estimator over the registers' histogram (Redis 5+).
-var hllCommands = []*Command{
+var hllCommands = registerCommands([]*Command{
 	{Name: "pfadd", Summary: "Adds elements to a HyperLogLog key, creating it if needed.", Handler: cmdPFAdd},
 	{Name: "pfcount", Summary: "Estimates the number of distinct elements added to one or more HyperLogLog keys.", Handler: cmdPFCount},
 	{Name: "pfmerge", Summary: "Merges HyperLogLog keys into a destination key.", Handler: cmdPFMerge},
 	{Name: "pfdebug", Summary: "Inspects or converts the internal representation of a HyperLogLog key.", Handler: cmdPFDebug},
 	{Name: "pfselftest", Summary: "Checks the HyperLogLog implementation.", Handler: cmdPFSelfTest},
-}
+})
 
 var _ = addEvents(map[string]*eventSpec{
 	"pfadd":   {class: notifyString, event: "pfadd"},

@@ -8,7 +8,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var keyCommands = []*Command{
+var keyCommands = registerCommands([]*Command{
 	{Name: "del", Summary: "Deletes keys.", Handler: cmdDel},
 	{Name: "unlink", Summary: "Deletes keys (the same as DEL in Cellar).", Handler: cmdDel},
 	{Name: "exists", Summary: "Counts how many of the given keys exist.", Handler: cmdExists},
@@ -37,7 +37,7 @@ var keyCommands = []*Command{
 		{Name: "object|refcount", Summary: "Returns the reference count Redis would report for the value.", Handler: cmdObjectRefCount},
 		{Name: "object|help", Summary: "Lists the OBJECT subcommands.", Handler: cmdObjectHelp},
 	}},
-}
+})
 
 // DEL key [key ...] (and UNLINK)
 func cmdDel(c *Ctx) error {

@@ -6,9 +6,9 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var lcsCommands = []*Command{
+var lcsCommands = registerCommands([]*Command{
 	{Name: "lcs", Summary: "Finds the longest common subsequence of two string keys.", Handler: cmdLCS},
-}
+})
 
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var listCommands = []*Command{
+var listCommands = registerCommands([]*Command{
 	{Name: "lpush", Summary: "Inserts elements at the head of a list, creating it if needed.", Handler: cmdPush(storage.Left, orCreate)},
 	{Name: "rpush", Summary: "Appends elements to the tail of a list, creating it if needed.", Handler: cmdPush(storage.Right, orCreate)},
 	{Name: "lpushx", Summary: "Inserts elements at the head of a list that exists.", Handler: cmdPush(storage.Left, onlyExisting)},
@@ -30,7 +30,7 @@ var listCommands = []*Command{
 	{Name: "blmove", Summary: "Moves an element between lists, waiting for the source to have one.", Handler: cmdBLMove(endsArgs)},
 	{Name: "brpoplpush", Summary: "Moves the tail element of a list to the head of another, waiting for one.", Handler: cmdBLMove(tailToHead)},
 	{Name: "blmpop", Summary: "Pops elements from the first non-empty list of several, waiting for one.", Handler: cmdBLMPop},
-}
+})
 
 // Whether a push creates a missing list (LPUSH, RPUSH) or adds only to one
 // that exists (LPUSHX, RPUSHX).

@@ -251,13 +251,13 @@ type replWait struct {
 	w      *waiter
 }
 
-var masterCommands = []*Command{
+var masterCommands = registerCommands([]*Command{
 	{Name: "psync", Summary: "Starts replication as a replica: a partial resync from the backlog, or a full one.", Handler: cmdPsync, Defers: true},
 	{Name: "sync", Summary: "Starts replication as a replica with a full resync (the protocol before PSYNC).", Handler: cmdPsync, Defers: true},
 	{Name: "wait", Summary: "Waits until replicas acknowledged the client's writes, or the timeout.", Handler: cmdWait, Defers: true},
 	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf},
 	{Name: "failover", Summary: "Switches roles with a replica that has every write: a coordinated failover.", Handler: cmdFailover},
-}
+})
 
 // backlogSize is repl-backlog-size.
 func (a *Actor) backlogSize() int64 {

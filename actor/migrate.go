@@ -35,9 +35,9 @@ import (
 // MIGRATE. If the client is gone when the target answers (closed, CLIENT
 // KILL), or the server is a replica by then, nothing is deleted.
 
-var migrateCommands = []*Command{
+var migrateCommands = registerCommands([]*Command{
 	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true, getKeys: migrateKeys},
-}
+})
 
 // migrateArgs is a parsed MIGRATE.
 type migrateArgs struct {

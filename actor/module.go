@@ -7,7 +7,7 @@ package actor
 // load or does not have: first refused while enable-module-command (stored,
 // "no" by default) does not allow them, as in Redis.
 
-var moduleCommands = []*Command{
+var moduleCommands = registerCommands([]*Command{
 	{Name: "module", Summary: "Lists, loads and unloads Redis modules (Cellar has none).", Subs: []*Command{
 		{Name: "module|list", Summary: "Lists the loaded modules: none.", Handler: cmdModuleList},
 		{Name: "module|load", Summary: "Loads a module (always fails: Cellar cannot load Redis modules).", Handler: cmdModuleLoad},
@@ -15,7 +15,7 @@ var moduleCommands = []*Command{
 		{Name: "module|unload", Summary: "Unloads a module (there is none to unload).", Handler: cmdModuleUnload},
 		{Name: "module|help", Summary: "Lists the MODULE subcommands.", Handler: cmdModuleHelp},
 	}},
-}
+})
 
 // MODULE LIST
 func cmdModuleList(c *Ctx) error {

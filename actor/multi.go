@@ -43,13 +43,13 @@ import (
 // yet. Watches end in one place, unwatchAll, whatever ends them: EXEC,
 // DISCARD, UNWATCH, RESET, a dirty watch, the end of the session.
 
-var transactionCommands = []*Command{
+var transactionCommands = registerCommands([]*Command{
 	{Name: "multi", Summary: "Starts a transaction: the commands that follow are queued until EXEC.", Handler: cmdMulti, Immediate: true},
 	{Name: "exec", Summary: "Runs the queued commands of the transaction as one step.", Handler: cmdExec, Immediate: true, runsScript: true},
 	{Name: "discard", Summary: "Drops the queued commands of the transaction.", Handler: cmdDiscard, Immediate: true},
 	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true},
 	{Name: "unwatch", Summary: "Forgets every key the connection watches.", Handler: cmdUnwatch},
-}
+})
 
 // txState is a session's open transaction.
 type txState struct {

@@ -10,7 +10,7 @@ import (
 // opsCommands are the commands operators run to see what the server is
 // doing: the slow log (slowlog.go), the latency monitor and histograms
 // (latency.go), memory reports (memory.go).
-var opsCommands = []*Command{
+var opsCommands = registerCommands([]*Command{
 	{Name: "slowlog", Summary: "Reads and resets the log of slow commands.", Subs: []*Command{
 		{Name: "slowlog|get", Summary: "Returns the newest entries of the slow log.", Handler: cmdSlowlogGet},
 		{Name: "slowlog|len", Summary: "Returns the number of entries in the slow log.", Handler: cmdSlowlogLen},
@@ -35,7 +35,7 @@ var opsCommands = []*Command{
 		{Name: "memory|malloc-stats", Summary: "Reports the Go allocator's statistics.", Handler: cmdMemoryMallocStats},
 		{Name: "memory|help", Summary: "Lists the MEMORY subcommands.", Handler: cmdMemoryHelp},
 	}},
-}
+})
 
 // applyOpsParams reads the settings of the slow log and the latency
 // monitor from their stored CONFIG values; CONFIG SET of any stored

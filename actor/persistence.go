@@ -24,12 +24,12 @@ type snapshots struct {
 	saves     uint64
 }
 
-var persistenceCommands = []*Command{
+var persistenceCommands = registerCommands([]*Command{
 	{Name: "save", Summary: "Writes a consistent snapshot of the database and replies when it is on disk.", Handler: cmdSave, Defers: true},
 	{Name: "bgsave", Summary: "Starts writing a consistent snapshot of the database in the background.", Handler: cmdBgSave},
 	{Name: "lastsave", Summary: "Returns the unix time of the last successful snapshot.", Handler: cmdLastSave},
 	{Name: "shutdown", Summary: "Stops the server gracefully, optionally after a snapshot.", Handler: cmdShutdown, Defers: true},
-}
+})
 
 // snapshot starts a snapshot job unless one runs; done is called on the
 // actor when it ends. The job copies what SQLite has committed, so it

@@ -169,7 +169,7 @@ func (a *Actor) unsubscribeAll(s *session) {
 	s.setSubscribed(false)
 }
 
-var pubsubCommands = []*Command{
+var pubsubCommands = registerCommands([]*Command{
 	{Name: "subscribe", Summary: "Listens for messages published to channels.", Handler: subscribeCmd(subChannel)},
 	{Name: "psubscribe", Summary: "Listens for messages published to channels matching patterns.", Handler: subscribeCmd(subPattern)},
 	{Name: "ssubscribe", Summary: "Listens for messages published to shard channels.", Handler: subscribeCmd(subShard)},
@@ -186,7 +186,7 @@ var pubsubCommands = []*Command{
 		{Name: "pubsub|numpat", Summary: "Counts the patterns with subscribers.", Handler: cmdPubsubNumPat},
 		{Name: "pubsub|help", Summary: "Lists the PUBSUB subcommands.", Handler: cmdPubsubHelp},
 	}},
-}
+})
 
 // SUBSCRIBE channel [channel ...]
 // PSUBSCRIBE pattern [pattern ...]

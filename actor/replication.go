@@ -111,11 +111,11 @@ func newReplID() string {
 	return hex.EncodeToString(b[:])
 }
 
-var replicationCommands = []*Command{
+var replicationCommands = registerCommands([]*Command{
 	{Name: "replicaof", Summary: "Makes the server a replica of another (or, with NO ONE, a master).", Handler: cmdReplicaOf},
 	{Name: "slaveof", Summary: "Makes the server a replica of another (the old name of REPLICAOF).", Handler: cmdReplicaOf},
 	{Name: "role", Summary: "Returns the server's role in replication.", Handler: cmdRole},
-}
+})
 
 // SetReplicator gives the actor its link runner. Call before Run.
 func (a *Actor) SetReplicator(r Replicator) { a.repl.r = r }

@@ -46,7 +46,7 @@ import (
 // claimBusy). The script's own client is not answered -BUSY: like Redis,
 // which stops reading it, its later commands run after the script.
 
-var scriptingCommands = []*Command{
+var scriptingCommands = registerCommands([]*Command{
 	{Name: "eval", Summary: "Runs a Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
 	{Name: "evalsha", Summary: "Runs a Lua script cached by SCRIPT LOAD or EVAL, named by its SHA1.", Handler: cmdEvalSha, script: true, flagsFor: scriptRunFlags},
 	{Name: "eval_ro", Summary: "Runs a read-only Lua script.", Handler: cmdEval, script: true, flagsFor: scriptRunFlags},
@@ -58,7 +58,7 @@ var scriptingCommands = []*Command{
 		{Name: "script|kill", Summary: "Stops the running script if it has not written.", Handler: cmdScriptKill},
 		{Name: "script|help", Summary: "Lists the SCRIPT subcommands.", Handler: cmdScriptHelp},
 	}},
-}
+})
 
 // scripting is the actor's scripting state (EVAL's and FCALL's),
 // scripting's in the registry (registry.go): it loads the function

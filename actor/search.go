@@ -20,7 +20,7 @@ import (
 // bounded batch per housekeeping step (backfillStep). Queries
 // (searchquery.go) compile the query language into SQL over those tables.
 
-var searchCommands = []*Command{
+var searchCommands = registerCommands([]*Command{
 	{Name: "ft.create", Summary: "Creates a search index over hashes.", Handler: cmdFtCreate},
 	{Name: "ft.search", Summary: "Searches an index with a query.", Handler: cmdFtSearch},
 	{Name: "ft.aggregate", Summary: "Groups, reduces, sorts and transforms the documents a query matches.", Handler: cmdFtAggregate},
@@ -50,7 +50,7 @@ var searchCommands = []*Command{
 	{Name: "ft.del", Summary: "Deletes a document's hash (RediSearch 1).", Handler: cmdFtDel},
 	{Name: "ft.get", Summary: "Reads a document's hash (RediSearch 1).", Handler: cmdFtGet},
 	{Name: "ft.mget", Summary: "Reads documents' hashes (RediSearch 1).", Handler: cmdFtMGet},
-}
+})
 
 // Field types.
 const (

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-var serverCommands = []*Command{
+var serverCommands = registerCommands([]*Command{
 	{Name: "dbsize", Summary: "Returns the number of keys in the selected database.", Handler: cmdDBSize},
 	{Name: "flushdb", Summary: "Deletes every key of the selected database.", Handler: cmdFlushDB},
 	{Name: "flushall", Summary: "Deletes every key of every database.", Handler: cmdFlushAll},
@@ -33,7 +33,7 @@ var serverCommands = []*Command{
 		{Name: "config|rewrite", Summary: "Writes the settings changed at run time into the configuration file.", Handler: cmdConfigRewrite},
 		{Name: "config|help", Summary: "Lists the CONFIG subcommands.", Handler: cmdConfigHelp},
 	}},
-}
+})
 
 // DBSIZE
 func cmdDBSize(c *Ctx) error {

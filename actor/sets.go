@@ -6,7 +6,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var setCommands = []*Command{
+var setCommands = registerCommands([]*Command{
 	{Name: "sadd", Summary: "Adds members to a set, creating it if needed.", Handler: cmdSAdd},
 	{Name: "srem", Summary: "Removes members from a set.", Handler: cmdRemove(storage.TypeSet, (*storage.Store).SetRem)},
 	{Name: "smembers", Summary: "Returns every member of a set.", Handler: cmdSMembers},
@@ -24,7 +24,7 @@ var setCommands = []*Command{
 	{Name: "sdiff", Summary: "Returns the members of the first set that are in none of the others.", Handler: cmdSetOp(setDiff, replyResult)},
 	{Name: "sdiffstore", Summary: "Stores the difference of sets in a key.", Handler: cmdSetOp(setDiff, storeResult)},
 	{Name: "sscan", Summary: "Iterates over the members of a set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeSet) }},
-}
+})
 
 // SADD key member [member ...]
 func cmdSAdd(c *Ctx) error {

@@ -10,10 +10,10 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var sortCommands = []*Command{
+var sortCommands = registerCommands([]*Command{
 	{Name: "sort", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns or stores them.", Handler: cmdSort, getKeys: func(argv [][]byte) []foundKey { return sortKeys(argv, true) }},
 	{Name: "sort_ro", Summary: "Sorts the elements of a list, set or sorted set, optionally by other keys, and returns them.", Handler: cmdSortRO, getKeys: func(argv [][]byte) []foundKey { return sortKeys(argv, false) }},
-}
+})
 
 var _ = addEvents(map[string]*eventSpec{
 	"sort": {class: notifyList, event: "sortstore"},

@@ -18,7 +18,7 @@ import (
 // same step, so an entry read through a group goes to exactly one
 // consumer and into the PEL before anything else runs.
 
-var streamCommands = []*Command{
+var streamCommands = registerCommands([]*Command{
 	{Name: "xadd", Summary: "Appends an entry to a stream, creating it if needed, and trims it.", Handler: cmdXAdd},
 	{Name: "xlen", Summary: "Returns the number of entries of a stream.", Handler: cmdXLen},
 	{Name: "xrange", Summary: "Returns the entries of a stream between two IDs.", Handler: cmdXRange(false)},
@@ -46,7 +46,7 @@ var streamCommands = []*Command{
 		{Name: "xinfo|consumers", Summary: "Lists a consumer group's consumers.", Handler: cmdXInfoConsumers},
 		{Name: "xinfo|help", Summary: "Lists the XINFO subcommands.", Handler: cmdXInfoHelp},
 	}},
-}
+})
 
 type streamID = storage.StreamID
 

@@ -8,7 +8,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var stringCommands = []*Command{
+var stringCommands = registerCommands([]*Command{
 	{Name: "get", Summary: "Returns the value of a string key.", Handler: cmdGet},
 	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet, getKeys: setKeyFlags},
 	{Name: "setnx", Summary: "Sets a string key only if it does not exist.", Handler: cmdSetNX},
@@ -30,7 +30,7 @@ var stringCommands = []*Command{
 	{Name: "getrange", Summary: "Returns a substring of a string key's value.", Handler: cmdGetRange},
 	{Name: "substr", Summary: "Returns a substring of a string key's value (old name of GETRANGE).", Handler: cmdGetRange},
 	{Name: "setrange", Summary: "Overwrites part of a string key's value at an offset.", Handler: cmdSetRange},
-}
+})
 
 // replyString replies with key's string value (null when missing) through
 // the frame's value scratch: a large value is copied once, into the reply,

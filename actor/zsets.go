@@ -7,7 +7,7 @@ import (
 	"github.com/cellar-db/cellar/storage"
 )
 
-var zsetCommands = []*Command{
+var zsetCommands = registerCommands([]*Command{
 	{Name: "zadd", Summary: "Adds members to a sorted set or updates their scores, with conditions.", Handler: cmdZAdd},
 	{Name: "zincrby", Summary: "Adds to the score of a sorted-set member.", Handler: cmdZIncrBy},
 	{Name: "zrem", Summary: "Removes members from a sorted set.", Handler: cmdRemove(storage.TypeZSet, (*storage.Store).ZRem)},
@@ -43,7 +43,7 @@ var zsetCommands = []*Command{
 	{Name: "zdiffstore", Summary: "Stores the difference of sorted sets (and sets) in a key.", Handler: cmdZSetOp(zdiffOp, storeResult)},
 	{Name: "zintercard", Summary: "Counts the members of the intersection of sorted sets, up to a limit.", Handler: cmdZInterCard},
 	{Name: "zscan", Summary: "Iterates over the members and scores of a sorted set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeZSet) }},
-}
+})
 
 // writeScored writes sorted-set members, with their scores when
 // withScores is set (flat in RESP2, [member, score] pairs in RESP3).
