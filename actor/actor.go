@@ -36,9 +36,8 @@ type Actor struct {
 	// view of their queues (busyView).
 	txs map[uint64]*session
 	ld  loadWaits // batches waiting for keys read off the actor (loads.go)
-	// migr is the MIGRATEs waiting for their target (migrate.go), and
-	// migrateSockets the connections to their targets (goroutine-safe).
-	migr           migrations
+	// migrateSockets is MIGRATE's connections to its targets
+	// (goroutine-safe; migrate.go).
 	migrateSockets *migration.Sockets
 	// frames[d] is the Ctx and scratch of the command running at depth d
 	// (dispatch.go); depth is how many are running.

@@ -114,6 +114,9 @@ type Command struct {
 	// getKeys is the command's own finder of its keys (Redis's
 	// getkeys_proc), for what its key specs cannot say (findKeys).
 	getKeys func(argv [][]byte) []foundKey
+	// redact, when set, says whether argument i of a call is a secret that
+	// logs (SLOWLOG, MONITOR) must not keep: slowlog.go, redacted.
+	redact func(args [][]byte, i int) bool
 	// script: it runs a script (EVAL*, FCALL*). The commands its script
 	// calls are a script's (Actor.inScript: MONITOR, SLOWLOG, client-side
 	// tracking, SORT), MONITOR shows it before them (feedScript), and

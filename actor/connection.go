@@ -170,8 +170,8 @@ var connectionCommands = registerCommands([]*Command{
 	{Name: "echo", Summary: "Replies with its argument.", Handler: cmdEcho},
 	{Name: "quit", Summary: "Closes the connection after the reply.", Handler: cmdQuit, Immediate: true, InSubscribed: true},
 	{Name: "reset", Summary: "Resets the connection's state to that of a new connection.", Handler: cmdReset, Immediate: true, InSubscribed: true, Authenticates: true},
-	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello, Authenticates: true},
-	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth, Authenticates: true},
+	{Name: "hello", Summary: "Chooses the protocol version, optionally authenticates, and describes the server.", Handler: cmdHello, Authenticates: true, redact: helloRedacted},
+	{Name: "auth", Summary: "Authenticates the connection.", Handler: cmdAuth, Authenticates: true, redact: redactFrom(1)},
 	{Name: "select", Summary: "Selects the logical database of the connection.", Handler: cmdSelect},
 	{Name: "client", Summary: "Inspects and controls client connections.", Subs: []*Command{
 		{Name: "client|id", Summary: "Returns the connection's client id.", Handler: cmdClientID},
@@ -299,6 +299,17 @@ func ParseHello(args [][]byte) (Hello, error) {
 		}
 	}
 	return h, nil
+}
+
+// helloRedacted says whether args[i] is HELLO AUTH's user name or
+// password, which logs must not keep.
+func helloRedacted(args [][]byte, i int) bool {
+	for j := 2; j+2 < len(args); j++ {
+		if eqFold(args[j], "auth") && (i == j+1 || i == j+2) {
+			return true
+		}
+	}
+	return false
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]

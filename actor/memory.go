@@ -17,6 +17,17 @@ import (
 // the Go heap, the client buffers, the storage engine and SQLite's files next
 // to Redis's fields that apply.
 
+var memoryCommands = registerCommands([]*Command{
+	{Name: "memory", Summary: "Reports memory and storage use.", Subs: []*Command{
+		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage},
+		{Name: "memory|stats", Summary: "Reports the heap, client buffers, caches and database files.", Handler: cmdMemoryStats},
+		{Name: "memory|doctor", Summary: "Looks for memory problems.", Handler: cmdMemoryDoctor},
+		{Name: "memory|purge", Summary: "Returns freed heap memory to the operating system.", Handler: cmdMemoryPurge},
+		{Name: "memory|malloc-stats", Summary: "Reports the Go allocator's statistics.", Handler: cmdMemoryMallocStats},
+		{Name: "memory|help", Summary: "Lists the MEMORY subcommands.", Handler: cmdMemoryHelp},
+	}},
+})
+
 // Estimated SQLite overheads: a key's row (the record header, the db and
 // id columns, the B-tree cell) and an element's row.
 const (

@@ -36,7 +36,7 @@ import (
 // KILL), or the server is a replica by then, nothing is deleted.
 
 var migrateCommands = registerCommands([]*Command{
-	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true, getKeys: migrateKeys},
+	{Name: "migrate", Summary: "Moves keys to another server (DUMP here, RESTORE there, then DEL here); COPY keeps them.", Handler: cmdMigrate, Defers: true, getKeys: migrateKeys, redact: migrateRedacted},
 })
 
 // migrateArgs is a parsed MIGRATE.
@@ -164,11 +164,18 @@ type migrating struct {
 	copy    bool
 }
 
-// migrations are the MIGRATEs in flight, by the keys they sent: the keys
-// touched step marks a key changed in each (migrateTouched).
+// migrations are the MIGRATEs in flight, by the keys they sent: MIGRATE's
+// state, a family's (registry.go). It hears the keys touched step while a
+// MIGRATE is in flight, and marks a key changed in each (keysTouched).
 type migrations struct {
+	a    *Actor
 	keys map[waitKey][]migratingKey
 }
+
+var migrateFamily = registerFamily("migrate", func(a *Actor) *migrations { return &migrations{a: a} })
+
+// migr is a's MIGRATEs in flight.
+func (a *Actor) migr() *migrations { return migrateFamily.of(a) }
 
 type migratingKey struct {
 	m *migrating
@@ -261,22 +268,26 @@ func cmdMigrate(c *Ctx) error {
 	return nil
 }
 
-// migrateStarted registers mg's keys for migrateTouched.
+// migrateStarted registers mg's keys, so that a change to one marks it
+// (keysTouched).
 func (a *Actor) migrateStarted(mg *migrating) {
-	if a.migr.keys == nil {
-		a.migr.keys = map[waitKey][]migratingKey{}
+	ms := a.migr()
+	if ms.keys == nil {
+		ms.keys = map[waitKey][]migratingKey{}
 	}
 	for j, k := range mg.keys {
 		wk := waitKey{mg.db, string(k)}
-		a.migr.keys[wk] = append(a.migr.keys[wk], migratingKey{mg, j})
+		ms.keys[wk] = append(ms.keys[wk], migratingKey{mg, j})
 	}
+	a.fam.listenTouched(ms, true)
 }
 
 // migrateForget unregisters mg's keys.
 func (a *Actor) migrateForget(mg *migrating) {
+	ms := a.migr()
 	for _, k := range mg.keys {
 		wk := waitKey{mg.db, string(k)}
-		list := a.migr.keys[wk]
+		list := ms.keys[wk]
 		kept := list[:0]
 		for _, mk := range list {
 			if mk.m != mg {
@@ -284,23 +295,26 @@ func (a *Actor) migrateForget(mg *migrating) {
 			}
 		}
 		if len(kept) == 0 {
-			delete(a.migr.keys, wk)
+			delete(ms.keys, wk)
 		} else {
 			clear(list[len(kept):])
-			a.migr.keys[wk] = kept
+			ms.keys[wk] = kept
 		}
+	}
+	if len(ms.keys) == 0 {
+		a.fam.listenTouched(ms, false)
 	}
 }
 
-// migrateTouched marks changed, in every MIGRATE in flight, the keys a
-// change touched: written, deleted, expired, renamed, flushed, swapped,
-// anything (the keys touched step, touched.go).
-func (a *Actor) migrateTouched(ts []storage.Touch) {
+// keysTouched marks changed, in every MIGRATE in flight, the keys a change
+// touched: written, deleted, expired, renamed, flushed, swapped, anything
+// (the keys touched step, touched.go).
+func (ms *migrations) keysTouched(ts []storage.Touch) {
 	for i := range ts {
 		t := &ts[i]
 		switch t.Kind {
 		case storage.Flushed, storage.Swapped:
-			for wk, list := range a.migr.keys {
+			for wk, list := range ms.keys {
 				if wk.db == t.DB || (t.Kind == storage.Swapped && wk.db == t.Other) {
 					for _, mk := range list {
 						mk.m.changed[mk.j] = true
@@ -308,7 +322,7 @@ func (a *Actor) migrateTouched(ts []storage.Touch) {
 				}
 			}
 		default:
-			for _, mk := range a.migr.keys[waitKey{t.DB, string(t.Key)}] {
+			for _, mk := range ms.keys[waitKey{t.DB, string(t.Key)}] {
 				mk.m.changed[mk.j] = true
 			}
 		}

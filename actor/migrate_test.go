@@ -45,7 +45,7 @@ func (h *harness) migrationsDone() {
 	h.t.Helper()
 	wait.For(h.t, 10*time.Second, "no MIGRATE in flight", func() bool {
 		n := 0
-		h.a.Call(func() { n = len(h.a.migr.keys) })
+		h.a.Call(func() { n = len(h.a.migr().keys) })
 		return n == 0
 	})
 }

@@ -9,7 +9,7 @@ import (
 
 // opsCommands are the commands operators run to see what the server is
 // doing: the slow log (slowlog.go), the latency monitor and histograms
-// (latency.go), memory reports (memory.go).
+// (latency.go), MONITOR (monitor.go). Memory reports are memory.go's.
 var opsCommands = registerCommands([]*Command{
 	{Name: "slowlog", Summary: "Reads and resets the log of slow commands.", Subs: []*Command{
 		{Name: "slowlog|get", Summary: "Returns the newest entries of the slow log.", Handler: cmdSlowlogGet},
@@ -27,14 +27,6 @@ var opsCommands = registerCommands([]*Command{
 		{Name: "latency|help", Summary: "Lists the LATENCY subcommands.", Handler: cmdLatencyHelp},
 	}},
 	{Name: "monitor", Summary: "Streams every command the server runs to this client.", Handler: cmdMonitor},
-	{Name: "memory", Summary: "Reports memory and storage use.", Subs: []*Command{
-		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage},
-		{Name: "memory|stats", Summary: "Reports the heap, client buffers, caches and database files.", Handler: cmdMemoryStats},
-		{Name: "memory|doctor", Summary: "Looks for memory problems.", Handler: cmdMemoryDoctor},
-		{Name: "memory|purge", Summary: "Returns freed heap memory to the operating system.", Handler: cmdMemoryPurge},
-		{Name: "memory|malloc-stats", Summary: "Reports the Go allocator's statistics.", Handler: cmdMemoryMallocStats},
-		{Name: "memory|help", Summary: "Lists the MEMORY subcommands.", Handler: cmdMemoryHelp},
-	}},
 })
 
 // applyOpsParams reads the settings of the slow log and the latency
@@ -106,24 +98,6 @@ func (a *Actor) timeCommand(s *session, cmd *Command, args [][]byte, st *cmdStat
 	if a.slow.slowerThan >= 0 {
 		a.logSlow(s, cmd, args, took)
 	}
-}
-
-// CONFIG REWRITE: the owner writes the current values into the YAML file
-// Cellar was started with (rewrite.go in the root package), synchronously
-// as Redis does; the file is small.
-func cmdConfigRewrite(c *Ctx) error {
-	if c.a.cfg.RewriteConfig == nil {
-		return ErrNoConfigFile
-	}
-	values := map[string]string{}
-	for _, p := range c.a.params() {
-		values[p.Name] = p.Get()
-	}
-	if err := c.a.cfg.RewriteConfig(values); err != nil {
-		return errRewriteConfig(err)
-	}
-	c.w.OK()
-	return nil
 }
 
 // instant is INFO's instantaneous_* figures, as Redis computes them: every

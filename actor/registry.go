@@ -11,10 +11,10 @@ import (
 // own").
 //
 // A family that keeps state beyond the database (search's index catalog,
-// scripting's Lua states and caches) registers the maker of that state
-// once, from a package variable in its own file (registerFamily). Each
-// actor makes every registered family's state in New and keeps it in its
-// registry; the family finds its state through the slot registration gave
+// scripting's Lua states and caches, MIGRATE's keys in flight) registers
+// the maker of that state once, from a package variable in its own file
+// (registerFamily). Each actor makes every registered family's state in
+// New and keeps it in its registry; the family finds its state through the slot registration gave
 // it (a typed accessor in its file), and the Actor struct holds none of
 // it. The state implements whichever of the hook interfaces below it
 // needs; New finds them once, and the core calls the hooks at the moments
@@ -24,8 +24,8 @@ import (
 // is the round's; a hook fails the round by setting it), except a
 // loader's first call, in New, before Run starts; and in the order the
 // families registered: package variables are initialized file by file
-// in name order, so scripting (scripting.go) comes before search
-// (search.go). No family's hook may depend on another family's having
+// in name order, so MIGRATE (migrate.go) comes before scripting
+// (scripting.go), and scripting before search (search.go). No family's hook may depend on another family's having
 // run.
 
 // A loader reads the family's state from the database: in New, once every
@@ -37,7 +37,7 @@ type loader interface{ load() error }
 
 // A touchedListener hears the change record of the keys touched step
 // (touched.go, keysTouched), after the core's own steps (redo records,
-// notifications, wake-ups, WATCH, MIGRATE, tracking) and only while the
+// notifications, wake-ups, WATCH, tracking) and only while the
 // round stands. Only the listeners that asked (listenTouched) hear it, so
 // that a server where no family has work pays one length test per step.
 type touchedListener interface{ keysTouched(ts []storage.Touch) }

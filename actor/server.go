@@ -28,7 +28,7 @@ var serverCommands = registerCommands([]*Command{
 	}},
 	{Name: "config", Summary: "Reads and changes settings at run time.", Subs: []*Command{
 		{Name: "config|get", Summary: "Returns the settings matching patterns.", Handler: cmdConfigGet},
-		{Name: "config|set", Summary: "Changes settings.", Handler: cmdConfigSet},
+		{Name: "config|set", Summary: "Changes settings.", Handler: cmdConfigSet, redact: configSetRedacted},
 		{Name: "config|resetstat", Summary: "Resets the counters INFO reports.", Handler: cmdConfigResetStat},
 		{Name: "config|rewrite", Summary: "Writes the settings changed at run time into the configuration file.", Handler: cmdConfigRewrite},
 		{Name: "config|help", Summary: "Lists the CONFIG subcommands.", Handler: cmdConfigHelp},
@@ -673,6 +673,12 @@ func cmdConfigGet(c *Ctx) error {
 	return nil
 }
 
+// configSetRedacted says whether args[i] is the value CONFIG SET gives
+// requirepass, which logs must not keep.
+func configSetRedacted(args [][]byte, i int) bool {
+	return i >= 3 && i%2 == 1 && eqFold(args[i-1], "requirepass")
+}
+
 // CONFIG SET parameter value [parameter value ...]: all or nothing, with
 // Redis's checks in Redis's order (the first unknown, immutable or repeated
 // name wins; then each value in turn, undoing the ones set before a bad
@@ -781,6 +787,24 @@ func fixedAtStart(rp *redisParam, get func() string) func(string) error {
 		}
 		return nil
 	}
+}
+
+// CONFIG REWRITE: the owner writes the current values into the YAML file
+// Cellar was started with (rewrite.go in the root package), synchronously
+// as Redis does; the file is small.
+func cmdConfigRewrite(c *Ctx) error {
+	if c.a.cfg.RewriteConfig == nil {
+		return ErrNoConfigFile
+	}
+	values := map[string]string{}
+	for _, p := range c.a.params() {
+		values[p.Name] = p.Get()
+	}
+	if err := c.a.cfg.RewriteConfig(values); err != nil {
+		return errRewriteConfig(err)
+	}
+	c.w.OK()
+	return nil
 }
 
 // CONFIG RESETSTAT

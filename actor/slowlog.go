@@ -2,7 +2,6 @@ package actor
 
 import (
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -76,27 +75,17 @@ func (l *slowlog) trim() {
 }
 
 // redacted says whether argument i of the command is a secret that logs
-// must not keep (Redis 7.0 hides AUTH's and HELLO AUTH's credentials,
+// must not keep. Redis 7.0 hides AUTH's and HELLO AUTH's credentials,
 // every argument of ACL SETUSER, CONFIG SET requirepass's value and
-// MIGRATE's AUTH and AUTH2 arguments).
+// MIGRATE's AUTH and AUTH2 arguments; those commands' specs say which
+// (Command.redact).
 func redacted(cmd *Command, args [][]byte, i int) bool {
-	switch cmd.Name {
-	case "auth":
-		return i >= 1
-	case "acl|setuser":
-		return i >= 2
-	case "hello":
-		for j := 2; j+2 < len(args); j++ {
-			if strings.EqualFold(string(args[j]), "auth") && (i == j+1 || i == j+2) {
-				return true
-			}
-		}
-	case "config|set":
-		return i >= 3 && i%2 == 1 && strings.EqualFold(string(args[i-1]), "requirepass")
-	case "migrate":
-		return migrateRedacted(args, i)
-	}
-	return false
+	return cmd.redact != nil && cmd.redact(args, i)
+}
+
+// redactFrom redacts every argument from the i-th on.
+func redactFrom(first int) func(args [][]byte, i int) bool {
+	return func(_ [][]byte, i int) bool { return i >= first }
 }
 
 // SLOWLOG GET [count]

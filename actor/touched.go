@@ -23,7 +23,8 @@ import "github.com/cellar-db/cellar/storage"
 // goes, each reading the same record: client-side tracking invalidation
 // (tracking.go; its pushes go the way Pub/Sub's do, pubsub.go) is one;
 // the families listening hear the record last (registry.go,
-// touchedListener: search indexes the keys).
+// touchedListener: search indexes the keys, MIGRATE marks the keys it has
+// in flight).
 
 // run runs the command's handler, touches the keys it names (their access
 // clocks, access.go) and ends the command in storage. A failure to save
@@ -64,9 +65,6 @@ func (a *Actor) keysTouched() {
 		}
 		if a.watches.n > 0 {
 			a.touchWatched(ts) // WATCH (multi.go)
-		}
-		if len(a.migr.keys) > 0 {
-			a.migrateTouched(ts) // MIGRATEs in flight (migrate.go)
 		}
 		if a.track.tracked() {
 			a.invalidateTouched(ts) // client-side caching (tracking.go)

@@ -129,6 +129,14 @@ func TestSlowlog(t *testing.T) {
 	if e, err := c.SlowLogGet(ctx, 1).Result(); err != nil || len(e) != 1 || strings.Join(e[0].Args, " ") != "ACL SETUSER (redacted) (redacted) (redacted)" {
 		t.Errorf("ACL SETUSER logged as %+v (%v)", e, err)
 	}
+	r.do("HELLO", "2", "AUTH", "bob", "wrong", "SETNAME", "slowpoke")
+	if e, err := c.SlowLogGet(ctx, 1).Result(); err != nil || len(e) != 1 || strings.Join(e[0].Args, " ") != "HELLO 2 AUTH (redacted) (redacted) SETNAME slowpoke" {
+		t.Errorf("HELLO AUTH logged as %+v (%v)", e, err)
+	}
+	r.expect("+OK\r\n", "CONFIG", "SET", "slowlog-max-len", "128", "requirepass", "")
+	if e, err := c.SlowLogGet(ctx, 1).Result(); err != nil || len(e) != 1 || strings.Join(e[0].Args, " ") != "CONFIG SET slowlog-max-len 128 requirepass (redacted)" {
+		t.Errorf("CONFIG SET requirepass logged as %+v (%v)", e, err)
+	}
 	if "addr="+push.ClientAddr != addr || push.ClientName != "slowpoke" {
 		t.Errorf("client %q %q, want %s and slowpoke", push.ClientAddr, push.ClientName, addr)
 	}
