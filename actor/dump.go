@@ -15,6 +15,12 @@ var dumpCommands = registerCommands([]*Command{
 	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"restore": {class: notifyGeneric, event: "restore"},
+})
+
 // DUMP key
 func cmdDump(c *Ctx) error {
 	m, ok, err := c.readKey(c.args[1])

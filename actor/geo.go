@@ -24,6 +24,16 @@ var geoCommands = registerCommands([]*Command{
 	{Name: "georadiusbymember_ro", Summary: "Returns the members of a geospatial index within a radius of a member.", Handler: cmdGeoSearch(geoFromMember | geoNoStore)},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	// GEOADD is a ZADD; the searches that store name their own event.
+	"geoadd":            {class: notifyZSet, event: "zadd"},
+	"georadius":         {class: notifyZSet, event: "georadiusstore"},
+	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
+	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
+})
+
 // geoLonLat parses a longitude and a latitude as Redis's
 // extractLongLatOrReply: floats, within the limits a geohash covers.
 func geoLonLat(lonArg, latArg []byte) (lon, lat float64, err error) {

@@ -28,6 +28,17 @@ var hashCommands = registerCommands([]*Command{
 	{Name: "hscan", Summary: "Iterates over the fields and values of a hash with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeHash) }},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"hset":         {class: notifyHash, event: "hset"},
+	"hmset":        {class: notifyHash, event: "hset"},
+	"hsetnx":       {class: notifyHash, event: "hset"},
+	"hdel":         {class: notifyHash, event: "hdel", popDel: true},
+	"hincrby":      {class: notifyHash, event: "hincrby"},
+	"hincrbyfloat": {class: notifyHash, event: "hincrbyfloat"},
+})
+
 // The replies of HSET (how many fields it added) and HMSET (OK).
 func replyAdded(w *proto.Writer, added int64) { w.Int(added) }
 func replyOK(w *proto.Writer, _ int64)        { w.OK() }

@@ -23,6 +23,19 @@ var hashFieldExpiryCommands = registerCommands([]*Command{
 	{Name: "hpersist", Summary: "Removes the expiry of hash fields.", Handler: cmdHPersist},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	// Hash field expiry (Redis 7.4.5's hashTypeSetExDone): one "hdel" if
+	// a past time deleted fields (then "del" if that emptied the hash),
+	// else "hexpire", whichever of the four set the expiries.
+	"hexpire":    hashTTLEvents("hexpire"),
+	"hpexpire":   hashTTLEvents("hexpire"),
+	"hexpireat":  hashTTLEvents("hexpire"),
+	"hpexpireat": hashTTLEvents("hexpire"),
+	"hpersist":   hashTTLEvents("hpersist"),
+})
+
 // hfeMaxTime is the latest expiry Redis 7.4 accepts for a field (unix ms):
 // its HFE_MAX_ABS_TIME_MSEC, 2^48-1 shifted right by 2.
 const hfeMaxTime = (1<<48 - 1) >> 2

@@ -39,6 +39,12 @@ var keyCommands = registerCommands([]*Command{
 	}},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"persist": {expiry: func([][]byte) string { return "persist" }},
+})
+
 // DEL key [key ...] (and UNLINK)
 func cmdDel(c *Ctx) error {
 	return c.replyCount(c.args[1:], func(key []byte) (bool, error) { return c.st.Delete(c.db, key) })

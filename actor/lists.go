@@ -32,6 +32,29 @@ var listCommands = registerCommands([]*Command{
 	{Name: "blmpop", Summary: "Pops elements from the first non-empty list of several, waiting for one.", Handler: cmdBLMPop},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"lpush":      {class: notifyList, event: "lpush"},
+	"lpushx":     {class: notifyList, event: "lpush"},
+	"rpush":      {class: notifyList, event: "rpush"},
+	"rpushx":     {class: notifyList, event: "rpush"},
+	"lpop":       {class: notifyList, event: "lpop", popDel: true},
+	"rpop":       {class: notifyList, event: "rpop", popDel: true},
+	"blpop":      {class: notifyList, event: "lpop", popDel: true},
+	"brpop":      {class: notifyList, event: "rpop", popDel: true},
+	"lset":       {class: notifyList, event: "lset"},
+	"linsert":    {class: notifyList, event: "linsert"},
+	"lrem":       {class: notifyList, event: "lrem", popDel: true},
+	"ltrim":      {class: notifyList, event: "ltrim", popDel: true},
+	"lmove":      {class: notifyList, popDel: true, ends: lmoveEvents(3, 4), pushFirst: true},
+	"blmove":     {class: notifyList, popDel: true, ends: lmoveEvents(3, 4), pushFirst: true},
+	"rpoplpush":  {class: notifyList, popDel: true, ends: lmoveEvents(-1, -1), pushFirst: true},
+	"brpoplpush": {class: notifyList, popDel: true, ends: lmoveEvents(-1, -1), pushFirst: true},
+	"lmpop":      {class: notifyList, popDel: true, ends: mpopEnd(1, "lpop", "rpop", "LEFT")},
+	"blmpop":     {class: notifyList, popDel: true, ends: mpopEnd(2, "lpop", "rpop", "LEFT")},
+})
+
 // Whether a push creates a missing list (LPUSH, RPUSH) or adds only to one
 // that exists (LPUSHX, RPUSHX).
 const (

@@ -14,7 +14,7 @@ import (
 // Redis 7.0's event: the kind of change says what happened (a rename's two
 // ends, a move, a copy, an expiry set, a key deleted or found expired), and
 // for a key written or whose elements changed, the command that did it
-// names the event (notifyEvents below: "lpush", "hset", "zincr", ...).
+// names the event (its family's addEvents: "lpush", "hset", "zincr", ...).
 // Each event is published on __keyspace@<db>__:<key> (message: the event)
 // and __keyevent@<db>__:<event> (message: the key), as the K and E flags
 // ask, through the same publish as PUBLISH (pubsub.go). With notifications
@@ -198,101 +198,11 @@ func smoveEvents(_ [][]byte, kind storage.Change) []string {
 }
 
 // notifyEvents is Redis 7.0's event for what each command writes (its
-// notifyKeyspaceEvent calls). Commands that only delete, rename, move,
-// copy or set expiries need no entry: the kind of change names those.
-var notifyEvents = map[string]*eventSpec{
-	"set":              {class: notifyString, event: "set", expire: setExpires},
-	"restore":          {class: notifyGeneric, event: "restore"},
-	"persist":          {expiry: func([][]byte) string { return "persist" }},
-	"getex":            {expiry: getexExpiry},
-	"setnx":            {class: notifyString, event: "set"},
-	"setex":            {class: notifyString, event: "set", expire: always},
-	"psetex":           {class: notifyString, event: "set", expire: always},
-	"mset":             {class: notifyString, event: "set"},
-	"msetnx":           {class: notifyString, event: "set"},
-	"getset":           {class: notifyString, event: "set"},
-	"append":           {class: notifyString, event: "append"},
-	"incr":             {class: notifyString, event: "incrby"},
-	"decr":             {class: notifyString, event: "incrby"},
-	"incrby":           {class: notifyString, event: "incrby"},
-	"decrby":           {class: notifyString, event: "incrby"},
-	"incrbyfloat":      {class: notifyString, event: "incrbyfloat"},
-	"setrange":         {class: notifyString, event: "setrange"},
-	"lpush":            {class: notifyList, event: "lpush"},
-	"lpushx":           {class: notifyList, event: "lpush"},
-	"rpush":            {class: notifyList, event: "rpush"},
-	"rpushx":           {class: notifyList, event: "rpush"},
-	"lpop":             {class: notifyList, event: "lpop", popDel: true},
-	"rpop":             {class: notifyList, event: "rpop", popDel: true},
-	"blpop":            {class: notifyList, event: "lpop", popDel: true},
-	"brpop":            {class: notifyList, event: "rpop", popDel: true},
-	"lset":             {class: notifyList, event: "lset"},
-	"linsert":          {class: notifyList, event: "linsert"},
-	"lrem":             {class: notifyList, event: "lrem", popDel: true},
-	"ltrim":            {class: notifyList, event: "ltrim", popDel: true},
-	"lmove":            {class: notifyList, popDel: true, ends: lmoveEvents(3, 4), pushFirst: true},
-	"blmove":           {class: notifyList, popDel: true, ends: lmoveEvents(3, 4), pushFirst: true},
-	"rpoplpush":        {class: notifyList, popDel: true, ends: lmoveEvents(-1, -1), pushFirst: true},
-	"brpoplpush":       {class: notifyList, popDel: true, ends: lmoveEvents(-1, -1), pushFirst: true},
-	"lmpop":            {class: notifyList, popDel: true, ends: mpopEnd(1, "lpop", "rpop", "LEFT")},
-	"blmpop":           {class: notifyList, popDel: true, ends: mpopEnd(2, "lpop", "rpop", "LEFT")},
-	"hset":             {class: notifyHash, event: "hset"},
-	"hmset":            {class: notifyHash, event: "hset"},
-	"hsetnx":           {class: notifyHash, event: "hset"},
-	"hdel":             {class: notifyHash, event: "hdel", popDel: true},
-	"hincrby":          {class: notifyHash, event: "hincrby"},
-	"hincrbyfloat":     {class: notifyHash, event: "hincrbyfloat"},
-	"sadd":             {class: notifySet, event: "sadd"},
-	"srem":             {class: notifySet, event: "srem", popDel: true},
-	"spop":             {class: notifySet, event: "spop", popDel: true},
-	"smove":            {class: notifySet, popDel: true, ends: smoveEvents},
-	"sinterstore":      {class: notifySet, event: "sinterstore"},
-	"sunionstore":      {class: notifySet, event: "sunionstore"},
-	"sdiffstore":       {class: notifySet, event: "sdiffstore"},
-	"zadd":             {class: notifyZSet, event: "zadd"},
-	"zincrby":          {class: notifyZSet, event: "zincr"},
-	"zrem":             {class: notifyZSet, event: "zrem", popDel: true},
-	"zremrangebyrank":  {class: notifyZSet, event: "zremrangebyrank", popDel: true},
-	"zremrangebyscore": {class: notifyZSet, event: "zremrangebyscore", popDel: true},
-	"zremrangebylex":   {class: notifyZSet, event: "zremrangebylex", popDel: true},
-	"zpopmin":          {class: notifyZSet, event: "zpopmin", popDel: true},
-	"zpopmax":          {class: notifyZSet, event: "zpopmax", popDel: true},
-	"bzpopmin":         {class: notifyZSet, event: "zpopmin", popDel: true},
-	"bzpopmax":         {class: notifyZSet, event: "zpopmax", popDel: true},
-	"zmpop":            {class: notifyZSet, popDel: true, ends: mpopEnd(1, "zpopmin", "zpopmax", "MIN")},
-	"bzmpop":           {class: notifyZSet, popDel: true, ends: mpopEnd(2, "zpopmin", "zpopmax", "MIN")},
-	"zunionstore":      {class: notifyZSet, event: "zunionstore"},
-	"zinterstore":      {class: notifyZSet, event: "zinterstore"},
-	"zdiffstore":       {class: notifyZSet, event: "zdiffstore"},
-	"zrangestore":      {class: notifyZSet, event: "zrangestore"},
-	// GEOADD is a ZADD; the searches that store name their own event.
-	"geoadd":            {class: notifyZSet, event: "zadd"},
-	"georadius":         {class: notifyZSet, event: "georadiusstore"},
-	"georadiusbymember": {class: notifyZSet, event: "georadiusstore"},
-	"geosearchstore":    {class: notifyZSet, event: "geosearchstore"},
-	// Hash field expiry (Redis 7.4.5's hashTypeSetExDone): one "hdel" if
-	// a past time deleted fields (then "del" if that emptied the hash),
-	// else "hexpire", whichever of the four set the expiries.
-	"hexpire":    hashTTLEvents("hexpire"),
-	"hpexpire":   hashTTLEvents("hexpire"),
-	"hexpireat":  hashTTLEvents("hexpire"),
-	"hpexpireat": hashTTLEvents("hexpire"),
-	"hpersist":   hashTTLEvents("hpersist"),
-	// Streams: the kind of change names the event (creating the stream,
-	// Written, has none of its own; "new" comes from the Created record).
-	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
-	"xtrim":                 streamEvents(storage.Removed, "xtrim"),
-	"xdel":                  streamEvents(storage.Removed, "xdel"),
-	"xsetid":                streamEvents(storage.Modified, "xsetid"),
-	"xgroup|create":         streamEvents(storage.Modified, "xgroup-create"),
-	"xgroup|setid":          streamEvents(storage.Modified, "xgroup-setid"),
-	"xgroup|destroy":        streamEvents(storage.GroupDestroyed, "xgroup-destroy"),
-	"xgroup|createconsumer": streamEvents(),
-	"xgroup|delconsumer":    streamEvents(storage.Modified, "xgroup-delconsumer"),
-	"xreadgroup":            streamEvents(),
-	"xclaim":                streamEvents(),
-	"xautoclaim":            streamEvents(),
-}
+// notifyKeyspaceEvent calls), by command name. Each family adds its own
+// commands', beside its command table (addEvents). Commands that only
+// delete, rename, move, copy or set expiries need no entry: the kind of
+// change names those.
+var notifyEvents = map[string]*eventSpec{}
 
 // hashTTLEvents names the events of a command that sets or removes hash
 // field expiries: "hdel" for fields it deleted (a time in the past), ev for
@@ -456,11 +366,15 @@ func (a *Actor) heard() bool {
 	return len(a.ps.tables[subChannel]) > 0 || len(a.ps.tables[subPattern]) > 0
 }
 
-// addEvents adds a family's keyspace notification events to notifyEvents
-// (notify.go). It runs as a package variable's initializer, so before the
-// command table is built (command.go's init).
+// addEvents adds a family's keyspace notification events to notifyEvents,
+// by command name. It runs as a package variable's initializer, so before
+// the command table is built (command.go's init); a command given events
+// twice is a mistake in the package, and stops it there.
 func addEvents(events map[string]*eventSpec) bool {
 	for name, spec := range events {
+		if notifyEvents[name] != nil {
+			panic("actor: keyspace events for " + name + " added twice")
+		}
 		notifyEvents[name] = spec
 	}
 	return true

@@ -26,6 +26,18 @@ var setCommands = registerCommands([]*Command{
 	{Name: "sscan", Summary: "Iterates over the members of a set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeSet) }},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"sadd":        {class: notifySet, event: "sadd"},
+	"srem":        {class: notifySet, event: "srem", popDel: true},
+	"spop":        {class: notifySet, event: "spop", popDel: true},
+	"smove":       {class: notifySet, popDel: true, ends: smoveEvents},
+	"sinterstore": {class: notifySet, event: "sinterstore"},
+	"sunionstore": {class: notifySet, event: "sunionstore"},
+	"sdiffstore":  {class: notifySet, event: "sdiffstore"},
+})
+
 // SADD key member [member ...]
 func cmdSAdd(c *Ctx) error {
 	s, err := c.st.OpenOrCreateColl(c.db, c.args[1], storage.TypeSet)

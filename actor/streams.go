@@ -48,6 +48,25 @@ var streamCommands = registerCommands([]*Command{
 	}},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	// Streams: the kind of change names the event (creating the stream,
+	// Written, has none of its own; "new" comes from the Created record).
+	"xadd":                  streamEvents(storage.Added, "xadd", storage.Removed, "xtrim"),
+	"xtrim":                 streamEvents(storage.Removed, "xtrim"),
+	"xdel":                  streamEvents(storage.Removed, "xdel"),
+	"xsetid":                streamEvents(storage.Modified, "xsetid"),
+	"xgroup|create":         streamEvents(storage.Modified, "xgroup-create"),
+	"xgroup|setid":          streamEvents(storage.Modified, "xgroup-setid"),
+	"xgroup|destroy":        streamEvents(storage.GroupDestroyed, "xgroup-destroy"),
+	"xgroup|createconsumer": streamEvents(),
+	"xgroup|delconsumer":    streamEvents(storage.Modified, "xgroup-delconsumer"),
+	"xreadgroup":            streamEvents(),
+	"xclaim":                streamEvents(),
+	"xautoclaim":            streamEvents(),
+})
+
 type streamID = storage.StreamID
 
 // --- IDs ---

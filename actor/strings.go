@@ -32,6 +32,26 @@ var stringCommands = registerCommands([]*Command{
 	{Name: "setrange", Summary: "Overwrites part of a string key's value at an offset.", Handler: cmdSetRange},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"set":         {class: notifyString, event: "set", expire: setExpires},
+	"getex":       {expiry: getexExpiry},
+	"setnx":       {class: notifyString, event: "set"},
+	"setex":       {class: notifyString, event: "set", expire: always},
+	"psetex":      {class: notifyString, event: "set", expire: always},
+	"mset":        {class: notifyString, event: "set"},
+	"msetnx":      {class: notifyString, event: "set"},
+	"getset":      {class: notifyString, event: "set"},
+	"append":      {class: notifyString, event: "append"},
+	"incr":        {class: notifyString, event: "incrby"},
+	"decr":        {class: notifyString, event: "incrby"},
+	"incrby":      {class: notifyString, event: "incrby"},
+	"decrby":      {class: notifyString, event: "incrby"},
+	"incrbyfloat": {class: notifyString, event: "incrbyfloat"},
+	"setrange":    {class: notifyString, event: "setrange"},
+})
+
 // replyString replies with key's string value (null when missing) through
 // the frame's value scratch: a large value is copied once, into the reply,
 // and leaves no garbage behind (a pipeline of GETs of a big value would

@@ -45,6 +45,27 @@ var zsetCommands = registerCommands([]*Command{
 	{Name: "zscan", Summary: "Iterates over the members and scores of a sorted set with a cursor.", Handler: func(c *Ctx) error { return cmdScanColl(c, storage.TypeZSet) }},
 })
 
+// The keyspace notification events of what these commands write
+// (notify.go, eventSpec).
+var _ = addEvents(map[string]*eventSpec{
+	"zadd":             {class: notifyZSet, event: "zadd"},
+	"zincrby":          {class: notifyZSet, event: "zincr"},
+	"zrem":             {class: notifyZSet, event: "zrem", popDel: true},
+	"zremrangebyrank":  {class: notifyZSet, event: "zremrangebyrank", popDel: true},
+	"zremrangebyscore": {class: notifyZSet, event: "zremrangebyscore", popDel: true},
+	"zremrangebylex":   {class: notifyZSet, event: "zremrangebylex", popDel: true},
+	"zpopmin":          {class: notifyZSet, event: "zpopmin", popDel: true},
+	"zpopmax":          {class: notifyZSet, event: "zpopmax", popDel: true},
+	"bzpopmin":         {class: notifyZSet, event: "zpopmin", popDel: true},
+	"bzpopmax":         {class: notifyZSet, event: "zpopmax", popDel: true},
+	"zmpop":            {class: notifyZSet, popDel: true, ends: mpopEnd(1, "zpopmin", "zpopmax", "MIN")},
+	"bzmpop":           {class: notifyZSet, popDel: true, ends: mpopEnd(2, "zpopmin", "zpopmax", "MIN")},
+	"zunionstore":      {class: notifyZSet, event: "zunionstore"},
+	"zinterstore":      {class: notifyZSet, event: "zinterstore"},
+	"zdiffstore":       {class: notifyZSet, event: "zdiffstore"},
+	"zrangestore":      {class: notifyZSet, event: "zrangestore"},
+})
+
 // writeScored writes sorted-set members, with their scores when
 // withScores is set (flat in RESP2, [member, score] pairs in RESP3).
 func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
