@@ -19,9 +19,10 @@ import (
 //
 // A command touches the keys it names after its handler ran (Ctx.run), as
 // Redis's lookupKey does for every key a command looks up, except the
-// commands that look keys up with LOOKUP_NOTOUCH or not at all (noTouch:
-// EXISTS, TYPE, TTL and the like, OBJECT, WATCH; a script's keys are
-// touched by the commands it calls). A key the command created gets a new
+// commands that look keys up with LOOKUP_NOTOUCH or not at all (their
+// table entries say noTouch: EXISTS, TYPE, the TTL family, OBJECT, WATCH,
+// MEMORY USAGE; RESTORE, which sets the word itself); a script's keys are
+// touched by the commands it calls. A key the command created gets a new
 // object's word (the LRU clock, or the LFU counter's initial 5); a key it
 // deleted gets 0, so that a key created again later starts anew.
 
@@ -135,23 +136,11 @@ func (a *Actor) setIdleOrFreq(w *uint32, freq, idle int64) bool {
 	return true
 }
 
-// noTouch lists the commands whose keys keep their access words: Redis
-// 7.0 looks them up with LOOKUP_NOTOUCH (EXISTS, TYPE, the TTL family,
-// OBJECT), or not at all (WATCH; MEMORY USAGE; DEL and UNLINK, which
-// touch only to reset a deleted key), or sets the word itself (RESTORE);
-// a script touches the keys its commands look up, not the ones it names.
-var noTouch = map[string]bool{
-	"exists": true, "type": true, "ttl": true, "pttl": true, "expiretime": true, "pexpiretime": true,
-	"object|encoding": true, "object|freq": true, "object|idletime": true, "object|refcount": true,
-	"watch": true, "memory|usage": true, "restore": true, "restore-asking": true,
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
-}
-
 // touchKeys updates the access words of the keys the running command
 // names, after its handler ran (see the top of this file).
 func (c *Ctx) touchKeys() {
 	cmd := c.cmd
-	if cmd.noTouch || (c.s != nil && c.s.noTouch && cmd.Name != "touch") || cmd.meta == nil || len(cmd.meta.KeySpecs) == 0 {
+	if cmd.noTouch || cmd.script || (c.s != nil && c.s.noTouch && !cmd.touchAlways) || cmd.meta == nil || len(cmd.meta.KeySpecs) == 0 {
 		return
 	}
 	if !cmd.Is(FlagMovableKeys) && cmd.FirstKey > 0 {

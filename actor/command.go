@@ -131,8 +131,13 @@ type Command struct {
 	// holding one), which can run past busy-reply-threshold: the round
 	// is cut before its batch (round.go, cutRound).
 	runsScript bool
-	// noTouch: running it leaves its keys' access clocks alone (access.go).
+	// noTouch: running it leaves its keys' access clocks alone (access.go):
+	// Redis looks them up with LOOKUP_NOTOUCH or not at all. A script's
+	// (script) are never touched: the commands it calls touch theirs.
 	noTouch bool
+	// touchAlways: it touches its keys even on a connection that turned
+	// CLIENT NO-TOUCH on (TOUCH, as in Redis).
+	touchAlways bool
 	// events is what the command's writes are called in keyspace
 	// notifications (notify.go), nil for a command with no events of its own.
 	events *eventSpec
@@ -299,7 +304,6 @@ func buildTable() *table {
 		}
 		c.resolveKeys()
 		c.events = notifyEvents[c.Name]
-		c.noTouch = noTouch[c.Name]
 		c.runsScript = c.runsScript || c.script
 		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
 			c.InSubscribed = true

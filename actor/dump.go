@@ -12,7 +12,7 @@ import (
 
 var dumpCommands = registerCommands([]*Command{
 	{Name: "dump", Summary: "Serializes a key's value in Redis's DUMP format (RDB version 10).", Handler: cmdDump},
-	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore},
+	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore, noTouch: true},
 })
 
 // The keyspace notification events of what these commands write

@@ -19,7 +19,7 @@ import (
 
 var memoryCommands = registerCommands([]*Command{
 	{Name: "memory", Summary: "Reports memory and storage use.", Subs: []*Command{
-		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage},
+		{Name: "memory|usage", Summary: "Estimates the bytes a key takes in the database.", Handler: cmdMemoryUsage, noTouch: true},
 		{Name: "memory|stats", Summary: "Reports the heap, client buffers, caches and database files.", Handler: cmdMemoryStats},
 		{Name: "memory|doctor", Summary: "Looks for memory problems.", Handler: cmdMemoryDoctor},
 		{Name: "memory|purge", Summary: "Returns freed heap memory to the operating system.", Handler: cmdMemoryPurge},

@@ -47,7 +47,7 @@ var transactionCommands = registerCommands([]*Command{
 	{Name: "multi", Summary: "Starts a transaction: the commands that follow are queued until EXEC.", Handler: cmdMulti, Immediate: true},
 	{Name: "exec", Summary: "Runs the queued commands of the transaction as one step.", Handler: cmdExec, Immediate: true, runsScript: true},
 	{Name: "discard", Summary: "Drops the queued commands of the transaction.", Handler: cmdDiscard, Immediate: true},
-	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true},
+	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true, noTouch: true},
 	{Name: "unwatch", Summary: "Forgets every key the connection watches.", Handler: cmdUnwatch},
 })
 

@@ -58,6 +58,9 @@ func accessSteps(t *testing.T, addr string) []string {
 	for _, cmd := range []string{"EXISTS f", "TYPE f", "TTL f", "PTTL f", "OBJECT ENCODING f", "WATCH f", "UNWATCH"} {
 		r.do(strings.Fields(cmd)...)
 	}
+	// A script touches the keys its commands look up, not the ones it names.
+	r.expect(integer(1), "EVAL", "return 1", "1", "f")
+	r.expect(integer(1), "EVAL_RO", "return 1", "1", "f")
 	do("OBJECT", "FREQ", "f")
 	do("GET", "f")
 	do("OBJECT", "FREQ", "f") // the first access counts for sure: 6
@@ -109,4 +112,25 @@ func TestAccessClocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// CLIENT NO-TOUCH (Redis 7.2): the connection's commands leave the keys'
+// access clocks alone, except TOUCH. Under LFU without decay a new key's
+// counter is 5 and its first access makes it 6 for sure, so each step's
+// effect is exact.
+func TestClientNoTouch(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	r := dialRaw(t, s.addr)
+	r.expect(status("OK"), "CONFIG", "SET", "maxmemory-policy", "allkeys-lfu", "lfu-decay-time", "0")
+	r.expect(status("OK"), "SET", "k", "v")
+	r.expect(status("OK"), "CLIENT", "NO-TOUCH", "ON")
+	r.expect(bulk("v"), "GET", "k")
+	r.expect(integer(5), "OBJECT", "FREQ", "k")
+	r.expect(integer(1), "TOUCH", "k")
+	r.expect(integer(6), "OBJECT", "FREQ", "k")
+	r.expect(status("OK"), "CLIENT", "NO-TOUCH", "OFF")
+	r.expect(status("OK"), "SET", "n", "v")
+	r.expect(bulk("v"), "GET", "n")
+	r.expect(integer(6), "OBJECT", "FREQ", "n")
 }
