@@ -138,6 +138,13 @@ type Command struct {
 	// touchAlways: it touches its keys even on a connection that turned
 	// CLIENT NO-TOUCH on (TOUCH, as in Redis).
 	touchAlways bool
+	// runsQueue: it runs the connection's MULTI queue (EXEC), so the
+	// checks made before a command runs see the queue's flags too
+	// (Actor.callIs), and a refusal ends the transaction (Actor.reject).
+	runsQueue bool
+	// protectedBy is, for a PROTECTED command, the enable-*-command
+	// setting that allows it (protectedText).
+	protectedBy protection
 	// events is what the command's writes are called in keyspace
 	// notifications (notify.go), nil for a command with no events of its own.
 	events *eventSpec
@@ -286,7 +293,7 @@ func buildTable() *table {
 	for i := range metas {
 		byName[metas[i].Name] = &metas[i]
 	}
-	var problems, twice []string
+	var problems, twice, unguarded []string
 	apply := func(c *Command) {
 		m := byName[c.Name]
 		if m == nil {
@@ -303,6 +310,9 @@ func buildTable() *table {
 			}
 		}
 		c.resolveKeys()
+		if c.Is(FlagProtected) != (c.protectedBy != 0) {
+			unguarded = append(unguarded, c.Name)
+		}
 		c.events = notifyEvents[c.Name]
 		c.runsScript = c.runsScript || c.script
 		if c.Is(FlagPubSub) && c.Is(FlagNoScript) {
@@ -337,6 +347,8 @@ func buildTable() *table {
 		t.err = fmt.Errorf("actor: commands registered twice: %s", strings.Join(twice, ", "))
 	case len(problems) > 0:
 		t.err = fmt.Errorf("actor: no metadata for %s (run make commands)", strings.Join(problems, ", "))
+	case len(unguarded) > 0:
+		t.err = fmt.Errorf("actor: PROTECTED and protectedBy disagree for %s", strings.Join(unguarded, ", "))
 	}
 	return t
 }

@@ -11,7 +11,7 @@ import (
 
 var debugCommands = registerCommands([]*Command{
 	{Name: "lolwut", Summary: "Prints the server's version.", Handler: cmdLolwut},
-	{Name: "debug", Summary: "Debugging subcommands: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD, HELP.", Handler: cmdDebug},
+	{Name: "debug", Summary: "Debugging subcommands: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD, HELP.", Handler: cmdDebug, protectedBy: byDebugSetting},
 })
 
 // LOLWUT [VERSION version]: Redis 7.0 prints its version for any version

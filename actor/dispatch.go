@@ -130,13 +130,13 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 	// Writes are refused while they cannot be made durable; so is an EXEC
 	// of a queue with writes, and a write MULTI would queue (as Redis's
 	// MISCONF refusal).
-	if cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0) {
+	if callIs(s, cmd, FlagWrite) {
 		if err := a.durable.failure(); err != nil {
 			a.reject(s, cmd, string(ErrWritesFailing), w)
 			return true
 		}
 	}
-	if (cmd.Is(FlagDenyOOM) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagDenyOOM != 0)) && a.refusedForRoom() {
+	if callIs(s, cmd, FlagDenyOOM) && a.refusedForRoom() {
 		reply, _ := replyFor(a.flushFailed)
 		a.stats.failedWrites++
 		a.reject(s, cmd, reply, w)
@@ -151,10 +151,10 @@ func (a *Actor) executeAs(s *session, args [][]byte, w *proto.Writer, noBlock, w
 			a.reject(s, cmd, string(ErrStaleMaster), w)
 			return false
 		}
-	} else if a.repl.readOnly && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) {
+	} else if a.repl.readOnly && callIs(s, cmd, FlagWrite) {
 		a.reject(s, cmd, string(ErrReadOnlyReplica), w)
 		return false
-	} else if a.master.minToWrite > 0 && !a.repl.on && (cmd.Is(FlagWrite) || (s.tx != nil && cmd.Name == "exec" && s.tx.flags&FlagWrite != 0)) && !a.enoughReplicas() {
+	} else if a.master.minToWrite > 0 && !a.repl.on && callIs(s, cmd, FlagWrite) && !a.enoughReplicas() {
 		// min-replicas-to-write (master.go): Redis's -NOREPLICAS, in the
 		// same place.
 		a.reject(s, cmd, string(ErrNoReplicas), w)
@@ -236,12 +236,29 @@ func (a *Actor) protectedRefusal(s *session, cmd *Command) string {
 // settings.
 func protectedText(cmd *Command, debug, module, addr string) string {
 	switch {
-	case cmd.Name == "debug" && !protectedAllowed(debug, addr):
+	case cmd.protectedBy == byDebugSetting && !protectedAllowed(debug, addr):
 		return string(ErrDebugNotAllowed)
-	case cmd.parent != nil && cmd.parent.Name == "module" && !protectedAllowed(module, addr):
+	case cmd.protectedBy == byModuleSetting && !protectedAllowed(module, addr):
 		return string(ErrModuleNotAllowed)
 	}
 	return ""
+}
+
+// protection names the setting that allows a PROTECTED command
+// (Command.protectedBy); every command the metadata flags PROTECTED has
+// one, or New refuses to start.
+type protection uint8
+
+const (
+	byDebugSetting  protection = iota + 1 // enable-debug-command
+	byModuleSetting                       // enable-module-command
+)
+
+// callIs says whether cmd has flag f, or, for an EXEC, whether a command
+// of the connection's queue has it: the checks made before a command runs
+// refuse an EXEC as they would refuse what it runs.
+func callIs(s *session, cmd *Command, f Flag) bool {
+	return cmd.Is(f) || (cmd.runsQueue && s.tx != nil && s.tx.flags&f != 0)
 }
 
 // protectedAllowed applies an enable-*-command setting (no, yes, local) to

@@ -10,9 +10,9 @@ package actor
 var moduleCommands = registerCommands([]*Command{
 	{Name: "module", Summary: "Lists, loads and unloads Redis modules (Cellar has none).", Subs: []*Command{
 		{Name: "module|list", Summary: "Lists the loaded modules: none.", Handler: cmdModuleList},
-		{Name: "module|load", Summary: "Loads a module (always fails: Cellar cannot load Redis modules).", Handler: cmdModuleLoad},
-		{Name: "module|loadex", Summary: "Loads a module with configuration (always fails, as MODULE LOAD).", Handler: cmdModuleLoad},
-		{Name: "module|unload", Summary: "Unloads a module (there is none to unload).", Handler: cmdModuleUnload},
+		{Name: "module|load", Summary: "Loads a module (always fails: Cellar cannot load Redis modules).", Handler: cmdModuleLoad, protectedBy: byModuleSetting},
+		{Name: "module|loadex", Summary: "Loads a module with configuration (always fails, as MODULE LOAD).", Handler: cmdModuleLoad, protectedBy: byModuleSetting},
+		{Name: "module|unload", Summary: "Unloads a module (there is none to unload).", Handler: cmdModuleUnload, protectedBy: byModuleSetting},
 		{Name: "module|help", Summary: "Lists the MODULE subcommands.", Handler: cmdModuleHelp},
 	}},
 })

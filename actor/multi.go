@@ -45,7 +45,7 @@ import (
 
 var transactionCommands = registerCommands([]*Command{
 	{Name: "multi", Summary: "Starts a transaction: the commands that follow are queued until EXEC.", Handler: cmdMulti, Immediate: true},
-	{Name: "exec", Summary: "Runs the queued commands of the transaction as one step.", Handler: cmdExec, Immediate: true, runsScript: true},
+	{Name: "exec", Summary: "Runs the queued commands of the transaction as one step.", Handler: cmdExec, Immediate: true, runsScript: true, runsQueue: true},
 	{Name: "discard", Summary: "Drops the queued commands of the transaction.", Handler: cmdDiscard, Immediate: true},
 	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true, noTouch: true},
 	{Name: "unwatch", Summary: "Forgets every key the connection watches.", Handler: cmdUnwatch},
@@ -104,7 +104,7 @@ func flagTx(s *session) {
 // naming the reason, as Redis's rejectCommand does.
 func (a *Actor) reject(s *session, cmd *Command, text string, w *proto.Writer) {
 	a.cmdStats[cmd.idx].rejected++
-	if cmd.Name != "exec" {
+	if !cmd.runsQueue {
 		flagTx(s)
 		w.Error(text)
 		a.countError(text)

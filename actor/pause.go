@@ -192,7 +192,7 @@ func (a *Actor) pausedBatch(s *session, b *Batch) bool {
 		if a.runFlags(cmd, b.Cmd(i))&(FlagWrite|FlagMayReplicate) != 0 {
 			return true
 		}
-		if cmd.Name == "exec" && s.tx != nil && s.tx.flags&(FlagWrite|FlagMayReplicate) != 0 {
+		if cmd.runsQueue && s.tx != nil && s.tx.flags&(FlagWrite|FlagMayReplicate) != 0 {
 			return true
 		}
 	}

@@ -267,7 +267,7 @@ func (a *Actor) refuseStale(s *session, cmd *Command, w *proto.Writer) bool {
 	if !a.repl.on || s.master || a.depth > 0 {
 		return false
 	}
-	if cmd.Is(FlagStale) && (cmd.Name != "exec" || s.tx == nil || a.queueIsStale(s.tx)) {
+	if cmd.Is(FlagStale) && (!cmd.runsQueue || s.tx == nil || a.queueIsStale(s.tx)) {
 		return false
 	}
 	if a.repl.r.Status().LinkUp {
