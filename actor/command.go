@@ -142,6 +142,10 @@ type Command struct {
 	// checks made before a command runs see the queue's flags too
 	// (Actor.callIs), and a refusal ends the transaction (Actor.reject).
 	runsQueue bool
+	// absoluteForm, for a command whose effect depends on when it ran
+	// (a relative expiry), is the command Redis 7.0 propagates for it to
+	// replicas, an absolute form (redisForm), or nil to send the record.
+	absoluteForm func(e effect) [][]byte
 	// protectedBy is, for a PROTECTED command, the enable-*-command
 	// setting that allows it (protectedText).
 	protectedBy protection

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/cellar-db/cellar/rdb"
 )
@@ -12,7 +13,7 @@ import (
 
 var dumpCommands = registerCommands([]*Command{
 	{Name: "dump", Summary: "Serializes a key's value in Redis's DUMP format (RDB version 10).", Handler: cmdDump},
-	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore, noTouch: true},
+	{Name: "restore", Summary: "Creates a key from a DUMP payload.", Handler: cmdRestore, noTouch: true, absoluteForm: restoreAbsolute},
 })
 
 // The keyspace notification events of what these commands write
@@ -43,6 +44,22 @@ func cmdDump(c *Ctx) error {
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
 // [FREQ frequency]: the checks in the order of Redis 7.0's restoreCommand.
 // IDLETIME and FREQ set the key's access clock (access.go), the one the
+// restoreAbsolute is RESTORE's form for replicas when it sets a TTL:
+// with ABSTTL and the deadline (Redis's restoreCommand).
+func restoreAbsolute(e effect) [][]byte {
+	n, ok := e.intArg(2)
+	if !ok || n == 0 {
+		return nil
+	}
+	for _, a := range e.args[4:] {
+		if strings.EqualFold(string(a), "absttl") {
+			return nil
+		}
+	}
+	out := append([][]byte{e.args[0], e.args[1], e.unixMs(n, false)}, e.args[3:]...)
+	return append(out, []byte("ABSTTL"))
+}
+
 // policy in force reads; without them it is a new key's.
 func cmdRestore(c *Ctx) error {
 	replace, absTTL, idle, freq := false, false, false, false

@@ -14,9 +14,9 @@ var keyCommands = registerCommands([]*Command{
 	{Name: "exists", Summary: "Counts how many of the given keys exist.", Handler: cmdExists, noTouch: true},
 	{Name: "touch", Summary: "Counts how many of the given keys exist.", Handler: cmdExists, touchAlways: true},
 	{Name: "type", Summary: "Returns the type of a key.", Handler: cmdType, noTouch: true},
-	{Name: "expire", Summary: "Sets a key's time to live in seconds.", Handler: cmdExpire(inSeconds, fromNow)},
-	{Name: "pexpire", Summary: "Sets a key's time to live in milliseconds.", Handler: cmdExpire(inMillis, fromNow)},
-	{Name: "expireat", Summary: "Sets a key's expiry as a unix time in seconds.", Handler: cmdExpire(inSeconds, unixTime)},
+	{Name: "expire", Summary: "Sets a key's time to live in seconds.", Handler: cmdExpire(inSeconds, fromNow), absoluteForm: expireAbsolute(inSeconds, fromNow)},
+	{Name: "pexpire", Summary: "Sets a key's time to live in milliseconds.", Handler: cmdExpire(inMillis, fromNow), absoluteForm: expireAbsolute(inMillis, fromNow)},
+	{Name: "expireat", Summary: "Sets a key's expiry as a unix time in seconds.", Handler: cmdExpire(inSeconds, unixTime), absoluteForm: expireAbsolute(inSeconds, unixTime)},
 	{Name: "pexpireat", Summary: "Sets a key's expiry as a unix time in milliseconds.", Handler: cmdExpire(inMillis, unixTime)},
 	{Name: "ttl", Summary: "Returns a key's time to live in seconds.", Handler: cmdTTL(inSeconds, fromNow), noTouch: true},
 	{Name: "pttl", Summary: "Returns a key's time to live in milliseconds.", Handler: cmdTTL(inMillis, fromNow), noTouch: true},
@@ -117,6 +117,23 @@ func (f expireCond) allows(cur, when int64) bool {
 }
 
 // EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE, EXPIREAT, PEXPIREAT
+// expireAbsolute is EXPIRE's, PEXPIRE's and EXPIREAT's form for replicas:
+// PEXPIREAT with the deadline, and the condition if any (Redis's
+// expireGenericCommand).
+func expireAbsolute(seconds, relative bool) func(e effect) [][]byte {
+	return func(e effect) [][]byte {
+		n, ok := e.intArg(2)
+		if !ok {
+			return nil
+		}
+		at := strconv.AppendInt(nil, n*1000, 10)
+		if relative {
+			at = e.unixMs(n, seconds)
+		}
+		return append([][]byte{[]byte("PEXPIREAT"), e.args[1], at}, e.args[3:]...)
+	}
+}
+
 func cmdExpire(seconds, relative bool) Handler {
 	return func(c *Ctx) error {
 		cond, err := parseExpireCond(c.args[3:])

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/cellar-db/cellar/proto"
@@ -603,89 +602,37 @@ func appendCommand(dst []byte, args [][]byte) []byte {
 
 // redisForm is the command Redis would propagate for the effect e: the
 // record itself, but for the commands whose effect depends on the time
-// they ran at, which Redis 7.0 rewrites to absolute forms (expireGeneric
-// Command: PEXPIREAT; setGenericCommand: SET key value PXAT; getexCommand:
-// PEXPIREAT or PERSIST; RESTORE gets ABSTTL).
+// they ran at, which Redis 7.0 rewrites to absolute forms: their table
+// entry's absoluteForm says how.
 func redisForm(e effect) [][]byte {
-	args := e.args
-	if len(args) < 2 {
-		return args
+	if len(e.args) < 2 {
+		return e.args
 	}
-	abs := func(n int64, ms bool) []byte {
-		if !ms {
-			n *= 1000
-		}
-		return strconv.AppendInt(nil, e.now+n, 10)
-	}
-	num := func(i int) (int64, bool) {
-		if i >= len(args) {
-			return 0, false
-		}
-		n, err := parseInt(args[i])
-		return n, err == nil
-	}
-	switch name := strings.ToLower(string(args[0])); name {
-	case "expire", "pexpire":
-		if n, ok := num(2); ok {
-			return append([][]byte{[]byte("PEXPIREAT"), args[1], abs(n, name == "pexpire")}, args[3:]...)
-		}
-	case "expireat":
-		if n, ok := num(2); ok {
-			return append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, n*1000, 10)}, args[3:]...)
-		}
-	case "setex", "psetex":
-		if n, ok := num(2); ok && len(args) == 4 {
-			return [][]byte{[]byte("SET"), args[1], args[3], []byte("PXAT"), abs(n, name == "psetex")}
-		}
-	case "set":
-		for i := 3; i+1 < len(args); i++ {
-			opt := strings.ToLower(string(args[i]))
-			n, ok := num(i + 1)
-			if !ok {
-				continue
-			}
-			var at []byte
-			switch opt {
-			case "ex":
-				at = abs(n, false)
-			case "px":
-				at = abs(n, true)
-			case "exat":
-				at = strconv.AppendInt(nil, n*1000, 10)
-			default:
-				continue
-			}
-			return [][]byte{[]byte("SET"), args[1], args[2], []byte("PXAT"), at}
-		}
-	case "getex":
-		if len(args) >= 3 {
-			opt := strings.ToLower(string(args[2]))
-			if opt == "persist" {
-				return [][]byte{[]byte("PERSIST"), args[1]}
-			}
-			if n, ok := num(3); ok {
-				switch opt {
-				case "ex", "px":
-					return [][]byte{[]byte("PEXPIREAT"), args[1], abs(n, opt == "px")}
-				case "exat":
-					return [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, n*1000, 10)}
-				case "pxat":
-					return [][]byte{[]byte("PEXPIREAT"), args[1], args[3]}
-				}
-			}
-		}
-	case "restore":
-		if n, ok := num(2); ok && n != 0 {
-			for _, a := range args[4:] {
-				if strings.EqualFold(string(a), "absttl") {
-					return args
-				}
-			}
-			out := append([][]byte{args[0], args[1], abs(n, true)}, args[3:]...)
-			return append(out, []byte("ABSTTL"))
+	if cmd := Lookup(e.args[0]); cmd != nil && cmd.absoluteForm != nil {
+		if args := cmd.absoluteForm(e); args != nil {
+			return args
 		}
 	}
-	return args
+	return e.args
+}
+
+// unixMs is, as an argument, the unix time in milliseconds n seconds (or
+// milliseconds: !seconds) after the effect ran.
+func (e effect) unixMs(n int64, seconds bool) []byte {
+	if seconds {
+		n *= 1000
+	}
+	return strconv.AppendInt(nil, e.now+n, 10)
+}
+
+// intArg is the effect's argument i as an integer, false if there is none
+// or it is not one.
+func (e effect) intArg(i int) (int64, bool) {
+	if i >= len(e.args) {
+		return 0, false
+	}
+	n, err := parseInt(e.args[i])
+	return n, err == nil
 }
 
 var (

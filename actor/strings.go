@@ -4,22 +4,23 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/cellar-db/cellar/storage"
 )
 
 var stringCommands = registerCommands([]*Command{
 	{Name: "get", Summary: "Returns the value of a string key.", Handler: cmdGet},
-	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet, getKeys: setKeyFlags},
+	{Name: "set", Summary: "Sets a string key, with optional expiry and conditions.", Handler: cmdSet, getKeys: setKeyFlags, absoluteForm: setAbsolute},
 	{Name: "setnx", Summary: "Sets a string key only if it does not exist.", Handler: cmdSetNX},
-	{Name: "setex", Summary: "Sets a string key with an expiry in seconds.", Handler: cmdSetEX(inSeconds)},
-	{Name: "psetex", Summary: "Sets a string key with an expiry in milliseconds.", Handler: cmdSetEX(inMillis)},
+	{Name: "setex", Summary: "Sets a string key with an expiry in seconds.", Handler: cmdSetEX(inSeconds), absoluteForm: setEXAbsolute(inSeconds)},
+	{Name: "psetex", Summary: "Sets a string key with an expiry in milliseconds.", Handler: cmdSetEX(inMillis), absoluteForm: setEXAbsolute(inMillis)},
 	{Name: "mget", Summary: "Returns the values of several string keys.", Handler: cmdMGet},
 	{Name: "mset", Summary: "Sets several string keys.", Handler: cmdMSet},
 	{Name: "msetnx", Summary: "Sets several string keys only if none of them exists.", Handler: cmdMSetNX},
 	{Name: "getset", Summary: "Sets a string key and returns its previous value.", Handler: cmdGetSet},
 	{Name: "getdel", Summary: "Returns a string key's value and deletes the key.", Handler: cmdGetDel},
-	{Name: "getex", Summary: "Returns a string key's value and changes its expiry.", Handler: cmdGetEx},
+	{Name: "getex", Summary: "Returns a string key's value and changes its expiry.", Handler: cmdGetEx, absoluteForm: getExAbsolute},
 	{Name: "append", Summary: "Appends to a string key, creating it if needed.", Handler: cmdAppend},
 	{Name: "strlen", Summary: "Returns the length of a string key's value.", Handler: cmdStrLen},
 	{Name: "incr", Summary: "Adds one to the integer in a string key.", Handler: cmdIncr(plusOne)},
@@ -198,6 +199,70 @@ func cmdSetNX(c *Ctx) error {
 }
 
 // SETEX key seconds value / PSETEX key milliseconds value
+// setAbsolute is SET's form for replicas when it sets an expiry: SET key
+// value PXAT with the deadline (Redis's setGenericCommand).
+func setAbsolute(e effect) [][]byte {
+	for i := 3; i+1 < len(e.args); i++ {
+		n, ok := e.intArg(i + 1)
+		if !ok {
+			continue
+		}
+		var at []byte
+		switch strings.ToLower(string(e.args[i])) {
+		case "ex":
+			at = e.unixMs(n, true)
+		case "px":
+			at = e.unixMs(n, false)
+		case "exat":
+			at = strconv.AppendInt(nil, n*1000, 10)
+		default:
+			continue
+		}
+		return [][]byte{[]byte("SET"), e.args[1], e.args[2], []byte("PXAT"), at}
+	}
+	return nil
+}
+
+// setEXAbsolute is SETEX's and PSETEX's form for replicas: SET key value
+// PXAT with the deadline.
+func setEXAbsolute(seconds bool) func(e effect) [][]byte {
+	return func(e effect) [][]byte {
+		n, ok := e.intArg(2)
+		if !ok || len(e.args) != 4 {
+			return nil
+		}
+		return [][]byte{[]byte("SET"), e.args[1], e.args[3], []byte("PXAT"), e.unixMs(n, seconds)}
+	}
+}
+
+// getExAbsolute is GETEX's form for replicas: PEXPIREAT with the
+// deadline, or PERSIST (Redis's getexCommand).
+func getExAbsolute(e effect) [][]byte {
+	if len(e.args) < 3 {
+		return nil
+	}
+	opt := strings.ToLower(string(e.args[2]))
+	if opt == "persist" {
+		return [][]byte{[]byte("PERSIST"), e.args[1]}
+	}
+	n, ok := e.intArg(3)
+	if !ok {
+		return nil
+	}
+	var at []byte
+	switch opt {
+	case "ex", "px":
+		at = e.unixMs(n, opt == "ex")
+	case "exat":
+		at = strconv.AppendInt(nil, n*1000, 10)
+	case "pxat":
+		at = e.args[3]
+	default:
+		return nil
+	}
+	return [][]byte{[]byte("PEXPIREAT"), e.args[1], at}
+}
+
 func cmdSetEX(seconds bool) Handler {
 	return func(c *Ctx) error {
 		f := setFlags{expire: c.args[2], ex: seconds, px: !seconds}
