@@ -69,14 +69,30 @@ func compareStorage(a, b Elem) int {
 }
 
 // item is a large set's tree entry: an element's H beside a pointer to
-// it, so that a walk reads 16-byte items (an Elem is 72), and the index
-// finds an element by name without the tree. The element is the set's:
+// its node, so that a walk reads 16-byte items (a node is 80), and the
+// index finds an element by name without the tree. The node is the set's:
 // Put changes it in place, so nothing outside the set shares it (Freeze
 // and Clone copy).
 type item struct {
 	h  int64
-	el *Elem
+	el *node
 }
+
+// node is a large set's element with what the next Freeze must do with
+// its row. An Elem alone is 72 bytes, so the state costs nothing: both
+// are allocated in the 80-byte size class.
+type node struct {
+	Elem
+	state nodeState
+}
+
+type nodeState uint8
+
+const (
+	clean   nodeState = iota // its row is as the last Freeze left it
+	changed                  // set since the last Freeze; in Elems.touched
+	deleted                  // deleted since the last Freeze; in Elems.touched and the index, not the tree
+)
 
 func itemOrder(a, b item) bool {
 	if a.h != b.h {
@@ -89,15 +105,21 @@ func itemOrder(a, b item) bool {
 // in insertion order while small; past SmallMax, for good, a map by name
 // (what HGET, HSET and SISMEMBER use, as Redis's hashtable encoding) and a
 // tree of the same elements in storage order (HSCAN, random picks, the
-// flush's order). It records which names changed since the last Freeze.
+// flush's order). It records which names changed since the last Freeze:
+// the small form in a set of names, the big form in its nodes' state and
+// a list of the nodes changed, so that a write to a large set costs one
+// lookup by name, not a second one in a set of names and a third at the
+// Freeze. A name deleted from the big form stays in its index, marked,
+// until the Freeze, so a name deleted and set again is listed once.
 type Elems struct {
 	small []Elem
 	big   *btree.BTreeG[item]
-	index map[string]*Elem // the big form's elements by name
+	index map[string]*node // the big form's nodes by name, deleted ones too
 	size  int64
 
-	dirty map[string]struct{} // names set or deleted since the last Freeze
-	all   bool                // every row is rewritten at the next Freeze
+	dirty   map[string]struct{} // the small form's names set or deleted since the last Freeze
+	touched []*node             // the big form's nodes changed or deleted since the last Freeze
+	all     bool                // every row is rewritten at the next Freeze
 }
 
 // NewElems returns an empty set whose rows are all new (a new key).
@@ -124,10 +146,12 @@ func Loaded(rows []Elem) *Elems {
 // setBig makes els, in storage order, the big form's elements (it takes
 // els).
 func (e *Elems) setBig(els []Elem) {
-	e.big, e.index, e.small = newTree(), make(map[string]*Elem, len(els)), nil
+	e.big, e.index, e.small = newTree(), make(map[string]*node, len(els)), nil
+	nodes := make([]node, len(els))
 	for i := range els {
-		e.big.Load(item{els[i].H, &els[i]})
-		e.index[els[i].Name] = &els[i]
+		nodes[i].Elem = els[i]
+		e.big.Load(item{els[i].H, &nodes[i]})
+		e.index[els[i].Name] = &nodes[i]
 	}
 }
 
@@ -167,8 +191,8 @@ func (e *Elems) find(name string) int {
 // Get returns the element named name.
 func (e *Elems) Get(name []byte) (Elem, bool) {
 	if e.big != nil {
-		if p, ok := e.index[string(name)]; ok {
-			return *p, true
+		if p, ok := e.index[string(name)]; ok && p.state != deleted {
+			return p.Elem, true
 		}
 		return Elem{}, false
 	}
@@ -184,6 +208,7 @@ func (e *Elems) Has(name []byte) bool {
 	return ok
 }
 
+// mark records that the small form's element name was set or deleted.
 func (e *Elems) mark(name string) {
 	if e.all {
 		return
@@ -194,29 +219,44 @@ func (e *Elems) mark(name string) {
 	e.dirty[name] = struct{}{}
 }
 
+// touch records that the big form's node p was set (to) or deleted.
+func (e *Elems) touch(p *node, to nodeState) {
+	if p.state == clean && !e.all {
+		e.touched = append(e.touched, p)
+	} else if p.state == clean {
+		return // rewritten whole; a deleted node leaves the index at once
+	}
+	p.state = to
+}
+
 // Put sets el (its Name; H is computed here), replacing an element of the
 // same name, and returns the one it replaced.
 func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 	el.H = hashString(el.Name)
-	e.mark(el.Name)
 	e.size += el.size()
 	if e.big != nil {
-		if p, ok := e.index[el.Name]; ok {
-			old, existed = *p, true
+		switch p, ok := e.index[el.Name]; {
+		case ok && p.state != deleted:
+			old, existed = p.Elem, true
 			el.Name = p.Name // the index's key
-			*p = el
-		} else {
-			p := new(Elem)
-			*p = el
+			p.Elem = el
+			e.touch(p, changed)
+		case ok: // deleted since the last Freeze, and listed
+			el.Name = p.Name
+			p.Elem, p.state = el, changed
+			e.big.Set(item{el.H, p})
+		default:
+			p := &node{Elem: el}
 			e.big.Set(item{el.H, p})
 			e.index[el.Name] = p
+			e.touch(p, changed)
 		}
-	} else if i := e.find(el.Name); i >= 0 {
-		old, existed = e.small[i], true
-		e.small[i] = el
 	} else {
-		e.small = append(e.small, el)
-		if len(e.small) > SmallMax {
+		e.mark(el.Name)
+		if i := e.find(el.Name); i >= 0 {
+			old, existed = e.small[i], true
+			e.small[i] = el
+		} else if e.small = append(e.small, el); len(e.small) > SmallMax {
 			e.grow()
 		}
 	}
@@ -231,23 +271,40 @@ func (e *Elems) grow() {
 	els := slices.Clone(e.small)
 	slices.SortFunc(els, compareStorage)
 	e.setBig(els)
+	for name := range e.dirty {
+		p, ok := e.index[name]
+		if ok {
+			p.state = changed
+		} else {
+			p = &node{Elem: Elem{H: hashString(name), Name: name}, state: deleted}
+			e.index[name] = p
+		}
+		e.touched = append(e.touched, p)
+	}
+	e.dirty = nil
 }
 
 // Delete removes the element named name and returns it.
 func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 	if e.big != nil {
-		var p *Elem
-		if p, existed = e.index[string(name)]; existed {
-			old = *p
+		p, ok := e.index[string(name)]
+		if !ok || p.state == deleted {
+			return Elem{}, false
+		}
+		old, existed = p.Elem, true
+		e.big.Delete(item{p.H, p})
+		if e.all && p.state == clean {
 			delete(e.index, p.Name)
-			e.big.Delete(item{p.H, p})
+		} else {
+			e.touch(p, deleted)
+			p.Value = nil
 		}
 	} else if i := e.find(string(name)); i >= 0 {
 		old, existed = e.small[i], true
 		e.small = slices.Delete(e.small, i, i+1)
+		e.mark(old.Name)
 	}
 	if existed {
-		e.mark(old.Name)
 		e.size -= old.size()
 	}
 	return old, existed
@@ -258,7 +315,7 @@ func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 // or the element it is given.
 func (e *Elems) Each(fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Scan(func(it item) bool { return fn(it.el) })
+		e.big.Scan(func(it item) bool { return fn(&it.el.Elem) })
 		return
 	}
 	for i := range e.small {
@@ -272,7 +329,7 @@ func (e *Elems) Each(fn func(el *Elem) bool) {
 // it returns false. A small set is sorted for the call.
 func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Ascend(item{from, &Elem{}}, func(it item) bool { return fn(it.el) })
+		e.big.Ascend(item{from, &node{}}, func(it item) bool { return fn(&it.el.Elem) })
 		return
 	}
 	sorted := slices.Clone(e.small)
@@ -289,7 +346,7 @@ func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 func (e *Elems) Nth(i int) Elem {
 	if e.big != nil {
 		it, _ := e.big.GetAt(i)
-		return *it.el
+		return it.el.Elem
 	}
 	return e.small[i]
 }
@@ -310,7 +367,7 @@ func (e *Elems) Clone() *Elems {
 func (e *Elems) sorted() []Elem {
 	els := make([]Elem, 0, e.big.Len())
 	e.big.Scan(func(it item) bool {
-		els = append(els, *it.el)
+		els = append(els, it.el.Elem)
 		return true
 	})
 	return els
@@ -351,6 +408,15 @@ func (e *Elems) Freeze() *Delta {
 	case e.all:
 		d.put = slices.Clone(e.small)
 		slices.SortFunc(d.put, compareStorage)
+	case e.big != nil:
+		d.put = make([]Elem, 0, len(e.touched))
+		for _, p := range e.touched {
+			if p.state == changed {
+				d.put = append(d.put, p.Elem)
+			} else {
+				d.Gone = append(d.Gone, Elem{H: p.H, Name: p.Name})
+			}
+		}
 	default:
 		for name := range e.dirty {
 			if el, ok := e.Get([]byte(name)); ok {
@@ -359,13 +425,22 @@ func (e *Elems) Freeze() *Delta {
 				d.Gone = append(d.Gone, Elem{H: hashString(name), Name: name})
 			}
 		}
+	}
+	if !d.All {
 		slices.SortFunc(d.put, compareStorage)
 		slices.SortFunc(d.Gone, compareStorage)
 	}
-	e.all, e.dirty = false, nil
+	for _, p := range e.touched {
+		if p.state == deleted {
+			delete(e.index, p.Name)
+		}
+		p.state = clean
+	}
+	e.all, e.dirty, e.touched = false, nil, nil
 	return d
 }
 
 // Rewrite makes the next Freeze rewrite every row (a change that moves
-// them all, or rows whose state is unknown).
+// them all, or rows whose state is unknown). The touched nodes stay
+// listed: the Freeze takes the deleted ones out of the index.
 func (e *Elems) Rewrite() { e.all, e.dirty = true, nil }

@@ -1,0 +1,100 @@
+package object
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// Elems changed at random — small, growing past SmallMax and large, names
+// deleted and set again between Freezes, Rewrites — and each Delta applied
+// to a copy of the rows as the flush applies it: after every Freeze the
+// rows are the model, a Delta names each element once (never in both its
+// puts and its Gone), and in storage order.
+func TestElemsFreezeModel(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		names  int
+		loaded int // elements the set starts with, as loaded from rows
+	}{{"small", 60, 0}, {"grows", 400, 100}, {"large", 2000, 1000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(tc.names)))
+			model := map[string]string{}
+			rows := map[string]string{}
+			var loaded []Elem
+			for i := range tc.loaded {
+				name := fmt.Sprintf("f%d", i)
+				loaded = append(loaded, Elem{H: Hash([]byte(name)), Name: name, Value: []byte("v0"), Ord: int64(i + 1)})
+				model[name], rows[name] = "v0", "v0"
+			}
+			e := Loaded(loaded)
+			if tc.loaded == 0 {
+				e = NewElems()
+			}
+			freeze := func() {
+				t.Helper()
+				d := e.Freeze()
+				if d.All {
+					clear(rows)
+				}
+				seen := map[string]bool{}
+				var last Elem
+				for i, el := range d.Gone {
+					if seen[el.Name] || el.H != Hash([]byte(el.Name)) || i > 0 && compareStorage(last, el) >= 0 {
+						t.Fatalf("Gone %q: listed twice, wrong h or out of order", el.Name)
+					}
+					seen[el.Name], last = true, el
+					delete(rows, el.Name)
+				}
+				i := 0
+				d.Each(func(el *Elem) error {
+					if seen[el.Name] || el.H != Hash([]byte(el.Name)) || i > 0 && compareStorage(last, *el) >= 0 {
+						t.Fatalf("put %q: listed twice, wrong h or out of order", el.Name)
+					}
+					seen[el.Name], last = true, *el
+					rows[el.Name] = string(el.Value)
+					i++
+					return nil
+				})
+				if len(rows) != len(model) || e.Len() != len(model) {
+					t.Fatalf("%d rows and Len %d, the model has %d", len(rows), e.Len(), len(model))
+				}
+				for name, v := range model {
+					if rows[name] != v {
+						t.Fatalf("row %q = %q, the model has %q", name, rows[name], v)
+					}
+				}
+				if e.Changed() {
+					t.Fatal("changed right after Freeze")
+				}
+			}
+			for step := 0; step < 20000; step++ {
+				name := fmt.Sprintf("f%d", rng.IntN(tc.names))
+				switch n := rng.IntN(100); {
+				case n < 55:
+					v := fmt.Sprintf("v%d", step)
+					_, had := model[name]
+					if _, existed := e.Put(Elem{Name: name, Value: []byte(v)}); existed != had {
+						t.Fatalf("Put(%q) replaced %v, the model %v", name, existed, had)
+					}
+					model[name] = v
+				case n < 95:
+					_, had := model[name]
+					if old, ok := e.Delete([]byte(name)); ok != had || ok && string(old.Value) != model[name] {
+						t.Fatalf("Delete(%q) = %q, %v; the model %q, %v", name, old.Value, ok, model[name], had)
+					}
+					delete(model, name)
+				case n < 96:
+					e.Rewrite()
+				default:
+					freeze()
+				}
+				if el, ok := e.Get([]byte(name)); ok != (model[name] != "") || !bytes.Equal(el.Value, []byte(model[name])) {
+					t.Fatalf("Get(%q) = %q, %v; the model %q", name, el.Value, ok, model[name])
+				}
+			}
+			freeze()
+		})
+	}
+}
