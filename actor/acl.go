@@ -563,18 +563,26 @@ func (s *selector) checkChannel(ch []byte, isPattern bool) bool {
 	return false
 }
 
-// channelArgs says which arguments of cmd are channels that Redis checks
-// (its getChannelsFromCommand: publishing and subscribing, not
-// unsubscribing): from, to (to -1: the last), and whether they are
-// patterns. ok false: none.
-func channelArgs(cmd *Command, argc int) (from, to int, pattern, ok bool) {
-	switch cmd.Name {
-	case "publish", "spublish":
+// channelArgs says which arguments of a command are channels that the ACL
+// checks, as Redis's getChannelsFromCommand: publishing and subscribing
+// name them, unsubscribing does not (Command.channels).
+type channelArgs uint8
+
+const (
+	noChannels   channelArgs = iota
+	firstChannel             // the first argument (PUBLISH, SPUBLISH)
+	everyChannel             // every argument (SUBSCRIBE, SSUBSCRIBE)
+	everyPattern             // every argument, channel patterns (PSUBSCRIBE)
+)
+
+// span is the channel arguments of a call with argc arguments: from, to
+// (inclusive), and whether they are patterns; ok false: none.
+func (c channelArgs) span(argc int) (from, to int, pattern, ok bool) {
+	switch c {
+	case firstChannel:
 		return 1, 1, false, true
-	case "subscribe", "ssubscribe":
-		return 1, argc - 1, false, true
-	case "psubscribe":
-		return 1, argc - 1, true, true
+	case everyChannel, everyPattern:
+		return 1, argc - 1, c == everyPattern, true
 	}
 	return 0, 0, false, false
 }
@@ -606,7 +614,7 @@ func (s *selector) checkCmd(cmd *Command, args [][]byte, keys []foundKey) (aclDe
 		}
 	}
 	if !s.allChans {
-		if from, to, pat, ok := channelArgs(cmd, len(args)); ok {
+		if from, to, pat, ok := cmd.channels.span(len(args)); ok {
 			for i := from; i <= to && i < len(args); i++ {
 				if !s.checkChannel(args[i], pat) {
 					return aclDeniedChannel, i

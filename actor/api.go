@@ -444,35 +444,20 @@ func (a *Actor) busyCommand(id uint64, args [][]byte) {
 		a.queueCommand(s, cmd, args, &proto.Writer{}) // answered QUEUED
 		return
 	}
-	switch cmd.Name {
-	case "watch", "unwatch", "discard":
-		a.cmdStats[cmd.idx].calls++
-		a.stats.commands++
-	}
-	switch cmd.Name {
-	case "watch":
-		if s.tx != nil || s.watchDirty {
-			return
-		}
-		for _, key := range args[1:] {
-			if a.watch(s, s.db, key) != nil {
-				return
-			}
-		}
-	case "unwatch":
-		a.unwatchAll(s)
-		s.watchDirty = false
-	case "discard":
-		if s.tx != nil {
-			a.resetTx(s)
-		}
-	case "auth", "hello", "reset", "replconf":
-		a.busyRun(s, cmd, args)
+	if cmd.whileBusy != nil {
+		cmd.whileBusy(a, s, cmd, args)
 	}
 }
 
-// busyRun runs, for its effects on the session, a command its loop
-// answered while a script was busy (AUTH, HELLO, RESET): the same
+// countBusy counts a command a loop answered while a script was busy as
+// one that ran.
+func (a *Actor) countBusy(cmd *Command) {
+	a.cmdStats[cmd.idx].calls++
+	a.stats.commands++
+}
+
+// busyRun is the whileBusy of a command that runs again after the script
+// for its effects on the session (AUTH, HELLO, RESET, REPLCONF): the same
 // handler, on the same state (a script cannot change users or the
 // session), so it does what the loop's reply said; the reply is dropped,
 // the command counted as one that ran.

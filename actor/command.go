@@ -149,6 +149,18 @@ type Command struct {
 	// protectedBy is, for a PROTECTED command, the enable-*-command
 	// setting that allows it (protectedText).
 	protectedBy protection
+	// whileBusy, for a command a loop answers while a script is busy
+	// (loop/conn.go, busy; Redis's allow_busy), applies to the session,
+	// after the script, what the loop's answer said (Actor.BusyCommand);
+	// nil for the others.
+	whileBusy func(a *Actor, s *session, cmd *Command, args [][]byte)
+	// switchesDB: it may change the connection's database (SELECT,
+	// RESET), so the keys the commands after it in a batch name are not
+	// known to be of the database before it (loads.go, batchLoads).
+	switchesDB bool
+	// channels is which of its arguments are channels that the ACL
+	// checks (acl.go, checkCmd).
+	channels channelArgs
 	// events is what the command's writes are called in keyspace
 	// notifications (notify.go), nil for a command with no events of its own.
 	events *eventSpec

@@ -49,8 +49,9 @@ func (a *Actor) waitForLoad(s *session, b *Batch) bool {
 	return true
 }
 
-// batchLoads asks for the keys of b's commands, in s's database until a
-// SELECT, and returns the Load the batch waits for (0: none).
+// batchLoads asks for the keys of b's commands, in s's database until one
+// that switches databases, and returns the Load the batch waits for (0:
+// none).
 func (a *Actor) batchLoads(s *session, b *Batch) (gen uint64) {
 	for i := 0; i < b.Len(); i++ {
 		args := b.Cmd(i)
@@ -61,8 +62,8 @@ func (a *Actor) batchLoads(s *session, b *Batch) (gen uint64) {
 		if cmd == nil || !cmd.arityOK(len(args)) {
 			continue
 		}
-		if cmd.Name == "select" {
-			break // the commands after it name another database's keys
+		if cmd.switchesDB {
+			break // the commands after it may name another database's keys
 		}
 		gen = max(gen, a.cmdLoads(s.db, cmd, args))
 	}

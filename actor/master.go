@@ -254,7 +254,7 @@ var masterCommands = registerCommands([]*Command{
 	{Name: "psync", Summary: "Starts replication as a replica: a partial resync from the backlog, or a full one.", Handler: cmdPsync, Defers: true},
 	{Name: "sync", Summary: "Starts replication as a replica with a full resync (the protocol before PSYNC).", Handler: cmdPsync, Defers: true},
 	{Name: "wait", Summary: "Waits until replicas acknowledged the client's writes, or the timeout.", Handler: cmdWait, Defers: true},
-	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf},
+	{Name: "replconf", Summary: "Configures the replication link of a replica: listening port, capabilities, acknowledgements.", Handler: cmdReplconf, whileBusy: (*Actor).busyRun},
 	{Name: "failover", Summary: "Switches roles with a replica that has every write: a coordinated failover.", Handler: cmdFailover},
 })
 

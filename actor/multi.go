@@ -46,9 +46,9 @@ import (
 var transactionCommands = registerCommands([]*Command{
 	{Name: "multi", Summary: "Starts a transaction: the commands that follow are queued until EXEC.", Handler: cmdMulti, Immediate: true},
 	{Name: "exec", Summary: "Runs the queued commands of the transaction as one step.", Handler: cmdExec, Immediate: true, runsScript: true, runsQueue: true},
-	{Name: "discard", Summary: "Drops the queued commands of the transaction.", Handler: cmdDiscard, Immediate: true},
-	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true, noTouch: true},
-	{Name: "unwatch", Summary: "Forgets every key the connection watches.", Handler: cmdUnwatch},
+	{Name: "discard", Summary: "Drops the queued commands of the transaction.", Handler: cmdDiscard, Immediate: true, whileBusy: busyDiscard},
+	{Name: "watch", Summary: "Makes the next EXEC fail if any of the keys changes before it.", Handler: cmdWatch, Immediate: true, noTouch: true, whileBusy: busyWatch},
+	{Name: "unwatch", Summary: "Forgets every key the connection watches.", Handler: cmdUnwatch, whileBusy: busyUnwatch},
 })
 
 // txState is a session's open transaction.
@@ -255,6 +255,35 @@ func cmdUnwatch(c *Ctx) error {
 	c.s.watchDirty = false
 	c.w.OK()
 	return nil
+}
+
+// busyWatch, busyUnwatch and busyDiscard apply WATCH, UNWATCH and DISCARD
+// a loop answered +OK while a script was busy (whileBusy): the loop
+// refused WATCH inside MULTI and DISCARD outside it itself, and a WATCH
+// past the limit of watched keys watches what fits, as its +OK was sent.
+func busyWatch(a *Actor, s *session, cmd *Command, args [][]byte) {
+	a.countBusy(cmd)
+	if s.tx != nil || s.watchDirty {
+		return
+	}
+	for _, key := range args[1:] {
+		if a.watch(s, s.db, key) != nil {
+			return
+		}
+	}
+}
+
+func busyUnwatch(a *Actor, s *session, cmd *Command, _ [][]byte) {
+	a.countBusy(cmd)
+	a.unwatchAll(s)
+	s.watchDirty = false
+}
+
+func busyDiscard(a *Actor, s *session, cmd *Command, _ [][]byte) {
+	a.countBusy(cmd)
+	if s.tx != nil {
+		a.resetTx(s)
+	}
 }
 
 // watch adds key of db to what s watches (once), within the limit.

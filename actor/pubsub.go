@@ -170,14 +170,14 @@ func (a *Actor) unsubscribeAll(s *session) {
 }
 
 var pubsubCommands = registerCommands([]*Command{
-	{Name: "subscribe", Summary: "Listens for messages published to channels.", Handler: subscribeCmd(subChannel)},
-	{Name: "psubscribe", Summary: "Listens for messages published to channels matching patterns.", Handler: subscribeCmd(subPattern)},
-	{Name: "ssubscribe", Summary: "Listens for messages published to shard channels.", Handler: subscribeCmd(subShard)},
+	{Name: "subscribe", Summary: "Listens for messages published to channels.", Handler: subscribeCmd(subChannel), channels: everyChannel},
+	{Name: "psubscribe", Summary: "Listens for messages published to channels matching patterns.", Handler: subscribeCmd(subPattern), channels: everyPattern},
+	{Name: "ssubscribe", Summary: "Listens for messages published to shard channels.", Handler: subscribeCmd(subShard), channels: everyChannel},
 	{Name: "unsubscribe", Summary: "Stops listening to channels, or to all of them.", Handler: unsubscribeCmd(subChannel)},
 	{Name: "punsubscribe", Summary: "Stops listening to patterns, or to all of them.", Handler: unsubscribeCmd(subPattern)},
 	{Name: "sunsubscribe", Summary: "Stops listening to shard channels, or to all of them.", Handler: unsubscribeCmd(subShard)},
-	{Name: "publish", Summary: "Sends a message to a channel's subscribers; replies how many got it.", Handler: cmdPublish},
-	{Name: "spublish", Summary: "Sends a message to a shard channel's subscribers; replies how many got it.", Handler: cmdSPublish},
+	{Name: "publish", Summary: "Sends a message to a channel's subscribers; replies how many got it.", Handler: cmdPublish, channels: firstChannel},
+	{Name: "spublish", Summary: "Sends a message to a shard channel's subscribers; replies how many got it.", Handler: cmdSPublish, channels: firstChannel},
 	{Name: "pubsub", Summary: "Inspects the Pub/Sub tables.", Subs: []*Command{
 		{Name: "pubsub|channels", Summary: "Lists the channels with subscribers, optionally matching a pattern.", Handler: pubsubChannels(subChannel)},
 		{Name: "pubsub|shardchannels", Summary: "Lists the shard channels with subscribers, optionally matching a pattern.", Handler: pubsubChannels(subShard)},
