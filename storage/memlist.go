@@ -1,6 +1,9 @@
 package storage
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -21,6 +24,20 @@ const (
 	qMemListRefsIn  = "SELECT value FROM list_items WHERE id = ?1 AND pos BETWEEN ?2 AND ?3"
 	qMemListRefsAll = "SELECT value FROM list_items WHERE id = ?1"
 )
+
+// qMemListPutN writes elemBatch rows in one statement, as the element
+// tables do (memcoll.go): a statement's own cost is paid once for all.
+var qMemListPutN = func() string {
+	var b strings.Builder
+	b.WriteString("INSERT OR REPLACE INTO list_items (id, pos, value) VALUES ")
+	for i := range elemBatch {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(?%d, ?%d, ?%d)", 3*i+1, 3*i+2, 3*i+3)
+	}
+	return b.String()
+}()
 
 // loadList reads list id whole, its values resolved from blobs. Positions
 // that are not contiguous are a corrupt file. A list with no rows loads
@@ -83,20 +100,34 @@ func flushList(w *sqlc, id int64, d *object.ListDelta) error {
 				return err
 			}
 		}
-		for i, v := range run.Vals {
-			st := w.q(qMemListPut)
-			st.int(1, id)
-			st.int(2, run.Pos+int64(i))
-			if _, err := w.bindValue(st, 3, v, 0); err != nil {
-				st.reset()
+		// Rows go elemBatch to a statement, the tail one by one.
+		for i := 0; i < len(run.Vals); {
+			n, q := elemBatch, qMemListPutN
+			if len(run.Vals)-i < elemBatch {
+				n, q = 1, qMemListPut
+			}
+			if err := putListRows(w, q, id, run.Pos+int64(i), run.Vals[i:i+n]); err != nil {
 				return err
 			}
-			if err := st.exec(); err != nil {
-				return err
-			}
+			i += n
 		}
 	}
 	return nil
+}
+
+// putListRows writes vals at positions from pos on with q, qMemListPut
+// (one row) or qMemListPutN.
+func putListRows(w *sqlc, q string, id, pos int64, vals [][]byte) error {
+	st := w.q(q)
+	for i, v := range vals {
+		st.int(3*i+1, id)
+		st.int(3*i+2, pos+int64(i))
+		if _, err := w.bindValue(st, 3*i+3, v, 0); err != nil {
+			st.reset()
+			return err
+		}
+	}
+	return st.exec()
 }
 
 // keepListRefs moves the blob refs of list id's rows at positions lo..hi
