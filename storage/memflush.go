@@ -266,8 +266,9 @@ func writeSegment(w *sqlc, seg *memSegment) error {
 const keysBatch = 32
 
 // keysInPlace is the upsert of keysBatch rows SQLite holds under the same
-// names and ids. An update through it fires keys_blob_replaced, which
-// frees the blob a row lets go of (schema.go).
+// names and ids. No trigger frees a blob ref a row lets go of (migration
+// 7 dropped keys_blob_replaced): a row that holds one is written by
+// writeKey, which moves the ref to blob_garbage first.
 var keysInPlace = func() string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES ")
