@@ -617,7 +617,7 @@ func (c Config) Validate() error {
 	case c.MaxClients < 1:
 		return bad("maxclients", "must be at least 1, not %d", c.MaxClients)
 	case c.Loops < 0:
-		return bad("loops", "must be 0 (one per core) or more, not %d", c.Loops)
+		return bad("loops", "must be 0 (one per core but the actor's) or more, not %d", c.Loops)
 	case c.ProtoMaxBulkLen < 1<<20:
 		return bad("proto_max_bulk_len", "must be at least 1048576, not %d", c.ProtoMaxBulkLen)
 	case c.EnableDebugCommand != "no" && c.EnableDebugCommand != "yes" && c.EnableDebugCommand != "local":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,7 @@ import (
 type Config struct {
 	Bind  string
 	Port  int // 0 picks a free port (tests)
-	Loops int // event loops; 0 means one per core
+	Loops int // event loops; 0 means DefaultLoops
 
 	MaxClients int
 	Limits     proto.Limits
@@ -145,6 +146,13 @@ func (s *Server) scriptWentBusy() {
 	}
 }
 
+// DefaultLoops is the number of event loops when the configuration leaves
+// it to Cellar: one per core the Go runtime uses, less the one the actor
+// keeps busy, and at least one. On two cores one loop beside the actor
+// spent 18–28% less CPU a request than two at pipeline 1, and as much at
+// pipeline 16 (bench/results/2026-12-07-write-path-spot.md).
+func DefaultLoops() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
 // Start listens and runs the event loops. It returns once the listener is
 // ready, or with the reason it could not be (a port in use, say).
 func (s *Server) Start() error {
@@ -158,9 +166,11 @@ func (s *Server) Start() error {
 		// (readpause.go).
 		gnet.WithReadBufferCap(readChunk),
 	}
-	if s.cfg.Loops > 0 {
-		opts = append(opts, gnet.WithNumEventLoop(s.cfg.Loops))
+	loops := s.cfg.Loops
+	if loops == 0 {
+		loops = DefaultLoops()
 	}
+	opts = append(opts, gnet.WithNumEventLoop(loops))
 	// gnet reports a port in use as an unrelated setsockopt error; probing
 	// the address first gives the user the real reason.
 	hostPort := net.JoinHostPort(s.cfg.Bind, fmt.Sprint(s.cfg.Port))

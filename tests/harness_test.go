@@ -75,6 +75,10 @@ func startServer(t testing.TB, opts ...func(*cellar.Config)) *testServer {
 	// A full sync starts at once (Redis waits 5 s for more replicas to
 	// share it): tests that are about the wait set it themselves.
 	cfg.Master.DisklessSyncDelay = 0
+	// Two event loops on any machine, so that the tests' connections
+	// share loops and meet on different ones (the default on two cores
+	// is one loop).
+	cfg.Loops = 2
 	for _, o := range opts {
 		o(&cfg)
 	}
