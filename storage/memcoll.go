@@ -32,24 +32,30 @@ const elemBatch = 32
 // tail (the conflict clause).
 func (t *elemTable) upserts(head, row, tail string) *elemTable {
 	t.params = strings.Count(row, "%d")
-	build := func(n int) string {
-		var b strings.Builder
-		b.WriteString(head)
-		nums := make([]any, t.params)
-		for i := range n {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			for j := range nums {
-				nums[j] = i*t.params + j + 1
-			}
-			fmt.Fprintf(&b, row, nums...)
-		}
-		b.WriteString(tail)
-		return b.String()
-	}
-	t.put, t.putN = build(1), build(elemBatch)
+	t.put = head + valuesRows(row, 1) + tail
+	t.putN = head + valuesRows(row, elemBatch) + tail
 	return t
+}
+
+// valuesRows is n rows of a multi-row VALUES, joined by ", ": row has a %d
+// for each of its parameters' numbers, which go on from row to row, so
+// "(?%d, ?%d)" makes "(?1, ?2), (?3, ?4)…". The flush writes many rows
+// with one statement: a statement's own cost (binds, step, reset, halt) is
+// paid once for all of them.
+func valuesRows(row string, n int) string {
+	params := strings.Count(row, "%d")
+	var b strings.Builder
+	nums := make([]any, params)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		for j := range nums {
+			nums[j] = i*params + j + 1
+		}
+		fmt.Fprintf(&b, row, nums...)
+	}
+	return b.String()
 }
 
 // A hash field's value may be a blob ref (blobs.go): the triggers

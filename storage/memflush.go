@@ -269,19 +269,9 @@ const keysBatch = 32
 // names and ids. No trigger frees a blob ref a row lets go of (migration
 // 7 dropped keys_blob_replaced): a row that holds one is written by
 // writeKey, which moves the ref to blob_garbage first.
-var keysInPlace = func() string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES ")
-	for i := range keysBatch {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		j := i * 7
-		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, nullif(?%d, 0), ?%d, ?%d)", j+1, j+2, j+3, j+4, j+5, j+6, j+7)
-	}
-	b.WriteString(" ON CONFLICT (db, key) DO UPDATE SET type = excluded.type, expire_at = excluded.expire_at, version = excluded.version, value = excluded.value")
-	return b.String()
-}()
+var keysInPlace = "INSERT INTO keys (db, key, id, type, expire_at, version, value) VALUES " +
+	valuesRows("(?%d, ?%d, ?%d, ?%d, nullif(?%d, 0), ?%d, ?%d)", keysBatch) +
+	" ON CONFLICT (db, key) DO UPDATE SET type = excluded.type, expire_at = excluded.expire_at, version = excluded.version, value = excluded.value"
 
 // writeKeysInPlace writes keysBatch rows updated in place, then their
 // objects' changes.

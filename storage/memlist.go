@@ -1,9 +1,6 @@
 package storage
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -26,18 +23,8 @@ const (
 )
 
 // qMemListPutN writes elemBatch rows in one statement, as the element
-// tables do (memcoll.go): a statement's own cost is paid once for all.
-var qMemListPutN = func() string {
-	var b strings.Builder
-	b.WriteString("INSERT OR REPLACE INTO list_items (id, pos, value) VALUES ")
-	for i := range elemBatch {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "(?%d, ?%d, ?%d)", 3*i+1, 3*i+2, 3*i+3)
-	}
-	return b.String()
-}()
+// tables do (memcoll.go, valuesRows).
+var qMemListPutN = "INSERT OR REPLACE INTO list_items (id, pos, value) VALUES " + valuesRows("(?%d, ?%d, ?%d)", elemBatch)
 
 // loadList reads list id whole, its values resolved from blobs. Positions
 // that are not contiguous are a corrupt file. A list with no rows loads

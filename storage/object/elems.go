@@ -395,7 +395,7 @@ func (d *Delta) Each(fn func(el *Elem) error) error {
 }
 
 // Changed reports whether anything changed since the last Freeze.
-func (e *Elems) Changed() bool { return e.all || len(e.dirty) > 0 }
+func (e *Elems) Changed() bool { return e.all || len(e.dirty) > 0 || len(e.touched) > 0 }
 
 // Freeze returns what changed since the last Freeze and starts recording
 // afresh. Its cost is the number of changed elements; for a set whose rows

@@ -11,7 +11,8 @@ import (
 // deleted and set again between Freezes, Rewrites — and each Delta applied
 // to a copy of the rows as the flush applies it: after every Freeze the
 // rows are the model, a Delta names each element once (never in both its
-// puts and its Gone), and in storage order.
+// puts and its Gone), and in storage order; Changed says whether a write
+// came since the last Freeze (the flush freezes only what says so).
 func TestElemsFreezeModel(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -29,11 +30,16 @@ func TestElemsFreezeModel(t *testing.T) {
 				model[name], rows[name] = "v0", "v0"
 			}
 			e := Loaded(loaded)
-			if tc.loaded == 0 {
+			wrote := tc.loaded == 0 // every row of a new set is to be written
+			if wrote {
 				e = NewElems()
 			}
 			freeze := func() {
 				t.Helper()
+				if e.Changed() != wrote {
+					t.Fatalf("Changed() = %v after writes: %v", e.Changed(), wrote)
+				}
+				wrote = false
 				d := e.Freeze()
 				if d.All {
 					clear(rows)
@@ -78,15 +84,17 @@ func TestElemsFreezeModel(t *testing.T) {
 					if _, existed := e.Put(Elem{Name: name, Value: []byte(v)}); existed != had {
 						t.Fatalf("Put(%q) replaced %v, the model %v", name, existed, had)
 					}
-					model[name] = v
+					model[name], wrote = v, true
 				case n < 95:
 					_, had := model[name]
 					if old, ok := e.Delete([]byte(name)); ok != had || ok && string(old.Value) != model[name] {
 						t.Fatalf("Delete(%q) = %q, %v; the model %q, %v", name, old.Value, ok, model[name], had)
 					}
 					delete(model, name)
+					wrote = wrote || had
 				case n < 96:
 					e.Rewrite()
+					wrote = true
 				default:
 					freeze()
 				}
