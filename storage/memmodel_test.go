@@ -162,6 +162,15 @@ func TestMemEngineMatchesModel(t *testing.T) {
 		other.Close()
 	}
 	key := func() string { return fmt.Sprintf("k%d", rng.IntN(40)) }
+	// bulk is how many elements a hash or set write adds and from how
+	// many names: now and then past object.SmallMax, so that large sets
+	// are written after their first flush too.
+	bulk := func() (n, names int) {
+		if rng.IntN(10) == 0 {
+			return 150, 300
+		}
+		return 1, 6
+	}
 	for step := 0; step < 6000; step++ {
 		db := rng.IntN(2)
 		k := key()
@@ -181,12 +190,17 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := fmt.Sprintf("f%d", rng.IntN(6))
-			if _, err := s.HashSet(c, []byte(f), []byte(fmt.Sprint(step)), HashReplace); err != nil {
-				t.Fatal(err)
+			cur.typ = TypeHash
+			n, names := bulk()
+			for range n {
+				f := fmt.Sprintf("f%d", rng.IntN(names))
+				if _, err := s.HashSet(c, []byte(f), []byte(fmt.Sprint(step)), HashReplace); err != nil {
+					t.Fatal(err)
+				}
+				cur = setElem(cur, f+"="+fmt.Sprint(step)+"0", f+"=")
 			}
 			s.EndCommand()
-			model.db(db)[k] = setElem(mkey{TypeHash, cur.val, cur.exp}, f+"="+fmt.Sprint(step)+"0", f+"=")
+			model.db(db)[k] = cur
 		case op < 38:
 			if has && cur.typ != TypeSet {
 				break
@@ -195,10 +209,15 @@ func TestMemEngineMatchesModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mem := fmt.Sprintf("m%d", rng.IntN(8))
-			s.SetAdd(c, []byte(mem))
+			cur.typ = TypeSet
+			n, names := bulk()
+			for range n {
+				mem := fmt.Sprintf("m%d", rng.IntN(names))
+				s.SetAdd(c, []byte(mem))
+				cur = setElem(cur, mem+"=0", mem+"=")
+			}
 			s.EndCommand()
-			model.db(db)[k] = setElem(mkey{TypeSet, cur.val, cur.exp}, mem+"=0", mem+"=")
+			model.db(db)[k] = cur
 		case op < 46:
 			if has && cur.typ != TypeZSet {
 				break
