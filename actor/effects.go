@@ -497,16 +497,17 @@ func (a *Actor) replayEffect(payload []byte) error {
 }
 
 // ReplayEffects replays the records next yields, in order, in one
-// transaction: it begins it, runs every record (replayEffect), runs the
-// keys touched step and commits. next reports false when there are no
-// more records; its error stops the replay. With at set, the commit also
-// stores the redo log position at returns then (the end of what was
-// replayed). It returns how many records were replayed; on any error
-// nothing of them is committed.
+// transaction: it begins it, runs every record (replayEffect) and the keys
+// touched step. next reports false when there are no more records; its
+// error stops the replay. Without a redo log it commits; with one the
+// transaction stays open, as after any round: the replayed writes are in
+// memory and in the log, and the actor's next flush stores them in SQLite
+// with the log position they reach (ReplayLog). It returns how many
+// records were replayed; on any error nothing of them is kept.
 //
-// It runs on the caller's goroutine: call it before Run starts, never
-// concurrently with it.
-func (a *Actor) ReplayEffects(next func() ([]byte, bool, error), at func() uint64) (n int, err error) {
+// It runs on the actor's goroutine or before Run starts, never
+// concurrently with Run.
+func (a *Actor) ReplayEffects(next func() ([]byte, bool, error)) (n int, err error) {
 	if err := a.st.Begin(); err != nil {
 		return 0, err
 	}
@@ -535,13 +536,9 @@ func (a *Actor) ReplayEffects(next func() ([]byte, bool, error), at func() uint6
 	if a.roundErr != nil {
 		return n, a.roundErr
 	}
-	if at != nil && n > 0 {
-		if err := a.st.SetRedoPosition(at()); err != nil {
-			return n, err
-		}
+	if a.logging() {
+		return n, nil
 	}
-	if _, _, err := a.st.Commit(); err != nil {
-		return n, err
-	}
-	return n, nil
+	_, _, err = a.st.Commit()
+	return n, err
 }

@@ -95,7 +95,7 @@ func replayed(t *testing.T, recs [][]byte) *storage.Store {
 		}
 		i++
 		return recs[i-1], true, nil
-	}, nil)
+	})
 	if err != nil || n != len(recs) {
 		t.Fatalf("replayed %d of %d records: %v", n, len(recs), err)
 	}

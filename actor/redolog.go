@@ -260,7 +260,6 @@ func (a *Actor) redo(why error) {
 	if err != nil {
 		a.durable.fail(fmt.Errorf("redoing the unflushed rounds from the redo log: %w", err))
 	}
-	a.unflushed = 0
 }
 
 // syncSeq is what the syncer counts in: the log position written so far
@@ -304,10 +303,14 @@ func (a *Actor) trimLog() {
 	}
 }
 
-// ReplayLog brings the database up to the end of the redo log: it replays,
-// in one transaction, every record after the position the database covers,
-// and stores the log's end with them (ReplayEffects). It runs before Run,
-// on the caller's goroutine; it reports how many records it replayed.
+// ReplayLog brings the keyspace up to the end of the redo log: it replays
+// every record after the position SQLite covers into memory
+// (ReplayEffects), where they wait for the next flush as the rounds that
+// wrote them did before the stop: the first round after start-up starts
+// it (flushAt is zero then), on the offload pool, so a start-up does not
+// wait for SQLite to take what a crash left in the log. It runs before
+// Run, on the caller's goroutine, and in Run to redo the unflushed rounds;
+// it reports how many records it replayed.
 func (a *Actor) ReplayLog() (int, error) {
 	l := a.cfg.Log
 	if l == nil {
@@ -328,10 +331,14 @@ func (a *Actor) ReplayLog() (int, error) {
 			return nil, false, nil
 		}
 		return p, err == nil, err
-	}, func() uint64 { return uint64(r.Pos()) })
+	})
 	if err != nil {
 		return n, err
 	}
-	a.logPos = l.Written()
+	a.logPos = redo.Position(from)
+	a.unflushed = int64(l.Written() - a.logPos)
+	if a.unflushed > 0 {
+		a.unflushedT = time.Now()
+	}
 	return n, nil
 }
