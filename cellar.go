@@ -99,6 +99,7 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 	log = gate.wrap(log)
 	s := &Server{cfg: cfg, log: log, logGate: gate, store: store, redo: rlog, pool: pool, actorDone: make(chan struct{}), done: make(chan struct{})}
 	clients := actor.NewMemBudget(cfg.MaxMemoryClients, sampledWarnings(log.With().Str("pkg", "clients").Logger()))
+	flushBytes, maxUnflushed := cfg.FlushWindow()
 	act, err := actor.New(actor.Config{
 		Durability:           dur,
 		RequirePass:          cfg.RequirePass,
@@ -122,8 +123,8 @@ func Start(cfg Config, log zerolog.Logger) (*Server, error) {
 		Clients:              clients,
 		Log:                  rlog,
 		FlushInterval:        cfg.Storage.FlushInterval,
-		FlushBytes:           cfg.Storage.FlushBytes,
-		MaxUnflushed:         cfg.Storage.MaxUnflushed,
+		FlushBytes:           flushBytes,
+		MaxUnflushed:         maxUnflushed,
 		GoMemoryLimit:        goMemoryLimit(cfg),
 		TuneGC:               cfg.ManageGCPercent,
 		GCHeadroom:           cfg.GCHeadroom(),

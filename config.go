@@ -250,13 +250,14 @@ type OutputBufferConfig struct {
 // engine"): the keys clients touched are held in memory as whole objects,
 // and SQLite is written only by the flush. A write is durable once it is
 // in the redo log; rounds of writes reach SQLite in batches (flushes): at
-// most FlushInterval apart, or sooner once FlushBytes of log records wait.
+// most FlushInterval apart, or sooner once FlushBytes of log records wait
+// (0: sized from MaxMemory, FlushWindow).
 // MaxMemory bounds what the engine holds, in bytes; 0 (the default) takes
 // a quarter of the memory Cellar may use (MemoryBound).
 // MaxUnflushed bounds what waits for its flushes, in bytes of redo log
-// SQLite does not cover yet: at the bound, writes wait for the flush (and
-// the loops stop reading), or, while flushes fail, writes that need room
-// are refused.
+// SQLite does not cover yet (0: four times FlushBytes): at the bound,
+// writes wait for the flush (and the loops stop reading), or, while
+// flushes fail, writes that need room are refused.
 type StorageConfig struct {
 	FlushInterval time.Duration `koanf:"flush_interval"`
 	FlushBytes    int64         `koanf:"flush_bytes"`
@@ -337,7 +338,7 @@ func DefaultConfig() Config {
 		TrackingTableMaxKeys: 1000000,
 		TCPKeepAlive:         300 * time.Second,
 		ShutdownTimeout:      10 * time.Second,
-		Storage:              StorageConfig{FlushInterval: time.Second, FlushBytes: 16 << 20, MaxUnflushed: 64 << 20},
+		Storage:              StorageConfig{FlushInterval: 2 * time.Second},
 		SQLite:               SQLiteConfig{CheckpointPages: 16384},
 		Offload:              OffloadConfig{QueueSize: 1024, MinWorkers: 1, MaxWorkers: 8, IdleTimeout: 10 * time.Second},
 		Expiry:               ExpiryConfig{Interval: 100 * time.Millisecond, Batch: 200},
@@ -394,6 +395,24 @@ func (c Config) MemoryBound() int64 {
 		avail = 4 << 30 // unknown: assume a small machine
 	}
 	return max(avail/4, 64<<20)
+}
+
+// FlushWindow is how many bytes of redo log start a flush
+// (storage.flush_bytes) and how many may wait for the flushes
+// (storage.max_unflushed). At 0 they are sized from the memory bound: a
+// thirty-second of it, between 16 MB and 64 MB, and four times that. What
+// waits for a flush cannot leave memory and is what a restart after a
+// crash replays, so a small bound keeps the window small; a wider one lets
+// more writes of a key reach SQLite as one row (docs/performance.md).
+func (c Config) FlushWindow() (flushBytes, maxUnflushed int64) {
+	flushBytes, maxUnflushed = c.Storage.FlushBytes, c.Storage.MaxUnflushed
+	if flushBytes == 0 {
+		flushBytes = min(max(c.MemoryBound()/32, 16<<20), 64<<20)
+	}
+	if maxUnflushed == 0 {
+		maxUnflushed = 4 * flushBytes
+	}
+	return flushBytes, maxUnflushed
 }
 
 // MemoryNeeded is what the settings let Cellar hold at most, for a
@@ -663,12 +682,12 @@ func (c Config) Validate() error {
 		return bad("shutdown_timeout", "must be positive")
 	case c.Storage.FlushInterval <= 0 || c.Storage.FlushInterval > time.Minute:
 		return bad("storage.flush_interval", "must be more than 0 and at most 1m, not %s", c.Storage.FlushInterval)
-	case c.Storage.FlushBytes < 1<<20:
-		return bad("storage.flush_bytes", "must be at least 1048576, not %d", c.Storage.FlushBytes)
+	case c.Storage.FlushBytes != 0 && c.Storage.FlushBytes < 1<<20:
+		return bad("storage.flush_bytes", "must be 0 (sized from storage.max_memory) or at least 1048576, not %d", c.Storage.FlushBytes)
 	case c.Storage.MaxMemory < 0:
 		return bad("storage.max_memory", "must be 0 (a quarter of the memory) or more, not %d", c.Storage.MaxMemory)
-	case c.Storage.MaxUnflushed < 1<<16:
-		return bad("storage.max_unflushed", "must be at least 65536, not %d", c.Storage.MaxUnflushed)
+	case c.Storage.MaxUnflushed != 0 && c.Storage.MaxUnflushed < 1<<16:
+		return bad("storage.max_unflushed", "must be 0 (four times storage.flush_bytes) or at least 65536, not %d", c.Storage.MaxUnflushed)
 	case c.SQLite.CacheKB < 0:
 		return bad("sqlite.cache_kb", "must not be negative")
 	case c.SQLite.MaxPageCount < 0:

@@ -30,6 +30,31 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// The flush's window is sized from the memory bound unless set: a
+// thirty-second of it between 16 MB and 64 MB, and four times that may
+// wait; a value set is kept, and max_unflushed follows flush_bytes.
+func TestFlushWindow(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		environ       []string
+		bytes, unflus int64
+	}{
+		{[]string{"CELLAR_STORAGE__MAX_MEMORY=67108864"}, 16 * mb, 64 * mb},
+		{[]string{"CELLAR_STORAGE__MAX_MEMORY=1073741824"}, 32 * mb, 128 * mb},
+		{[]string{"CELLAR_STORAGE__MAX_MEMORY=8589934592"}, 64 * mb, 256 * mb},
+		{[]string{"CELLAR_STORAGE__MAX_MEMORY=8589934592", "CELLAR_STORAGE__FLUSH_BYTES=2097152"}, 2 * mb, 8 * mb},
+		{[]string{"CELLAR_STORAGE__MAX_MEMORY=67108864", "CELLAR_STORAGE__MAX_UNFLUSHED=1048576"}, 16 * mb, 1 * mb},
+	} {
+		cfg, err := load(t, nil, c.environ...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, u := cfg.FlushWindow(); b != c.bytes || u != c.unflus {
+			t.Errorf("%v: flush_bytes %d, max_unflushed %d; want %d, %d", c.environ, b, u, c.bytes, c.unflus)
+		}
+	}
+}
+
 // Precedence: defaults < YAML < environment < flags.
 func TestPrecedence(t *testing.T) {
 	dir := t.TempDir()
@@ -65,6 +90,7 @@ func TestInvalid(t *testing.T) {
 		{[]string{"--durability", "sometimes"}, nil, `durability: must be always, everysec or off, not "sometimes"`},
 		{nil, []string{"CELLAR_MAXCLIENTS=0"}, "maxclients: must be at least 1, not 0"},
 		{nil, []string{"CELLAR_NO_SUCH_KEY=1"}, "unknown key no_such_key"},
+		{nil, []string{"CELLAR_STORAGE__FLUSH_BYTES=1000"}, "storage.flush_bytes: must be 0 (sized from storage.max_memory) or at least 1048576, not 1000"},
 		{nil, []string{"CELLAR_OFFLOAD__MIN_WORKERS=9"}, "offload.min_workers"},
 		{nil, []string{"CELLAR_BLOCKING__MAX_WAITERS_PER_KEY=0"}, "blocking.max_waiters_per_key: must be at least 1, not 0"},
 		{nil, []string{"CELLAR_BLOCKING__MAX_TOTAL_WAITERS=-1"}, "blocking.max_total_waiters: must be at least 1, not -1"},

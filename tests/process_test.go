@@ -431,7 +431,7 @@ func TestInvalidConfigExits2(t *testing.T) {
 		{[]string{"--durability", "maybe"}, "", "durability: must be always, everysec or off"},
 		{nil, "CELLAR_MAXCLIENTS=-1", "maxclients: must be at least 1"},
 		{nil, "CELLAR_STORAGE__ENGINE=sqlite", `storage.engine: removed: the in-memory engine is the only one (docs/architecture.md, "Storage engine"); delete the key`},
-		{nil, "CELLAR_STORAGE__MAX_UNFLUSHED=100", "storage.max_unflushed: must be at least 65536, not 100"},
+		{nil, "CELLAR_STORAGE__MAX_UNFLUSHED=100", "storage.max_unflushed: must be 0 (four times storage.flush_bytes) or at least 65536, not 100"},
 		{nil, "CELLAR_STORAGE__MAX_MEMORY=-1", "storage.max_memory: must be 0 (a quarter of the memory) or more, not -1"},
 	} {
 		cmd := exec.Command(cellarBinary(t), append(c.args, "--dir", t.TempDir())...)

@@ -95,13 +95,13 @@ func buildLargeDatabase(b *testing.B, path string, keys, valSize int) {
 // BenchmarkRestartReplayFullLog measures a restart that must replay the
 // most the redo log can hold unflushed at the default bound: SETs are
 // written with timed flushes held off (storage.flush_interval 1m) until
-// just under storage.flush_bytes (16 MB) of records wait (a checkpoint may
+// just under storage.flush_bytes (64 MB, set) of records wait (a checkpoint may
 // still flush on the way: what counts is what waits at the end), the process is
 // killed, and the time from the new process's start to its first reply
 // is what the replay costs. make restart-2g runs it too.
 func BenchmarkRestartReplayFullLog(b *testing.B) {
-	const bound = 16 << 20 // storage.flush_bytes's default
-	env := []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m"}
+	const bound = 64 << 20 // storage.flush_bytes's default past a 2 GB memory bound (Config.FlushWindow)
+	env := []string{"CELLAR_STORAGE__FLUSH_INTERVAL=1m", fmt.Sprintf("CELLAR_STORAGE__FLUSH_BYTES=%d", bound)}
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		p := runCellarEnv(b, env, true, "--dir", dir)
