@@ -336,9 +336,9 @@ func (a *Actor) ReplayLog() (int, error) {
 		return n, err
 	}
 	a.logPos = redo.Position(from)
-	a.unflushed = int64(l.Written() - a.logPos)
-	if a.unflushed > 0 {
+	if a.unflushed == 0 { // at start-up; a redo keeps when its oldest round waited from
 		a.unflushedT = time.Now()
 	}
+	a.unflushed = int64(l.Written() - a.logPos)
 	return n, nil
 }

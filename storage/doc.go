@@ -37,7 +37,7 @@
 //   - What a flush commits is in the WAL (synchronous=NORMAL) and survives
 //     a process crash. Durability beyond that rests on the redo log
 //     (package storage/redo): each flush stores the log position it covers
-//     (SetRedoPosition), and the WAL is fsynced (SyncWAL, on the offload
+//     (StartFlush), and the WAL is fsynced (SyncWAL, on the offload
 //     pool) only before the log is trimmed, as docs/architecture.md,
 //     "Durability", describes.
 //   - The schema carries its version; Open migrates forward and refuses a

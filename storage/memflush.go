@@ -38,7 +38,7 @@ type memFlight struct {
 
 // hasWork reports whether anything changed since the last freeze.
 func (m *memEngine) hasWork() bool {
-	if len(m.steps) > 0 || len(m.drops) > 0 || m.posSet {
+	if len(m.steps) > 0 || len(m.drops) > 0 {
 		return true
 	}
 	for _, d := range m.dbs {
@@ -59,9 +59,9 @@ func (m *memEngine) startFlush(pos uint64, force bool) *memFlight {
 	m.growPresence()
 	m.freezeSegment()
 	if pos != 0 {
-		m.pos = pos // the log's position (0: the one set, or the last stored)
+		m.pos = pos // the log's position (0: the last stored, for a Store without a log)
 	}
-	pos, m.posSet = m.pos, false
+	pos = m.pos
 	f := &memFlight{gen: m.gen, steps: m.steps, pos: pos, fresh: m.freshFrozen, pres: m.pres, nextPres: m.nextPres, done: make(chan struct{})}
 	for _, e := range f.fresh {
 		if e.is(flagFresh) && e.freshPar != 0 {

@@ -192,10 +192,9 @@ type memEngine struct {
 	sqlKeys [allDBs]int64
 
 	gen uint64 // the generation the batch being collected will have
-	// pos is the redo log position the next flush stores (SetRedoPosition,
-	// startFlush); posSet says it moved since the last flush.
+	// pos is the redo log position the last flush stored, or the next
+	// one stores (startFlush).
 	pos    uint64
-	posSet bool
 	steps  []memStep  // that batch, in order
 	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
 	dbops  []memDBOp  // database operations not committed yet (view)

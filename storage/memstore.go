@@ -272,7 +272,6 @@ func (s *Store) MemStats() (entries int, bytes, bound int64, evicted uint64) {
 func (m *memEngine) rollback() {
 	m.land()
 	m.steps, m.drops, m.dbops, m.freshFrozen = nil, nil, nil, nil
-	m.posSet = false
 	if pos, err := m.s.RedoPosition(); err == nil {
 		m.pos = pos
 	}

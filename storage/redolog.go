@@ -25,10 +25,3 @@ func (s *Store) RedoPosition() (uint64, error) {
 	}
 	return uint64(st.colInt(0)), nil
 }
-
-// SetRedoPosition records, in the open transaction, the position the
-// database covers once it commits.
-func (s *Store) SetRedoPosition(p uint64) error {
-	s.mem.pos, s.mem.posSet = p, true // stored by the next flush
-	return nil
-}
