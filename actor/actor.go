@@ -22,6 +22,7 @@ import (
 // goroutine, stop it with Stop.
 type Actor struct {
 	cfg   Config
+	ahead [][]byte // prefetch's keys, reused
 	log   zerolog.Logger
 	st    *storage.Store
 	pool  *offload.Pool

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/cellar-db/cellar/proto"
@@ -46,7 +47,11 @@ func (a *Actor) round(msgs []message) {
 	if a.pause.on || a.pause.release {
 		a.endPauseIfDue(now)
 	}
+	ahead := 0
 	for i := range msgs {
+		if i == ahead {
+			ahead += a.prefetch(msgs[i:])
+		}
 		m := &msgs[i]
 		switch m.kind {
 		case msgOpen:
@@ -84,6 +89,48 @@ func (a *Actor) round(msgs []message) {
 	}
 	a.finishRound()
 }
+
+// prefetch hands the store the second argument of the commands of the
+// batches at the head of msgs — the key, for most commands that have one —
+// so that their lookups' cache misses overlap (storage.Store.Prefetch): a
+// guess that is not a key costs one failed probe. It covers whole batches
+// until it has aheadKeys names and returns how many messages it covered.
+func (a *Actor) prefetch(msgs []message) int {
+	keys, db, n := a.ahead[:0], -1, 0
+	for n < len(msgs) && len(keys) < aheadKeys {
+		m := &msgs[n]
+		n++
+		if m.kind != msgBatch {
+			continue
+		}
+		s := a.sessions[m.batch.ConnID]
+		if s == nil {
+			continue
+		}
+		if s.db != db && len(keys) > 0 {
+			a.st.Prefetch(db, keys)
+			keys = keys[:0]
+		}
+		db = s.db
+		for i := 0; i < m.batch.Len() && i < 2*aheadKeys; i++ {
+			// A pipeline on one key (LPUSH mylist ...) names it once.
+			if args := m.batch.Cmd(i); len(args) > 1 && (len(keys) == 0 || !bytes.Equal(keys[len(keys)-1], args[1])) {
+				keys = append(keys, args[1])
+			}
+		}
+	}
+	if len(keys) > 0 {
+		a.st.Prefetch(db, keys)
+	}
+	clear(keys)
+	a.ahead = keys[:0]
+	return n
+}
+
+// aheadKeys is about how many keys prefetch reads ahead: enough for their
+// misses to overlap, few enough that what it reads is still cached when
+// the commands run.
+const aheadKeys = 64
 
 // cutRound ends the round so far and begins another, before a batch that
 // may run a script: the replies of the batches before it leave now, not

@@ -243,3 +243,27 @@ func (t *keyTable) sample(fn func(*entry) bool) {
 		}
 	}
 }
+
+// candidates appends, for each name in keys, the entry of the first slot
+// whose tag matches it (nil when its probe meets an empty slot first):
+// the entry a lookup of that name most likely ends at. Nothing is
+// compared past the tag; prefetch only reads what it returns.
+func (t *keyTable) candidates(keys [][]byte, out []*entry) []*entry {
+	for _, k := range keys {
+		h := t.hash(string(k))
+		s := t.shardOf(h)
+		mask := uint64(len(s.tags) - 1)
+		tag := tagOf(h)
+		var cand *entry
+		for i := h & mask; ; i = (i + 1) & mask {
+			if g := s.tags[i]; g == tag {
+				cand = s.ents[i]
+				break
+			} else if g == 0 {
+				break
+			}
+		}
+		out = append(out, cand)
+	}
+	return out
+}

@@ -74,3 +74,42 @@ func TestKeyTableModel(t *testing.T) {
 	})
 	check(-2)
 }
+
+// candidates gives, for a name the table holds, an entry with the same
+// tag (the name's own, but for a tag collision earlier in the probe), and
+// for most names it holds, that name's own entry; for an absent name nil
+// or an entry whose tag collides.
+func TestKeyTableCandidates(t *testing.T) {
+	tb := newKeyTable()
+	var names [][]byte
+	for i := range 20_000 {
+		k := fmt.Sprintf("key:%d", i)
+		tb.put(newEntry(k, 0))
+		names = append(names, []byte(k))
+	}
+	for i := range 20_000 {
+		if i%3 == 0 {
+			tb.del(fmt.Sprintf("key:%d", i)) // tombstones in the probes
+		}
+		names = append(names, fmt.Appendf(nil, "absent:%d", i))
+	}
+	got := tb.candidates(names, nil)
+	if len(got) != len(names) {
+		t.Fatalf("%d candidates for %d names", len(got), len(names))
+	}
+	own := 0
+	for i, k := range names {
+		e, c := tb.get(string(k)), got[i]
+		switch {
+		case e != nil && c == e:
+			own++
+		case e != nil && c == nil:
+			t.Fatalf("%q: held, but no candidate", k)
+		case c != nil && tagOf(tb.hash(c.key())) != tagOf(tb.hash(string(k))):
+			t.Fatalf("%q: candidate %q has another tag", k, c.key())
+		}
+	}
+	if held := tb.len(); own < held*9/10 {
+		t.Fatalf("the name's own entry for %d of %d names held", own, held)
+	}
+}
