@@ -781,7 +781,8 @@ func (w *ScriptWatch) fire() {
 	}
 }
 
-// monoStart and monoNanos are a monotonic clock for busyAt.
+// monoStart and monoNanos are a monotonic clock: busyAt, and the timing
+// of every command (executeAs).
 var monoStart = time.Now()
 
 func monoNanos() int64 { return int64(time.Since(monoStart)) }
