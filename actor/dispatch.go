@@ -317,3 +317,9 @@ func (b *elemBuf) release() {
 	clear(b.es)
 	b.arena, b.ends, b.scores, b.es = b.arena[:0], b.ends[:0], b.scores[:0], b.es[:0]
 }
+
+// monoStart and monoNanos are a monotonic clock: the timing of every
+// command (executeAs) and a busy script's start (ScriptWatch.busyAt).
+var monoStart = time.Now()
+
+func monoNanos() int64 { return int64(time.Since(monoStart)) }

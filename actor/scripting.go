@@ -781,12 +781,6 @@ func (w *ScriptWatch) fire() {
 	}
 }
 
-// monoStart and monoNanos are a monotonic clock: busyAt, and the timing
-// of every command (executeAs).
-var monoStart = time.Now()
-
-func monoNanos() int64 { return int64(time.Since(monoStart)) }
-
 // end marks the script finished and reports whether it was killed, and
 // whether by SHUTDOWN NOSAVE.
 func (w *ScriptWatch) end() (killed, aborted bool) {
