@@ -680,10 +680,10 @@ func (k *frozenKey) str() string { return k.kv[k.klen:] }
 func (k *frozenKey) is(f frozenFlags) bool { return k.fl&f == f }
 
 // prefetch reads ahead the entries and names of keys, which the commands
-// of one batch are about to look up in db. A lookup's cost is its cache
+// about to run (a window of a round's batches) will look up in db. A lookup's cost is its cache
 // misses — the table's slot, the entry, its name — each waiting for the
 // one before; here every key's slot is read first, then every entry, then
-// every name, so the misses of one batch's keys overlap and its commands
+// every name, so the misses of the window's keys overlap and its commands
 // find them cached. Redis 8 prefetches a batch's keys for the same reason.
 func (m *memEngine) prefetch(db int, keys [][]byte) {
 	ents := m.dbs[db].keys.candidates(keys, m.ahead[:0])
