@@ -427,12 +427,13 @@ func (c Config) MemoryNeeded() int64 {
 	return c.GoMemoryLimit() + 2*c.MemoryBound() + (kb+max(kb/4, 2000)+2*2000)<<10
 }
 
-// FlushCacheKB is the flush connection's SQLite page cache in KiB:
-// sqlite.cache_kb, or when that is 0 a quarter of the storage engine's
-// bound (MemoryBound) between 2 and 32 MiB. A bound set small asks for a
-// small process, and SQLite's caches live outside Go's heap and its
-// limit; 32 MiB holds the interior pages of tables far larger than the
-// bound's keys.
+// FlushCacheKB is the most the flush connection's SQLite page cache holds,
+// in KiB: sqlite.cache_kb, or when that is 0 a quarter of the storage
+// engine's bound (MemoryBound) between 2 and 32 MiB. A bound set small
+// asks for a small process, and SQLite's caches live outside Go's heap and
+// its limit; 32 MiB holds the interior pages of tables far larger than the
+// bound's keys. Below it the flush sizes its cache to the file: a 32nd of
+// it, from 4 MiB (storage's flushCacheKB).
 func (c Config) FlushCacheKB() int {
 	if c.SQLite.CacheKB > 0 {
 		return c.SQLite.CacheKB

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tidwall/btree"
-
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -159,9 +157,9 @@ type memDB struct {
 	slot    uint8     // its place in memEngine.slots, which SWAPDB does not change
 	keys    *keyTable // keytable.go
 	dirty   []*entry
-	count   int64                   // the database's keys, in memory and SQLite: DBSIZE
-	fresh   *btree.BTreeG[freshKey] // memkeyspace.go
-	expires map[*entry]struct{}     // the entries of keys with an expiry
+	count   int64               // the database's keys, in memory and SQLite: DBSIZE
+	fresh   *freshIndex         // memkeyspace.go, memfresh.go
+	expires map[*entry]struct{} // the entries of keys with an expiry
 	// coldExpiring is how many of SQLite's rows in this database (as of
 	// the last freeze) have an expiry and a name memory does not hold:
 	// with len(expires), the keys with an expiry (INFO keyspace), counted
@@ -216,6 +214,8 @@ type memEngine struct {
 	// is the cap that connection has (the flush's alone).
 	maxPages atomic.Int64
 	pagesSet int64
+	// cacheKB is the page cache the flush's connection has (sizeCache).
+	cacheKB int
 
 	ld loads // loads off the actor (memprefetch.go)
 
@@ -600,9 +600,9 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	case e.typ == TypeString:
 		e.set(flagRefStored, stringIsRef(e.key(), bytesOf(e.str())))
 	default:
-		k.count = objLen(e.obj)
+		k.coll = &frozenColl{count: objLen(e.obj)}
 		if e.obj.Changed() {
-			k.delta = freezeObject(e.obj)
+			k.coll.delta = freezeObject(e.obj)
 			e.set(flagElemsStored, true)
 		}
 		e.set(flagRefStored, false)
@@ -646,19 +646,33 @@ type memSegment struct {
 // frozenKey is one key name's state at a freeze, as its keys row and
 // element rows are to hold it. Nothing in it is written after the freeze.
 // A large flush holds one per key written (TestFrozenKeySize): the name
-// and a string's value stay the entry's one allocation, and the yes/no
-// facts share a byte.
+// and a string's value stay the entry's one allocation, what only a
+// collection has is a pointer (nil for a string), and the yes/no facts
+// share a byte.
 type frozenKey struct {
-	kv    string // the name, then a string's value (the entry's kv)
-	delta any    // the object's changes (*object.Delta, ...)
-	exp   int64
-	ver   int64
-	id    int64
-	count int64
-	klen  uint32 // len(key())
-	db    uint8
-	typ   Type
-	fl    frozenFlags
+	kv   string      // the name, then a string's value (the entry's kv)
+	coll *frozenColl // a collection's count and changes; nil for a string or a deletion
+	exp  int64
+	ver  int64
+	id   int64
+	klen uint32 // len(key())
+	db   uint8
+	typ  Type
+	fl   frozenFlags
+}
+
+// frozenColl is what a frozen key of a collection adds.
+type frozenColl struct {
+	delta any   // the object's changes since the last freeze (*object.Delta, ...); nil: none
+	count int64 // its elements, as its keys row stores them
+}
+
+// delta is the frozen collection's changes, nil when it has none.
+func (k *frozenKey) delta() any {
+	if k.coll == nil {
+		return nil
+	}
+	return k.coll.delta
 }
 
 // frozenFlags are a frozen key's yes/no facts.

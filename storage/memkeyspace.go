@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/tidwall/btree"
-
 	"github.com/cellar-db/cellar/storage/object"
 )
 
@@ -26,17 +24,13 @@ type freshKey struct {
 	e  *entry
 }
 
-func newFresh() *btree.BTreeG[freshKey] {
-	return btree.NewBTreeGOptions(func(a, b freshKey) bool { return a.id < b.id }, btree.Options{NoLocks: true})
-}
-
 // markFresh puts e in its database's fresh index under its id (it has a
 // new name, database or id).
 func (m *memEngine) markFresh(e *entry) {
 	m.unfresh(e)
 	e.set(flagFresh, true)
 	e.freshPar = 0
-	m.dbOf(e).fresh.Set(freshKey{id: e.id, e: e})
+	m.dbOf(e).fresh.add(freshKey{id: e.id, e: e})
 }
 
 // unfresh takes e out of the fresh index. An entry's id changes only once
@@ -48,23 +42,11 @@ func (m *memEngine) unfresh(e *entry) {
 		return
 	}
 	e.set(flagFresh, false)
-	if k, ok := m.dbOf(e).fresh.Delete(freshKey{id: e.id}); ok && k.e == e {
+	if m.dbOf(e).fresh.remove(e.id, e) {
 		return
-	} else if ok {
-		m.dbOf(e).fresh.Set(k) // another entry's: put it back
 	}
 	m.freshMissed++
-	var at freshKey
-	m.dbOf(e).fresh.Scan(func(k freshKey) bool {
-		if k.e == e {
-			at = k
-			return false
-		}
-		return true
-	})
-	if at.e == e {
-		m.dbOf(e).fresh.Delete(at)
-	}
+	m.dbOf(e).fresh.removeAny(e)
 }
 
 // genParity is what an entry keeps of a flush generation (freshPar).
@@ -147,7 +129,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 	}
 	// Up to count entries of the fresh index past the cursor.
 	var fresh []freshKey
-	m.dbs[db].fresh.Ascend(freshKey{id: int64(cursor) + 1}, func(k freshKey) bool {
+	m.dbs[db].fresh.ascend(int64(cursor)+1, func(k freshKey) bool {
 		fresh = append(fresh, k)
 		return len(fresh) < count
 	})

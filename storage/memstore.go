@@ -27,11 +27,13 @@ func (s *Store) openMem(maxBytes int64) error {
 		return err
 	}
 	// The flush writes rows all over the keys table and the element
-	// tables: its cache holds the pages it rewrites between flushes, which
-	// it would otherwise read back from the WAL on every flush. The loads
-	// off the actor read one key at a time: a quarter of that keeps the B-trees'
-	// interior pages (docs/architecture.md, "Storage engine").
-	if err := wc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -%d;", s.cacheKB)); err != nil {
+	// tables: its cache keeps the B-trees' interior pages and what it can
+	// of the leaves it rewrites, sized to the file before each flush
+	// (sizeCache), up to Options.CacheKB. The loads off the actor read
+	// one key at a time: a quarter of that bound keeps their interior
+	// pages (docs/architecture.md, "Storage engine").
+	cacheKB := flushCacheKB(0, s.cacheKB)
+	if err := wc.exec(fmt.Sprintf("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -%d;", cacheKB)); err != nil {
 		rc.close()
 		wc.close()
 		return fmt.Errorf("storage: the flush's connection: %w", err)
@@ -63,6 +65,7 @@ func (s *Store) openMem(maxBytes int64) error {
 		return err
 	}
 	s.mem = newMemEngine(s, newSQLC(rc), newSQLC(wc), maxBytes)
+	s.mem.cacheKB = cacheKB
 	s.mem.ld.r = newSQLC(lc)
 	s.mem.pos = pos
 	s.mem.ckptBytes = s.ckptBytes

@@ -241,3 +241,48 @@ func TestMemPresenceFilter(t *testing.T) {
 		}
 	}
 }
+
+// The flush's page cache is sized to the file, within its bound.
+func TestFlushCacheKB(t *testing.T) {
+	for _, c := range []struct {
+		pages int64
+		most  int
+		want  int
+	}{
+		{0, 32 << 10, 4 << 10},        // a new file: the floor
+		{32 << 10, 32 << 10, 4 << 10}, // 128 MiB: a 32nd is 4 MiB
+		{40 << 10, 32 << 10, 8 << 10}, // a little more: the next power of two
+		{1 << 30, 32 << 10, 32 << 10}, // 4 TiB: the bound
+		{0, 2 << 10, 2 << 10},         // a bound below the floor wins
+		{1 << 20, 20 << 10, 20 << 10}, // and one that is no power of two
+	} {
+		if got := flushCacheKB(c.pages, c.most); got != c.want {
+			t.Errorf("flushCacheKB(%d pages, %d KiB) = %d KiB, want %d", c.pages, c.most, got, c.want)
+		}
+	}
+	// A flush sizes its connection's cache (here from a size it did not
+	// choose), and has what it says it has.
+	for _, most := range []int{32 << 10, 3000} {
+		s, err := Open(Options{Path: filepath.Join(t.TempDir(), "cellar.db"), CacheKB: most})
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, s.mem.w.c.exec("PRAGMA cache_size = -100"))
+		s.mem.cacheKB = 100
+		must(t, s.SetString(0, []byte("k"), []byte("v"), 0, false))
+		s.EndCommand()
+		if _, _, err := s.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		st := s.mem.w.q("PRAGMA cache_size")
+		if _, err := st.step(); err != nil {
+			t.Fatal(err)
+		}
+		got := st.colInt(0)
+		st.reset()
+		if want := -int64(min(4<<10, most)); got != want || s.mem.cacheKB != int(-want) {
+			t.Errorf("bound %d KiB: the flush's connection has cache_size %d (cacheKB %d), want %d", most, got, s.mem.cacheKB, want)
+		}
+		s.Close()
+	}
+}

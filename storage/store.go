@@ -67,8 +67,9 @@ const allDBs = 2 * NumDBs
 type Options struct {
 	// Path of the database file; its directory is created if missing.
 	Path string
-	// CacheKB is the flush's page cache in KiB (the loads' connection
-	// gets a quarter of it; see openMem). 0: 32 MB.
+	// CacheKB is the most the flush's page cache holds, in KiB: it is
+	// sized to the database before each flush (flushCacheKB), and the
+	// loads' connection gets a quarter of it (openMem). 0: 32 MB.
 	CacheKB int
 	// CheckpointPages is the WAL size, in pages, above which the flush
 	// checkpoints after its commit (memflush.go). SQLite's own
