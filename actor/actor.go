@@ -92,11 +92,13 @@ type Actor struct {
 	// eff is the round's effects for the redo log (effects.go).
 	eff effects
 	// unflushed is the log written since the last flush, flushAt when the
-	// next is due, afterFlush what waits for it (redolog.go).
+	// next is due; afterFlush waits for a flush that starts after it was
+	// asked for, afterLand for the flush under way, which did (redolog.go).
 	unflushed  int64
 	unflushedT time.Time // when the oldest unflushed record was written
 	flushAt    time.Time
 	afterFlush []func()
+	afterLand  []func()
 	// imports are the physical syncs' imports waiting for their flush
 	// (physical.go).
 	imports []*importWait

@@ -98,27 +98,51 @@ func (a *Actor) endRound() error {
 	if feed {
 		a.endStream()
 	}
-	if len(a.afterFlush) > 0 {
-		a.flush()
+	a.runAfterLand()
+	if len(a.afterFlush) > 0 && !a.st.Flying() {
+		a.flushSoon()
 	} else if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) || a.st.OverMemory(1) {
 		a.startFlush()
 	}
 	return nil
 }
 
-// flush brings SQLite up to the log now: it lands a flush under way,
-// commits the open transaction with the log position it reaches (with a
-// log; nothing to do without one, or with nothing open) and waits for that
-// commit, then runs what waited for it (a snapshot's start).
-func (a *Actor) flush() {
-	a.landFlush(false)
+// flushSoon starts the flush that what waits in afterFlush (a snapshot's
+// start) asked for, with no flush under way: they run when it lands
+// (runAfterLand, at the end of the round that lands it), or now when there
+// was nothing to write. The actor does not wait: a full sync or BGSAVE
+// asked for after a bulk load once stalled every client for the flush
+// under way and then for this one (seconds with a million new keys).
+func (a *Actor) flushSoon() {
 	a.startFlush()
-	a.landFlush(false)
-	after := a.afterFlush
-	a.afterFlush = nil
+	a.afterLand, a.afterFlush = append(a.afterLand, a.afterFlush...), nil
+	a.runAfterLand()
+}
+
+// runAfterLand runs what waited for the flush that has landed, or for none
+// when none flies (nothing was there to write).
+func (a *Actor) runAfterLand() {
+	if len(a.afterLand) == 0 || a.st.Flying() {
+		return
+	}
+	after := a.afterLand
+	a.afterLand = nil
 	for _, f := range after {
 		f()
 	}
+}
+
+// flush brings SQLite up to the log now, waiting: it lands a flush under
+// way, commits the open transaction with the log position it reaches (with
+// a log; nothing to do without one, or with nothing open) and waits for
+// that commit, then runs what waited for a flush. Only the stop waits so.
+func (a *Actor) flush() {
+	a.landFlush(false)
+	a.runAfterLand()
+	a.startFlush()
+	a.landFlush(false)
+	a.afterLand, a.afterFlush = append(a.afterLand, a.afterFlush...), nil
+	a.runAfterLand()
 }
 
 // startFlush hands the open transaction, with the log position it reaches,
