@@ -20,7 +20,7 @@ import (
 // form with a length).
 //
 // One job on the offload pool serves the replicas of one sync (the group
-// startPendingSyncs chose). It copies the database (storage.Snapshot),
+// startPendingSyncs chose). It copies the database (storage.Copy),
 // opens the copy as a Store of its own with a small memory bound (each key
 // goes once written) and reads the redo log position the copy covers. The
 // actor then picks, for that position, the mark of the stream each
@@ -160,7 +160,7 @@ func (j *fullSync) run() {
 
 // stream copies, writes and sends; why says which step failed.
 func (j *fullSync) stream() (why string, err error) {
-	if err := storage.Snapshot(j.src, j.tmp); err != nil {
+	if err := storage.Copy(j.src, j.tmp); err != nil {
 		return "copying the database", err
 	}
 	if j.physical {

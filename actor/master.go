@@ -38,7 +38,7 @@ import (
 // repl-diskless-sync-max-replicas are waiting, so that they share one
 // snapshot. The job runs on the offload pool after the next flush
 // (afterFlush), for every replica waiting then (fullsync.go has the
-// detail): it copies the database (storage.Snapshot: VACUUM INTO through
+// detail): it copies the database (storage.Copy: VACUUM INTO through
 // a connection of its own), opens the copy as a Store of its own and
 // reads the redo log position the copy covers (the last flush's, stored
 // in the same transaction as its rows). Meanwhile the actor serves

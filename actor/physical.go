@@ -15,7 +15,7 @@ import (
 // Cellar replica back-fills"). A Cellar replica announces REPLCONF capa
 // cellar-physical; a master that sees it answers +FULLRESYNC as for an
 // RDB, but sends, instead of the RDB, the copy of its database that the
-// RDB would have been written from (storage.Snapshot, at the stream's mark
+// RDB would have been written from (storage.Copy, at the stream's mark
 // of the copy's log position: the same consistency argument, syncBegin), as
 //
 //	$SQLITE:<length>:<repl-stream-db>\r\n<the file's bytes>

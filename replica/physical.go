@@ -14,8 +14,9 @@ import (
 
 // The physical full sync (actor/physical.go): a Cellar master answers the
 // capa cellar-physical with its database's copy, "$SQLITE:<len>:<db>",
-// instead of an RDB. The link writes it to a file beside the database,
-// fsyncs it, checks it (storage.CheckSnapshot: PRAGMA quick_check and the
+// instead of an RDB. The link writes it to a file beside the database
+// (not fsynced: the import reads it once, into a transaction of the
+// database's own, and a start removes what a crash leaves), checks it (storage.CheckSnapshot: PRAGMA quick_check and the
 // schema version), and has the actor's flush replace the live databases
 // with the copy's (ReplicaImport: the rows copied by SQL, off the actor;
 // clients read the old data until then, as with an RDB's staging
@@ -100,7 +101,7 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 }
 
 // receiveFile writes the size bytes of the copy from p to a new file at
-// path and fsyncs it.
+// path.
 func (l *link) receiveFile(p *pipe, path string, size int64, start time.Time) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -130,9 +131,6 @@ func (l *link) receiveFile(p *pipe, path string, size int64, start time.Time) er
 			l.log().Info().Str("master", l.addr).Int64("bytes_read", read).Int64("bytes_total", size).
 				Float64("mb_per_sec", float64(read)/now.Sub(start).Seconds()/1e6).Msg("replica: receiving the master's snapshot")
 		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
 	}
 	return f.Close()
 }

@@ -17,18 +17,8 @@ import (
 // one; then the directory is fsynced so the rename survives a power loss.
 func Snapshot(dbPath, dest string) error {
 	tmp := dest + ".tmp"
-	os.Remove(tmp) // a leftover of a crash during an earlier snapshot
-	c, err := openConn(dbPath, sqlite3.SQLITE_OPEN_READONLY)
-	if err != nil {
-		return fmt.Errorf("storage: snapshot: %w", err)
-	}
-	err = c.exec("PRAGMA busy_timeout = 5000; VACUUM INTO '" + strings.ReplaceAll(tmp, "'", "''") + "'")
-	if cerr := c.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("storage: snapshot: %w", err)
+	if err := Copy(dbPath, tmp); err != nil {
+		return err
 	}
 	if err := syncFile(tmp); err != nil {
 		os.Remove(tmp)
@@ -39,6 +29,28 @@ func Snapshot(dbPath, dest string) error {
 		return fmt.Errorf("storage: snapshot: %w", err)
 	}
 	return syncFile(filepath.Dir(dest))
+}
+
+// Copy writes a consistent copy of the database at dbPath to dest, as
+// Snapshot does but neither fsynced nor renamed: for a replica's full sync,
+// whose copy is read once (sent, or read as an RDB is written from) and
+// removed, and whose leftovers a start removes. (Snapshot's two fsyncs
+// cost about a quarter of a second with 1 M keys.) On an offload worker.
+func Copy(dbPath, dest string) error {
+	os.Remove(dest) // a leftover of a crash during an earlier copy
+	c, err := openConn(dbPath, sqlite3.SQLITE_OPEN_READONLY)
+	if err != nil {
+		return fmt.Errorf("storage: snapshot: %w", err)
+	}
+	err = c.exec("PRAGMA busy_timeout = 5000; VACUUM INTO '" + strings.ReplaceAll(dest, "'", "''") + "'")
+	if cerr := c.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dest)
+		return fmt.Errorf("storage: snapshot: %w", err)
+	}
+	return nil
 }
 
 // syncFile fsyncs a file or directory by path.
