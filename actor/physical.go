@@ -24,14 +24,14 @@ import (
 // replica never announces the capa, so it never receives this form.
 //
 // The replica writes the file beside its database (a name under
-// syncTempPrefix, which removeSyncLeftovers clears at start), fsyncs it,
-// checks it (storage.CheckSnapshot: PRAGMA quick_check, the schema
-// version) and has its flush replace the live databases with the copy's
-// in one transaction (ReplicaImport: storage.ImportSnapshot, the rows
-// copied by SQL, off the actor): clients read the old data until that
-// flush lands, the new after, as they see an RDB's staging databases
-// swapped in; as it lands the actor takes the master's history and
-// function libraries, as ReplicaPromote does (promoteImported).
+// syncTempPrefix, which removeSyncLeftovers clears at start), checks it
+// (storage.CheckSnapshot: PRAGMA quick_check, the schema version) and has
+// its flush replace the live databases with the copy's in one transaction
+// (ReplicaImport: storage.ImportSnapshot, the file swapped in page by page
+// or its rows copied by SQL, off the actor): clients read the old data
+// until that flush lands, the new after, as they see an RDB's staging
+// databases swapped in; as it lands the actor takes the master's history
+// and function libraries, as ReplicaPromote does (promoteImported).
 
 // physicalHeader is the line that starts a physical sync's file.
 const physicalHeader = "$SQLITE:"

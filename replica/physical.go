@@ -14,16 +14,17 @@ import (
 
 // The physical full sync (actor/physical.go): a Cellar master answers the
 // capa cellar-physical with its database's copy, "$SQLITE:<len>:<db>",
-// instead of an RDB. The link writes it to a file beside the database
-// (not fsynced: the import reads it once, into a transaction of the
-// database's own, and a start removes what a crash leaves), checks it (storage.CheckSnapshot: PRAGMA quick_check and the
-// schema version), and has the actor's flush replace the live databases
-// with the copy's (ReplicaImport: the rows copied by SQL, off the actor;
+// instead of an RDB. The link writes it to a file beside the database (not
+// fsynced: the import reads it once, into a transaction of the database's
+// own, and a start removes what a crash leaves), checks it
+// (storage.CheckSnapshot: PRAGMA quick_check and the schema version), and
+// has the actor's flush replace the live databases with the copy's
+// (ReplicaImport: the file swapped in, or its rows copied, off the actor;
 // clients read the old data until then, as with an RDB's staging
-// databases) and takes the master's history as it lands.
-// Meanwhile the stream that follows the file fills the waitlist, as
-// during an RDB's load. A copy that fails its check or
-// its import makes this link ask for RDBs from then on (the fallback).
+// databases) and takes the master's history as it lands. Meanwhile the
+// stream that follows the file fills the waitlist, as during an RDB's
+// load. A copy that fails its check or its import makes this link ask for
+// RDBs from then on (the fallback).
 
 // errPhysicalCheck marks a physical sync that failed on the copy itself,
 // after which the link asks for RDBs.

@@ -150,6 +150,11 @@ func (m *memEngine) write(f *memFlight) (err error) {
 	if err := m.sizeCache(w); err != nil {
 		return err
 	}
+	if imp := f.swapImport(); imp != nil {
+		if done, err := m.swapIn(w, f, imp); done || err != nil {
+			return err
+		}
+	}
 	schemas, detach, err := attachImports(w, f)
 	if err != nil {
 		return err

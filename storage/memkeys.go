@@ -244,6 +244,8 @@ type memEngine struct {
 	hfe map[*entry]int64
 	// huge holds the sizes of entries that count 4 GiB or more (entry.size).
 	huge map[*entry]int64
+	// swaps counts the imports that took the copy's file whole (swapIn).
+	swaps uint64
 }
 
 // memDrop is an object whose element rows the flush deletes.

@@ -51,6 +51,9 @@ func newPresence(capacity int64) *presence {
 // add records that SQLite may hold name. Any goroutine.
 func (p *presence) add(name string) { p.addHash(maphash.String(p.seed, name)) }
 
+// addBytes is add of a name held as bytes.
+func (p *presence) addBytes(name []byte) { p.addHash(maphash.Bytes(p.seed, name)) }
+
 // addHash is add of a name's hash (maphash with p.seed).
 func (p *presence) addHash(h uint64) {
 	step := h>>32 | 1

@@ -11,11 +11,15 @@ import (
 // The physical full sync of a Cellar replica (docs/replication.md, "How a
 // Cellar replica back-fills"): the master sends the copy Snapshot made of
 // its database, and the replica replaces its 16 databases with the copy's
-// in one transaction of its flush — the old rows deleted as FLUSHDB does,
-// the copy's attached and inserted with a few INSERT ... SELECT
-// statements, rows to rows in key order — instead of decoding an RDB and
-// writing every key through the engine, then moving the loaded rows from
-// the staging databases (SwapDB rewrites every row's database number).
+// in one transaction of its flush, instead of decoding an RDB and writing
+// every key through the engine, then moving the loaded rows from the
+// staging databases (SwapDB rewrites every row's database number). When
+// the flush writes nothing but the import, and neither file has what the
+// other would lose (search indexes, staging keys), the copy takes the
+// whole file's place, page by page (swapIn); otherwise its rows are
+// copied — the old rows deleted as FLUSHDB does, the copy's attached and
+// inserted with a few INSERT ... SELECT statements, rows to rows in key
+// order (writeImport).
 //
 // Until that transaction commits, SQLite's last commit and memory hold the
 // old data, which clients read as before; when the flush lands on the
@@ -25,11 +29,12 @@ import (
 // the new rows. Nothing is applied on top of the copy before: a change
 // frozen after the import in the same flight is left out of it.
 //
-// Ids, versions and blob refs are numbers of one file: the copy's are moved
-// past the ones this file has handed out (ImportSnapshot reserves the ids
-// and versions on the actor; the flush moves the refs past the largest one
-// in its own transaction), so that no number is shared and a key's version
-// never repeats for its name. The copy's staging databases (a master that
+// Ids, versions and blob refs are numbers of one file: copied rows have
+// theirs moved past the ones this file has handed out (ImportSnapshot
+// reserves the ids and versions on the actor; the flush moves the refs
+// past the largest one in its own transaction), so that no number is
+// shared and a key's version never repeats for its name. A swapped-in
+// copy keeps its own, past which the same reservation starts the next. The copy's staging databases (a master that
 // is itself in a full sync) and its search tables are not imported.
 
 // SnapshotInfo is what CheckSnapshot read of a copy.
@@ -46,6 +51,8 @@ type SnapshotInfo struct {
 	// full sync of its own), whose element rows the import must leave out
 	// by id; without, every element row belongs to a key it imports.
 	Staged bool
+	// Searches counts its search indexes.
+	Searches int64
 }
 
 // SnapshotPosition is the redo log position the database file at path
@@ -108,6 +115,7 @@ func CheckSnapshot(path string) (SnapshotInfo, error) {
 		{"SELECT coalesce(max(id), 0) FROM keys", func(st *stmt) { info.MaxID = st.colInt(0) }},
 		{"SELECT EXISTS (SELECT 1 FROM keys WHERE db >= " + fmt.Sprint(NumDBs) + ")", func(st *stmt) { info.Staged = st.colInt(0) != 0 }},
 		{"SELECT value FROM counters WHERE name = 'version'", func(st *stmt) { info.MaxVersion = st.colInt(0) }},
+		{"SELECT count(*) FROM search_indexes", func(st *stmt) { info.Searches = st.colInt(0) }},
 		{"SELECT code FROM function_libraries ORDER BY name", func(st *stmt) { info.Functions = append(info.Functions, st.colBlob(0, nil)) }},
 	}
 	for _, s := range steps {
@@ -142,9 +150,16 @@ func queryRows(c *conn, sql string, row func(st *stmt)) error {
 type memImport struct {
 	path          string
 	idOff, verOff int64
-	staged        bool // SnapshotInfo.Staged
+	staged        bool  // SnapshotInfo.Staged
+	searches      int64 // SnapshotInfo.Searches
 	// counts and expiring are SnapshotInfo's Keys and Expiring.
 	counts, expiring [NumDBs]int64
+	// swap: the flight may put the copy in place of the whole file
+	// (swapIn), decided at its freeze; mark is then the version
+	// high-water mark the file is to store. swapped: the flush did so
+	// (written by the flush before its flight is done).
+	swap, swapped bool
+	mark          int64
 }
 
 // ErrFlushing: ImportSnapshot was called while a flush is under way.
@@ -162,7 +177,7 @@ func (s *Store) ImportSnapshot(path string, info SnapshotInfo) (uint64, error) {
 	if m.flight != nil {
 		return 0, ErrFlushing
 	}
-	imp := &memImport{path: path, idOff: s.nextID, verOff: s.version, staged: info.Staged, counts: info.Keys, expiring: info.Expiring}
+	imp := &memImport{path: path, idOff: s.nextID, verOff: s.version, staged: info.Staged, searches: info.Searches, counts: info.Keys, expiring: info.Expiring}
 	s.nextID += info.MaxID + 1
 	s.version += info.MaxVersion + 1
 	m.dbOp(memDBOp{kind: dbImport, imp: imp})
@@ -185,6 +200,8 @@ func (m *memEngine) freezeImport(f *memFlight) {
 		return
 	}
 	imp := f.steps[at].op.imp
+	imp.swap = !imp.staged && imp.searches == 0 && onlyImported(f, at)
+	imp.mark = max(f.mark, m.s.versionMark)
 	for i := range f.counts {
 		if db := f.counts[i].db; db < NumDBs {
 			f.counts[i].n = imp.counts[db]
@@ -205,13 +222,47 @@ func (m *memEngine) freezeImport(f *memFlight) {
 	}
 }
 
+// onlyImported reports whether flight f, whose step at imports, touches
+// nothing but databases 0..15 and holds no other import: what the import
+// replaces is all it writes, so the copy may take the whole file's place.
+func onlyImported(f *memFlight, at int) bool {
+	for i, st := range f.steps {
+		switch {
+		case i == at:
+		case st.op != nil:
+			if st.op.kind == dbImport || st.op.a >= NumDBs || (st.op.kind == dbSwap && st.op.b >= NumDBs) {
+				return false
+			}
+		default:
+			for _, k := range st.seg.keys {
+				if int(k.db) >= NumDBs {
+					return false
+				}
+			}
+		}
+	}
+	for _, c := range f.counts {
+		if c.db >= NumDBs && c.n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // landImport is the landing of a flight that imported: memory lets go of
 // every entry of databases 0..15, and of what changed in them since the
 // freeze; their counts are the copy's; the loads under way are stale.
+// After a swap the copy's ids are the file's, so the element rows of the
+// old objects deleted since the freeze, which share their numbers, must
+// not be deleted by the next flush: those deletions are dropped.
 func (m *memEngine) landImport(f *memFlight) {
 	for _, st := range f.steps {
 		if st.op == nil || st.op.kind != dbImport {
 			continue
+		}
+		if st.op.imp.swapped {
+			m.swaps++
+			m.forgetOldDrops()
 		}
 		for db := range NumDBs {
 			d := m.dbs[db]
@@ -343,4 +394,146 @@ func attachImports(w *sqlc, f *memFlight) (map[*memImport]string, func(), error)
 		schemas[st.op.imp] = name
 	}
 	return schemas, detach, nil
+}
+
+// forgetOldDrops drops every deletion of element rows not yet written:
+// after a swap they name objects of the file the copy replaced (swapIn).
+func (m *memEngine) forgetOldDrops() {
+	m.drops = nil
+	for i, st := range m.steps {
+		if st.seg == nil {
+			continue
+		}
+		kept := &memSegment{}
+		for _, k := range st.seg.keys {
+			if int(k.db) >= NumDBs {
+				kept.keys = append(kept.keys, k)
+			}
+		}
+		m.steps[i].seg = kept
+	}
+}
+
+// swapChunk is how many pages swapIn copies a step.
+const swapChunk = 1024
+
+// swapIn writes flight f, which imports imp and nothing else (onlyImported),
+// by putting the copy in place of the whole database file: SQLite's online
+// backup copies its pages into the file through the flush's connection, in
+// one write transaction, where writeImport copies its rows (a few µs a row
+// against a page copy at disk speed). First the copy is made what the
+// flight is to leave: its counters (the redo log position the flight
+// covers, the version high-water mark) and key counts are the flight's,
+// and its names go into the presence filters before the commit, as
+// writeImport adds them. The copy's ids stay its own: no id of the
+// replaced file survives in SQLite, and the next ones handed out are past
+// both (ImportSnapshot); the deletions of old objects' rows that memory
+// still holds are dropped as the flight lands (landImport).
+//
+// done is false, with nothing written, when the file holds what the copy
+// would lose: search indexes or staging keys (checked while the backup
+// holds the write lock, so that nothing is added after the look); the
+// caller writes the flight with writeImport then. The last pages are
+// copied and committed under readMu, as writeFlight commits.
+func (m *memEngine) swapIn(w *sqlc, f *memFlight, imp *memImport) (done bool, err error) {
+	c, err := openConn(imp.path, sqlite3.SQLITE_OPEN_READWRITE)
+	if err != nil {
+		return false, fmt.Errorf("storage: opening the snapshot: %w", err)
+	}
+	defer c.close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "BEGIN; UPDATE counters SET value = max(value, %d) WHERE name = 'version';", imp.mark)
+	fmt.Fprintf(&b, "UPDATE counters SET value = %d WHERE name = 'redo_position';", f.pos)
+	for _, n := range f.counts {
+		fmt.Fprintf(&b, "INSERT INTO dbstats (db, keys) VALUES (%d, %d) ON CONFLICT (db) DO UPDATE SET keys = excluded.keys;", n.db, n.n)
+	}
+	b.WriteString("COMMIT")
+	if err := c.exec(b.String()); err != nil {
+		return false, fmt.Errorf("storage: preparing the snapshot: %w", err)
+	}
+	var name []byte
+	err = queryRows(c, fmt.Sprintf("SELECT key FROM keys WHERE db < %d", NumDBs), func(st *stmt) {
+		name = st.colBlob(0, name[:0])
+		f.pres.addBytes(name)
+		if f.nextPres != nil {
+			f.nextPres.addBytes(name)
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("storage: reading the snapshot: %w", err)
+	}
+	bk, err := w.c.startBackup(c)
+	if err != nil {
+		return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+	}
+	finished := false
+	defer func() {
+		if !finished {
+			if ferr := bk.finish(); err == nil && ferr != nil {
+				err = fmt.Errorf("storage: swapping the snapshot in: %w", ferr)
+			}
+		}
+	}()
+	if _, err := bk.step(0); err != nil { // the write lock
+		return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+	}
+	if keep, err := m.holdsMoreThanImported(); err != nil || keep {
+		return false, err
+	}
+	for {
+		if bk.remaining() > swapChunk {
+			if _, err := bk.step(swapChunk); err != nil {
+				return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+			}
+			continue
+		}
+		m.readMu.Lock()
+		ok, err := bk.step(-1)
+		if ok {
+			m.committed.Store(f.gen)
+			for _, c := range f.counts {
+				m.sqlKeys[c.db] = c.n
+			}
+		}
+		m.readMu.Unlock()
+		if err != nil {
+			return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+		}
+		if !ok {
+			return false, errors.New("storage: swapping the snapshot in: the backup did not end")
+		}
+		break
+	}
+	finished = true
+	bk.finish() // after the last step's commit, which stands whatever it says
+	imp.swapped = true
+	return true, nil
+}
+
+// holdsMoreThanImported reports whether SQLite's last commit holds search
+// indexes or staging keys, which a swap would lose; through a connection
+// of its own, since the flush's is the backup's.
+func (m *memEngine) holdsMoreThanImported() (bool, error) {
+	c, err := openConn(m.s.path, sqlite3.SQLITE_OPEN_READONLY)
+	if err != nil {
+		return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+	}
+	defer c.close()
+	more := false
+	q := fmt.Sprintf("SELECT EXISTS (SELECT 1 FROM search_indexes) OR EXISTS (SELECT 1 FROM keys WHERE db >= %d)", NumDBs)
+	if err := queryRows(c, q, func(st *stmt) { more = st.colInt(0) != 0 }); err != nil {
+		return false, fmt.Errorf("storage: swapping the snapshot in: %w", err)
+	}
+	return more, nil
+}
+
+// swapImport is the import of flight f when it may be swapped in
+// (memImport.swap), or nil.
+func (f *memFlight) swapImport() *memImport {
+	for _, st := range f.steps {
+		if st.op != nil && st.op.kind == dbImport && st.op.imp.swap {
+			return st.op.imp
+		}
+	}
+	return nil
 }

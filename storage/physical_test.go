@@ -72,6 +72,7 @@ func testImportSnapshot(t *testing.T, staged bool) {
 	must(t, dst.EndCommand())
 	gen, err := dst.ImportSnapshot(copyPath, info)
 	must(t, err)
+
 	if v, _, _ := dst.GetString(0, []byte("own0:s"), nil); !bytes.Equal(v, big(0)) {
 		t.Fatalf("before the import landed own0:s is %d bytes", len(v))
 	}
@@ -79,6 +80,11 @@ func testImportSnapshot(t *testing.T, staged bool) {
 	inTx(t, dst, func() {})
 	if dst.Committed() < gen {
 		t.Fatalf("committed %d, the import's generation %d", dst.Committed(), gen)
+	}
+	// A copy with staging keys is imported row by row (writeImport),
+	// leaving them out; any other takes the file's place (swapIn).
+	if want := map[bool]uint64{false: 1, true: 0}[staged]; dst.mem.swaps != want {
+		t.Fatalf("%d imports swapped in, want %d", dst.mem.swaps, want)
 	}
 	check := func(s *Store) {
 		t.Helper()
@@ -157,5 +163,119 @@ func testImportSnapshot(t *testing.T, staged bool) {
 	}
 	if n, err := dst.ListLen(0, []byte("m2:l")); err != nil || n != 3 {
 		t.Fatalf("m2:l length %d %v", n, err)
+	}
+}
+
+// TestImportSwapKeepsNewRows: after a copy took the file's place, the old
+// objects deleted while its flush ran must not take the copy's element
+// rows with them: the copy's ids are the old file's numbers again (both
+// hand them out from 1), and their rows' deletion is still to be written.
+func TestImportSwapKeepsNewRows(t *testing.T) {
+	dir := t.TempDir()
+	hashes := func(s *Store, prefix string, n int) {
+		t.Helper()
+		inTx(t, s, func() {
+			for i := range n {
+				c, err := s.OpenOrCreateColl(0, []byte(fmt.Sprint(prefix, i)), TypeHash)
+				must(t, err)
+				_, err = s.HashSet(c, []byte("f"), []byte(fmt.Sprint(prefix, i)), HashReplace)
+				must(t, err)
+				must(t, s.EndCommand())
+			}
+		})
+	}
+	src := openMemAt(t, filepath.Join(dir, "src.db"), 0)
+	hashes(src, "new", 20)
+	copyPath := filepath.Join(dir, "copy.db")
+	must(t, Copy(src.Path(), copyPath))
+	src.Close()
+
+	dst := openMemAt(t, filepath.Join(dir, "dst.db"), 0)
+	defer dst.Close()
+	hashes(dst, "old", 20) // ids 1..20 as well, their rows in SQLite
+	info, err := CheckSnapshot(copyPath)
+	must(t, err)
+	gen, err := dst.ImportSnapshot(copyPath, info)
+	must(t, err)
+	f, err := dst.StartFlush(0)
+	must(t, err)
+	if f == nil {
+		t.Fatal("no flush for the import")
+	}
+	// The old data is what clients see until the import lands: deleted
+	// now, its element rows are to go with the next flush.
+	for i := range 20 {
+		if _, err := dst.Delete(0, []byte(fmt.Sprint("old", i))); err != nil {
+			t.Fatal(err)
+		}
+		must(t, dst.EndCommand())
+	}
+	f.Run()
+	if l := dst.Land(); l == nil || l.Err() != nil || dst.Committed() < gen {
+		t.Fatalf("the import's flush: %+v, committed %d, want %d", l, dst.Committed(), gen)
+	}
+	if dst.mem.swaps != 1 {
+		t.Fatalf("%d imports swapped in, want 1", dst.mem.swaps)
+	}
+	inTx(t, dst, func() {}) // the next flush
+	dst.Close()
+	dst = openMemAt(t, filepath.Join(dir, "dst.db"), 0)
+	defer dst.Close()
+	for i := range 20 {
+		name := []byte(fmt.Sprint("new", i))
+		c, err := dst.OpenColl(0, name, TypeHash)
+		if err != nil || c == nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v, ok, err := dst.HashGet(c, []byte("f"), nil); err != nil || !ok || string(v) != string(name) {
+			t.Fatalf("%s f: %q %v %v", name, v, ok, err)
+		}
+		must(t, dst.EndCommand())
+	}
+	if n := dst.DBSize(0); n != 20 {
+		t.Fatalf("DBSIZE %d, want 20", n)
+	}
+}
+
+// TestImportSwapLeavesSearch: a store with a search index imports a copy
+// row by row, so that the index stays; so does one importing a copy that
+// has one (a search index's tables are not imported).
+func TestImportSwapLeavesSearch(t *testing.T) {
+	for _, where := range []string{"dst", "src"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			index := func(s *Store) {
+				inTx(t, s, func() { must(t, s.SaveSearchIndex(SearchIndexRow{Name: "idx", ID: 1, Spec: []byte("spec")})) })
+			}
+			src := openMemAt(t, filepath.Join(dir, "src.db"), 0)
+			inTx(t, src, func() { must(t, src.SetString(0, []byte("k"), []byte("v"), 0, false)) })
+			if where == "src" {
+				index(src)
+			}
+			copyPath := filepath.Join(dir, "copy.db")
+			must(t, Copy(src.Path(), copyPath))
+			src.Close()
+			dst := openMemAt(t, filepath.Join(dir, "dst.db"), 0)
+			defer dst.Close()
+			if where == "dst" {
+				index(dst)
+			}
+			info, err := CheckSnapshot(copyPath)
+			must(t, err)
+			_, err = dst.ImportSnapshot(copyPath, info)
+			must(t, err)
+			inTx(t, dst, func() {})
+			if dst.mem.swaps != 0 {
+				t.Fatalf("%d imports swapped in, want 0", dst.mem.swaps)
+			}
+			rows, err := dst.SearchIndexes()
+			must(t, err)
+			if want := map[string]int{"dst": 1, "src": 0}[where]; len(rows) != want {
+				t.Fatalf("%d search indexes after the import, want %d", len(rows), want)
+			}
+			if v, ok, _ := dst.GetString(0, []byte("k"), nil); !ok || string(v) != "v" {
+				t.Fatalf("k: %q %v", v, ok)
+			}
+		})
 	}
 }

@@ -129,6 +129,59 @@ func (c *conn) cacheFlush() error {
 	return nil
 }
 
+// backup is SQLite's online backup of one connection's database into
+// another's (sqlite3_backup_*): the destination's pages become the
+// source's, in one write transaction of the destination that step
+// commits when it copies the last page. Both connections belong to the
+// caller's goroutine for as long as it runs; the destination's must not
+// be used meanwhile.
+type backup struct {
+	dst *conn
+	h   uintptr
+}
+
+// startBackup prepares the copy of src's main database into c's.
+func (c *conn) startBackup(src *conn) (*backup, error) {
+	zMain, err := libc.CString("main")
+	if err != nil {
+		return nil, err
+	}
+	defer libc.Xfree(c.tls, zMain)
+	h := sqlite3.Xsqlite3_backup_init(c.tls, c.db, zMain, src.db, zMain)
+	if h == 0 {
+		return nil, c.err(sqlite3.Xsqlite3_errcode(c.tls, c.db))
+	}
+	return &backup{dst: c, h: h}, nil
+}
+
+// step copies up to n pages (n < 0: all that are left); done once the last
+// is copied and the destination's transaction committed. The first step
+// takes the destination's write lock (n = 0 takes it and copies nothing),
+// held until the backup is done or finished.
+func (b *backup) step(n int) (done bool, err error) {
+	switch rc := sqlite3.Xsqlite3_backup_step(b.dst.tls, b.h, int32(n)); rc {
+	case sqlite3.SQLITE_OK:
+		return false, nil
+	case sqlite3.SQLITE_DONE:
+		return true, nil
+	default:
+		return false, b.dst.err(rc)
+	}
+}
+
+// remaining is the number of pages left after the last step.
+func (b *backup) remaining() int {
+	return int(sqlite3.Xsqlite3_backup_remaining(b.dst.tls, b.h))
+}
+
+// finish ends the backup; one not done rolls the destination back.
+func (b *backup) finish() error {
+	if rc := sqlite3.Xsqlite3_backup_finish(b.dst.tls, b.h); rc != sqlite3.SQLITE_OK {
+		return b.dst.err(rc)
+	}
+	return nil
+}
+
 func (c *conn) close() error {
 	if c.db == 0 {
 		return nil
