@@ -109,7 +109,10 @@ type Actor struct {
 	// says a trim is on the pool (redolog.go).
 	logPos      redo.Position
 	trimRunning bool
-	nextSweep   time.Time
+	// logPins are the positions from which sync jobs read the redo log
+	// (a physical sync's catch-up, fullsync.go): no trim goes past them.
+	logPins   map[*fullSync]redo.Position
+	nextSweep time.Time
 	// nextIdleCheck: when closeIdle looks for idle clients next.
 	nextIdleCheck time.Time
 	// nextMemLimit: when followMemoryLimit runs next; goLimit is the Go

@@ -13,6 +13,7 @@ import (
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/rdb"
 	"github.com/cellar-db/cellar/storage"
+	"github.com/cellar-db/cellar/storage/redo"
 )
 
 // A full sync's RDB, streamed (Redis 7.0's replication.c and rdb.c:
@@ -83,8 +84,10 @@ type fullSync struct {
 	ids []uint64
 	eof bool
 	// physical: the replicas get the database's copy itself
-	// (physical.go), with a length, instead of an RDB.
-	physical bool
+	// (physical.go), with a length, instead of an RDB; catchUp: with the
+	// redo log's records since it, so that the copy is of SQLite's last
+	// commit, taken at once, not after a flush.
+	physical, catchUp bool
 	// mark is the diskless form's 40 random hex characters (Redis's
 	// getRandomHexChars).
 	mark    string
@@ -105,11 +108,13 @@ type syncTarget struct {
 	moved time.Time // when they last went down
 }
 
-// syncAux is where the RDB stands in the stream: its auxiliary fields.
+// syncAux is where the RDB stands in the stream: its auxiliary fields,
+// and the redo log position of its mark (past the copy's for a catch-up).
 type syncAux struct {
 	replID string
 	offset int64
 	db     int
+	logPos uint64
 }
 
 // startFullSync runs one sync job for the replicas group after the next
@@ -120,6 +125,10 @@ func (a *Actor) startFullSync(group []*session, eof, physical bool) {
 	m.syncs++
 	prefix := fmt.Sprintf("%s%d-%d", a.syncTempPrefix(), os.Getpid(), m.syncs)
 	j := &fullSync{a: a, eof: eof, physical: physical, src: a.st.Path(), tmp: prefix + ".db", file: prefix + ".rdb"}
+	j.catchUp = physical && a.cfg.Log != nil
+	for _, s := range group {
+		j.catchUp = j.catchUp && s.replica.catchUp
+	}
 	if eof {
 		j.mark = newReplID()
 	}
@@ -142,11 +151,25 @@ func (a *Actor) startFullSync(group []*session, eof, physical bool) {
 			a.syncFail(j, "starting its job", err)
 		}
 	}
+	if j.catchUp {
+		// The copy is of SQLite's last commit, at or past the position
+		// the last landed flush covers: the log is kept from there until
+		// the job has read what the copy misses.
+		if a.logPins == nil {
+			a.logPins = map[*fullSync]redo.Position{}
+		}
+		a.logPins[j] = a.logPos
+		start()
+		return
+	}
 	a.afterFlush = append(a.afterFlush, start)
 }
 
 // run is the job's body, on an offload worker.
 func (j *fullSync) run() {
+	if j.catchUp {
+		defer j.call(func() { delete(j.a.logPins, j) })
+	}
 	defer func() {
 		for _, f := range []string{j.tmp, j.tmp + "-wal", j.tmp + "-shm", j.file} {
 			os.Remove(f)
@@ -229,9 +252,17 @@ func (j *fullSync) streamPhysical() (why string, err error) {
 	if len(j.targets) == 0 {
 		return "", errSyncNoReplicas
 	}
-	hdr := fmt.Sprintf("%s%d:%d\r\n", physicalHeader, fi.Size(), aux.db)
-	if err := j.sendPath(j.tmp, fi.Size(), []byte(hdr)); err != nil {
+	hdr := fmt.Sprintf("%s%d:%d", physicalHeader, fi.Size(), aux.db)
+	if j.catchUp {
+		hdr += physicalCatchUp
+	}
+	if err := j.sendPath(j.tmp, fi.Size(), []byte(hdr+"\r\n")); err != nil {
 		return "sending the database's copy", err
+	}
+	if j.catchUp {
+		if err := j.sendCatchUp(pos, aux.logPos); err != nil {
+			return "sending the redo log since the copy", err
+		}
 	}
 	if err := j.room(syncWindow); err != nil {
 		return "sending the database's copy", err
@@ -517,6 +548,9 @@ func (a *Actor) syncBegin(j *fullSync, pos uint64) ([]syncTarget, syncAux) {
 	var targets []syncTarget
 	var at replMark
 	have := false
+	if j.catchUp {
+		pos = j.a.catchUpMark(j, pos)
+	}
 	for _, id := range j.ids {
 		s := a.syncSession(j, id)
 		if s == nil || s.replica.finish == nil {
@@ -560,7 +594,29 @@ func (a *Actor) syncBegin(j *fullSync, pos uint64) ([]syncTarget, syncAux) {
 		finish(hdr)
 		targets = append(targets, syncTarget{id: id, mem: s.mem})
 	}
-	return targets, syncAux{replID: a.repl.replID, offset: at.offset, db: max(at.selDB, 0)}
+	return targets, syncAux{replID: a.repl.replID, offset: at.offset, db: max(at.selDB, 0), logPos: pos}
+}
+
+// catchUpMark is the log position whose mark a catch-up sync of a copy at
+// pos stands at: the first of every replica's marks at or past pos (they
+// asked at different times; the later ones' marks are all the earlier
+// ones' too). The copy misses the records from pos to there, which the job
+// reads from the log (sendCatchUp).
+func (a *Actor) catchUpMark(j *fullSync, pos uint64) uint64 {
+	at := pos
+	for _, id := range j.ids {
+		s := a.syncSession(j, id)
+		if s == nil || s.replica.finish == nil {
+			continue
+		}
+		for _, mk := range s.replica.marks {
+			if mk.logPos >= pos {
+				at = max(at, mk.logPos)
+				break
+			}
+		}
+	}
+	return at
 }
 
 // syncBulk starts sending the length form's file (or the physical form's

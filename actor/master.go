@@ -37,7 +37,8 @@ import (
 // the first has waited repl-diskless-sync-delay seconds or
 // repl-diskless-sync-max-replicas are waiting, so that they share one
 // snapshot. The job runs on the offload pool after the next flush
-// (afterFlush), for every replica waiting then (fullsync.go has the
+// (afterFlush; a Cellar replica's physical sync with its catch-up at
+// once: physical.go), for every replica waiting then (fullsync.go has the
 // detail): it copies the database (storage.Copy: VACUUM INTO through
 // a connection of its own), opens the copy as a Store of its own and
 // reads the redo log position the copy covers (the last flush's, stored
@@ -128,8 +129,7 @@ type master struct {
 	minToWrite, minMaxLag int64
 	// noStale is replica-serve-stale-data no (refuseStale).
 	noStale bool
-	args    [][]byte // redisForm's scratch
-	members [][]byte
+	form    recordForm // feedReplicas's
 
 	// replID2 and secondOffset are PSYNC2's second history (Redis's
 	// replid2 and second_replid_offset): the replication ID this server
@@ -215,8 +215,9 @@ type replica struct {
 	job        *fullSync
 	ackedEarly bool
 	// physical: it announced capa cellar-physical and gets the
-	// database's copy instead of an RDB (physical.go).
-	physical bool
+	// database's copy instead of an RDB (physical.go); catchUp: also capa
+	// cellar-catchup, so its copy need not wait for a flush.
+	physical, catchUp bool
 	// rdbOnly: it wants the RDB alone (REPLCONF rdb-only 1, as redis-cli
 	// --rdb sends): it is given no stream and disconnected once the RDB
 	// is sent, as Redis's replicaPutOnline does.
@@ -237,8 +238,10 @@ type replConf struct {
 	capaEOF    bool
 	rdbOnly    bool // REPLCONF rdb-only 1 (redis-cli --rdb)
 	// capaPhysical: REPLCONF capa cellar-physical, a Cellar replica that
-	// takes the database's copy instead of an RDB (physical.go).
-	capaPhysical bool
+	// takes the database's copy instead of an RDB (physical.go);
+	// capaCatchUp: REPLCONF capa cellar-catchup, one that also takes the
+	// redo log's records since the copy, as commands before the stream.
+	capaPhysical, capaCatchUp bool
 }
 
 // replWait is a blocked WAIT.
@@ -305,6 +308,9 @@ func cmdReplconf(c *Ctx) error {
 			if c.argEq(j+1, "cellar-physical") {
 				s.replConf.capaPhysical = true
 			}
+			if c.argEq(j+1, "cellar-catchup") {
+				s.replConf.capaCatchUp = true
+			}
 		case c.argEq(j, "ack"):
 			r := s.replica
 			if r == nil {
@@ -343,6 +349,12 @@ func cmdReplconf(c *Ctx) error {
 				m.relay = append(m.relay, c.args[j+1]...)
 				m.relayDB = s.db
 			}
+			return nil
+		case c.argEq(j, "cellar-caught-up") && s.master: // REPLCONF cellar-caught-up 1
+			// A physical sync's catch-up has run (package replica adds
+			// it after the batch that ends it): the data is the master's
+			// history at its offset.
+			c.a.repl.catchingUp = false
 			return nil
 		case c.argEq(j, "getack"):
 			return nil // only a master asks; its link answers (package replica)
@@ -391,9 +403,11 @@ func cmdPsync(c *Ctx) error {
 	if !a.logging() {
 		return ErrSyncNoLog
 	}
-	if a.repl.on && (!m.active || !a.repl.r.Status().LinkUp) {
+	if a.repl.on && (!m.active || !a.repl.r.Status().LinkUp || a.repl.catchingUp) {
 		// A replica serves replicas of its own (a chain) from the stream
-		// its master sends, so only while it has one (Redis's check).
+		// its master sends, so only while it has one (Redis's check),
+		// and its data is its master's (a physical sync's catch-up has
+		// run: physical.go).
 		return ErrNoMasterLink
 	}
 	psync := c.argEq(0, "psync")
@@ -457,6 +471,7 @@ func (a *Actor) canContinue(from int64) bool {
 func (a *Actor) addReplica(s *session, psync bool) *replica {
 	r := &replica{psync: psync, listenPort: s.replConf.listenPort, ipAddr: s.replConf.ipAddr, eof: s.replConf.capaEOF, rdbOnly: s.replConf.rdbOnly,
 		physical: s.replConf.capaPhysical && !s.replConf.rdbOnly}
+	r.catchUp = r.physical && s.replConf.capaCatchUp
 	s.replica = r
 	a.master.replicas = append(a.master.replicas, s)
 	// Client eviction (maxmemory_clients) spares replicas, as Redis's
@@ -489,7 +504,7 @@ func (a *Actor) dropReplica(s *session) {
 // (when not 0) are waiting. Called when a replica asks and on every
 // housekeeping tick.
 func (a *Actor) startPendingSyncs(now time.Time) {
-	var waiting, physical []*session
+	var waiting, physical, catchUp []*session
 	var first time.Time
 	allEOF := true
 	for _, s := range a.master.replicas {
@@ -501,7 +516,11 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 			// A Cellar replica takes the database's copy, at once: there
 			// is no RDB for others to share (physical.go).
 			r.started = true
-			physical = append(physical, s)
+			if r.catchUp {
+				catchUp = append(catchUp, s)
+			} else {
+				physical = append(physical, s)
+			}
 			continue
 		}
 		waiting = append(waiting, s)
@@ -510,8 +529,10 @@ func (a *Actor) startPendingSyncs(now time.Time) {
 		}
 		allEOF = allEOF && r.eof
 	}
-	if len(physical) > 0 {
-		a.startFullSync(physical, false, true)
+	for _, group := range [][]*session{physical, catchUp} {
+		if len(group) > 0 {
+			a.startFullSync(group, false, true)
+		}
 	}
 	if len(waiting) == 0 {
 		return
@@ -539,50 +560,63 @@ func (a *Actor) feedReplicas(rec []byte) {
 	if !a.ownRecord(m.fed - 1) {
 		return // a replica's: its master's stream is relayed instead
 	}
-	if members, ok, err := splitGroup(rec, m.members[:0]); ok {
-		m.members = members
+	m.round = m.form.add(m.round, &m.selDB, rec)
+}
+
+// recordForm converts redo log records into the commands Redis would
+// propagate for them: the live stream's (feedReplicas) and a physical
+// sync's catch-up (fullsync.go). Its slices are scratch, reused.
+type recordForm struct {
+	args, members [][]byte
+}
+
+// add appends record rec to the stream dst, with a SELECT first when its
+// database is not *selDB (which it updates); a group (an EXEC's, a
+// script's) as MULTI ... EXEC. A record that does not decode adds nothing.
+func (f *recordForm) add(dst []byte, selDB *int, rec []byte) []byte {
+	if members, ok, err := splitGroup(rec, f.members[:0]); ok {
+		f.members = members
 		if err != nil {
-			return
+			return dst
 		}
 		multi := false
 		for _, p := range members {
-			e, err := decodeEffect(p, m.args[:0])
+			e, err := decodeEffect(p, f.args[:0])
 			if err != nil {
 				continue
 			}
-			m.args = e.args
+			f.args = e.args
 			if !multi {
 				// MULTI goes after the SELECT its first command needs,
 				// as Redis propagates it.
-				m.selectDB(e.db)
-				m.round = appendCommand(m.round, [][]byte{[]byte("MULTI")})
+				dst = appendSelect(dst, selDB, e.db)
+				dst = appendCommand(dst, [][]byte{[]byte("MULTI")})
 				multi = true
 			}
-			m.appendEffect(e)
+			dst = appendSelect(dst, selDB, e.db)
+			dst = appendCommand(dst, redisForm(e))
 		}
 		if multi {
-			m.round = appendCommand(m.round, [][]byte{[]byte("EXEC")})
+			dst = appendCommand(dst, [][]byte{[]byte("EXEC")})
 		}
-		return
+		return dst
 	}
-	e, err := decodeEffect(rec, m.args[:0])
+	e, err := decodeEffect(rec, f.args[:0])
 	if err != nil {
-		return
+		return dst
 	}
-	m.args = e.args
-	m.appendEffect(e)
+	f.args = e.args
+	dst = appendSelect(dst, selDB, e.db)
+	return appendCommand(dst, redisForm(e))
 }
 
-func (m *master) selectDB(db int) {
-	if db != m.selDB {
-		m.round = appendCommand(m.round, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
-		m.selDB = db
+// appendSelect appends SELECT db to dst unless *selDB is db already.
+func appendSelect(dst []byte, selDB *int, db int) []byte {
+	if db != *selDB {
+		dst = appendCommand(dst, [][]byte{[]byte("SELECT"), strconv.AppendInt(nil, int64(db), 10)})
+		*selDB = db
 	}
-}
-
-func (m *master) appendEffect(e effect) {
-	m.selectDB(e.db)
-	m.round = appendCommand(m.round, redisForm(e))
+	return dst
 }
 
 // appendCommand appends args as a RESP array of bulk strings.

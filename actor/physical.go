@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/cellar-db/cellar/offload"
 	"github.com/cellar-db/cellar/storage"
+	"github.com/cellar-db/cellar/storage/redo"
 )
 
 // The physical full sync between Cellar nodes (docs/replication.md, "How a
@@ -23,6 +25,27 @@ import (
 // in the same pieces and window as an RDB sent with its length. A Redis
 // replica never announces the capa, so it never receives this form.
 //
+// The catch-up. A replica that also announces capa cellar-catchup (every
+// Cellar replica of this version) does not wait for a flush: its job
+// starts at once (startFullSync) and copies SQLite's last commit, whatever
+// flush is under way, at log position P. The replica's stream marks start
+// when it asked; the sync stands at the first mark at or past P
+// (catchUpMark), and the records from P to that mark, which the copy
+// misses, are read from the redo log (pinned from the last landed flush's
+// position until the job ends: Actor.logPins) and sent after the file as
+// the commands the stream would have carried (recordForm), then REPLCONF
+// cellar-catchup-end:
+//
+//	$SQLITE:<length>:<repl-stream-db>:catchup\r\n<the file's bytes><commands>*2\r\n$8\r\nREPLCONF\r\n$18\r\ncellar-catchup-end\r\n
+//
+// and then the stream from the mark's offset. The replica runs the
+// catch-up's commands as the stream's, counted in no offset and relayed to
+// nobody (package replica), and is in its master's history only once they
+// have run (Actor.repl.catchingUp, cleared by REPLCONF cellar-caught-up
+// from its link): until then it saves no replication state for a restart,
+// serves no replica of its own, and a promotion keeps no second ID. After
+// a bulk load the catch-up is what the master had not flushed yet.
+//
 // The replica writes the file beside its database (a name under
 // syncTempPrefix, which removeSyncLeftovers clears at start), checks it
 // (storage.CheckSnapshot: PRAGMA quick_check, the schema version) and has
@@ -33,8 +56,52 @@ import (
 // databases swapped in; as it lands the actor takes the master's history
 // and function libraries, as ReplicaPromote does (promoteImported).
 
-// physicalHeader is the line that starts a physical sync's file.
-const physicalHeader = "$SQLITE:"
+// physicalHeader is the line that starts a physical sync's file;
+// physicalCatchUp ends it when the file is followed by its catch-up.
+const (
+	physicalHeader  = "$SQLITE:"
+	physicalCatchUp = ":catchup"
+)
+
+// CatchUpEnd is the command that ends a physical sync's catch-up, after
+// which the stream starts: REPLCONF cellar-catchup-end.
+var CatchUpEnd = appendCommand(nil, [][]byte{[]byte("REPLCONF"), []byte("cellar-catchup-end")})
+
+// sendCatchUp sends the records of the redo log from position from (the
+// copy's) to to (the stream's mark the sync stands at) as the commands the
+// stream would have carried for them, then CatchUpEnd, in pieces within
+// the window as the file went. The log is kept from before from until the
+// job ends (Actor.logPins).
+func (j *fullSync) sendCatchUp(from, to uint64) error {
+	piece := make([]byte, 0, syncPiece+4096)
+	if from < to {
+		rd, err := j.a.cfg.Log.NewReader(redo.Position(from))
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		var form recordForm
+		sel := -1
+		for pos := from; pos < to; {
+			rec, next, err := rd.Next()
+			if err != nil {
+				return fmt.Errorf("the redo log at %d, before %d: %w", pos, to, err)
+			}
+			if uint64(next) > to {
+				return fmt.Errorf("a record of the redo log at %d ends at %d, past the stream's mark at %d", pos, next, to)
+			}
+			piece = form.add(piece, &sel, rec)
+			pos = uint64(next)
+			if len(piece) >= syncPiece {
+				if err := j.send(piece); err != nil {
+					return err
+				}
+				piece = make([]byte, 0, syncPiece+4096)
+			}
+		}
+	}
+	return j.send(append(piece, CatchUpEnd...))
+}
 
 // PhysicalSyncFile is the name under which the replica link writes a
 // physical sync's file: beside the database, under the prefix whose
@@ -54,7 +121,10 @@ type importWait struct {
 	replID string
 	offset int64
 	db     int
-	done   chan error
+	// catchUp: the master's records since the copy follow as commands
+	// (promoteImported).
+	catchUp bool
+	done    chan error
 }
 
 // ReplicaImport replaces the live databases with those of the checked
@@ -69,8 +139,8 @@ type importWait struct {
 // goroutine. The file is the actor's once ReplicaImport has reached it
 // (every error but ErrImportNotQueued): it is removed once imported, or
 // when its import cannot start.
-func (a *Actor) ReplicaImport(gen uint64, path string, info storage.SnapshotInfo, replID string, offset int64, db int, cancel <-chan struct{}) error {
-	w := &importWait{gen: gen, path: path, info: info, replID: replID, offset: offset, db: db, done: make(chan error, 1)}
+func (a *Actor) ReplicaImport(gen uint64, path string, info storage.SnapshotInfo, replID string, offset int64, db int, catchUp bool, cancel <-chan struct{}) error {
+	w := &importWait{gen: gen, path: path, info: info, replID: replID, offset: offset, db: db, catchUp: catchUp, done: make(chan error, 1)}
 	err := a.replicaCall(gen, func() error {
 		a.imports = append(a.imports, w)
 		a.startImports()
@@ -171,6 +241,7 @@ func (a *Actor) promoteImported(w *importWait) error {
 	switch {
 	case a.repl.on:
 		a.repl.replID = w.replID
+		a.repl.catchingUp = w.catchUp
 		m.replID2, m.secondOffset = "", -1
 		a.resetStream(w.offset, w.db)
 	default:
@@ -191,13 +262,15 @@ func (a *Actor) promoteImported(w *importWait) error {
 // errPhysicalHeader is a physical sync header that does not parse.
 var errPhysicalHeader = errors.New("replica: bad physical sync header")
 
-// ParsePhysicalHeader reads "$SQLITE:<length>:<db>" (without its CRLF):
-// ok is false for any other line (an RDB's).
-func ParsePhysicalHeader(line string) (size int64, db int, ok bool, err error) {
+// ParsePhysicalHeader reads "$SQLITE:<length>:<db>", and the form
+// "$SQLITE:<length>:<db>:catchup" whose file its catch-up follows
+// (catchUp), without the CRLF: ok is false for any other line (an RDB's).
+func ParsePhysicalHeader(line string) (size int64, db int, catchUp, ok bool, err error) {
 	if len(line) < len(physicalHeader) || line[:len(physicalHeader)] != physicalHeader {
-		return 0, 0, false, nil
+		return 0, 0, false, false, nil
 	}
 	rest := line[len(physicalHeader):]
+	rest, catchUp = strings.CutSuffix(rest, physicalCatchUp)
 	for i := 0; i < len(rest); i++ {
 		if rest[i] != ':' {
 			continue
@@ -207,7 +280,7 @@ func ParsePhysicalHeader(line string) (size int64, db int, ok bool, err error) {
 		if err1 != nil || err2 != nil || size < 0 || db < 0 || db >= storage.NumDBs {
 			break
 		}
-		return size, db, true, nil
+		return size, db, catchUp, true, nil
 	}
-	return 0, 0, true, fmt.Errorf("%w: %q", errPhysicalHeader, line)
+	return 0, 0, false, true, fmt.Errorf("%w: %q", errPhysicalHeader, line)
 }

@@ -309,6 +309,9 @@ func (a *Actor) trimLog() {
 		return
 	}
 	pos := a.logPos
+	for _, pin := range a.logPins {
+		pos = min(pos, pin)
+	}
 	a.trimRunning = true
 	job := &offload.Job{Run: func() {
 		err := a.st.SyncWAL()

@@ -101,6 +101,11 @@ type replState struct {
 	link uint64
 	// replID is this server's own replication ID as a master.
 	replID string
+	// catchingUp: the data took its master's history from a physical
+	// sync's copy whose catch-up has not all run yet (physical.go), so
+	// it is not yet the history's at that offset: not saved for a
+	// restart, not kept as the second ID by a promotion.
+	catchingUp bool
 }
 
 var errStaleLink = errors.New("actor: the replication link was replaced")
@@ -248,6 +253,13 @@ func (a *Actor) stopReplica() {
 	a.addBacklog(m.relay)
 	m.relay = m.relay[:0]
 	m.replID2, m.secondOffset = a.repl.replID, m.offset+1
+	if a.repl.catchingUp {
+		// Its data is not its master's at that offset: nobody may
+		// continue that history from it.
+		a.repl.catchingUp = false
+		m.replID2, m.secondOffset = "", -1
+		a.log.Warn().Msg("replication: made a master before a physical sync's catch-up had run; its data is partly its old master's, and no replica can continue that history from it")
+	}
 	a.repl.replID = newReplID()
 	m.selDB = -1 // the new history starts with a SELECT
 	a.dropReplicas()

@@ -55,7 +55,7 @@ func (a *Actor) replStatePath() string { return a.st.Path() + "-replication" }
 func (a *Actor) saveReplication() {
 	m := &a.master
 	l := a.cfg.Log
-	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() {
+	if !m.active || l == nil || a.durable.failure() != nil || a.logPos != l.Written() || a.repl.catchingUp {
 		return
 	}
 	path := a.replStatePath()

@@ -6,7 +6,9 @@
 // disk-less "EOF:<mark>" transfers) and loads it while it streams — or,
 // from a Cellar master, the master's SQLite snapshot (capa
 // cellar-physical, "$SQLITE:<len>:<db>"), written to a file, checked and
-// imported by the actor's flush (physical.go) — then
+// imported by the actor's flush (physical.go), and with capa
+// cellar-catchup the records the snapshot misses, as commands run before
+// the stream (follow.go) — then
 // follows the master's command stream (each batch of it ending with
 // REPLCONF cellar-relay and the batch's bytes as they came, so that the
 // actor keeps the stream in its backlog and passes it on to replicas of

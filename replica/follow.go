@@ -85,6 +85,7 @@ func (l *link) advance(off int64) {
 // everything before it ran, and an ACK goes every second.
 func (l *link) follow(c *conn, p *pipe) error {
 	m, a := l.m, l.m.a
+	l.acksHeld.Store(l.catchUp) // before the first acknowledgement below
 	fs := &stream{l: l}
 	l.fs = fs
 	fs.connID = clientIDBase + m.ids.Add(1)
@@ -121,7 +122,32 @@ func (l *link) follow(c *conn, p *pipe) error {
 		// half a transaction queued in a connection that is going away.
 		db      = l.db
 		inMulti bool
+		// catchUp: the commands up to REPLCONF cellar-catchup-end are a
+		// physical sync's catch-up (actor/physical.go): the master's
+		// records the copy missed, before the offset the sync stands at.
+		// They run as the stream's do, but count in no offset and are
+		// relayed to no replica of this server's (which full-sync from
+		// it after a change of history anyway); they are parsed into
+		// skip, not raw. streamDB is the database the stream itself
+		// continues in.
+		catchUp  = l.catchUp
+		skip     []byte
+		streamDB = l.db
+		caughtAt uint64 // the batch that ends it
 	)
+	if catchUp {
+		l.caught.Store(false)
+		defer func() {
+			if !l.caught.Load() {
+				// Part of the catch-up may not have run: the history the
+				// sync took cannot be continued; the next session asks
+				// for a full sync.
+				m.mu.Lock()
+				m.replID = ""
+				m.mu.Unlock()
+			}
+		}()
+	}
 	if db != 0 {
 		// A partial resync continues the stream where the last session
 		// stopped, in the database it had selected (the master does not
@@ -139,6 +165,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		if batch.Len() == 0 && len(raw) == 0 {
 			return nil
 		}
+		skip = nil
 		if len(raw) > 0 {
 			batch.Args = append(batch.Args, relayCmd[0], relayCmd[1], raw)
 			batch.Ends = append(batch.Ends, int32(len(batch.Args)))
@@ -154,7 +181,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		seq++
 		batch.Seq = seq
 		fs.bmu.Lock()
-		fs.ends[seq] = batchEnd{offset: read, ack: ack}
+		fs.ends[seq] = batchEnd{offset: read, ack: ack, caughtUp: caughtAt == seq}
 		fs.bmu.Unlock()
 		a.Submit(batch)
 		l.submitted, l.db = read, db
@@ -167,26 +194,52 @@ func (l *link) follow(c *conn, p *pipe) error {
 			l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
 				Msg("replica: caught up with the master: the waitlist is applied, following")
 		}
-		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || len(raw) >= maxBatchBytes) {
+		if !inMulti && (c.br.Buffered() == 0 || batch.Len() >= maxBatchCommands || len(raw) >= maxBatchBytes || len(skip) >= maxBatchBytes) {
 			if err := submit(); err != nil {
 				return err
 			}
 		}
-		if raw == nil {
-			raw = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
-		}
-		before := len(raw)
 		var args [][]byte
 		var err error
-		args, raw, err = readCommand(c.br, raw)
-		if err != nil {
-			return err
-		}
-		read += int64(len(raw) - before)
-		l.read.Store(read)
-		m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
-		if len(args) == 0 {
-			continue // a newline (keep-alive): counted and passed on, nothing to run
+		if catchUp {
+			if skip == nil {
+				skip = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
+			}
+			if args, skip, err = readCommand(c.br, skip); err != nil {
+				return err
+			}
+			m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+			if len(args) == 2 && eqFold(args[0], "replconf") && eqFold(args[1], "cellar-catchup-end") {
+				// The actor learns it has run in the same batch, and the
+				// link once that batch is done (Deliver).
+				catchUp = false
+				batch.Args = append(batch.Args, caughtUpCmd[:]...)
+				batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+				caughtAt = seq + 1
+				if db != streamDB {
+					db = streamDB
+					batch.Args = append(batch.Args, []byte("SELECT"), []byte(strconv.Itoa(db)))
+					batch.Ends = append(batch.Ends, int32(len(batch.Args)))
+				}
+				continue
+			}
+			if len(args) == 0 || eqFold(args[0], "replconf") {
+				continue
+			}
+		} else {
+			if raw == nil {
+				raw = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
+			}
+			before := len(raw)
+			if args, raw, err = readCommand(c.br, raw); err != nil {
+				return err
+			}
+			read += int64(len(raw) - before)
+			l.read.Store(read)
+			m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+			if len(args) == 0 {
+				continue // a newline (keep-alive): counted and passed on, nothing to run
+			}
 		}
 		if len(args) >= 2 && eqFold(args[0], "replconf") && eqFold(args[1], "getack") {
 			ack = true
@@ -214,8 +267,12 @@ func (l *link) follow(c *conn, p *pipe) error {
 // came after its connection stopped being the master's.
 var staleMaster = []byte("-" + string(actor.ErrStaleMaster) + "\r\n")
 
-// relayCmd is the command that ends every batch of the master's stream.
-var relayCmd = [2][]byte{[]byte("REPLCONF"), []byte("cellar-relay")}
+// relayCmd is the command that ends every batch of the master's stream;
+// caughtUpCmd the one after a physical sync's catch-up.
+var (
+	relayCmd    = [2][]byte{[]byte("REPLCONF"), []byte("cellar-relay")}
+	caughtUpCmd = [3][]byte{[]byte("REPLCONF"), []byte("cellar-caught-up"), []byte("1")}
+)
 
 // Deliver receives the replies to the master's batches (actor.Sink):
 // they are dropped, and each advances the applied offset.
@@ -254,6 +311,10 @@ func (fs *stream) Deliver(cs []actor.Completion) {
 		ran := !bytes.Contains(c.Reply, staleMaster)
 		if ran {
 			fs.l.advance(e.offset)
+			if e.caughtUp {
+				fs.l.caughtUp()
+				fs.ackSoon()
+			}
 		}
 		select {
 		case <-fs.slots:
@@ -283,6 +344,9 @@ func (fs *stream) acknowledge(c *conn, stop chan struct{}) {
 			return
 		case <-t.C:
 		case <-fs.ackNow:
+		}
+		if fs.l.acksHeld.Load() {
+			continue
 		}
 		if err := c.send("REPLCONF", "ACK", strconv.FormatInt(fs.l.applied.Load(), 10)); err != nil {
 			c.Close() // the session ends through its reader

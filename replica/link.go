@@ -212,12 +212,21 @@ type link struct {
 	// pendingCaughtUp: a full sync's load is in and the waitlist not yet
 	// applied (the "caught up" line is due).
 	pendingCaughtUp bool
-	syncStart       time.Time
+	// catchUp: the stream that follows starts with a physical sync's
+	// catch-up (follow), set by physicalSync; caught: it has run. Until
+	// then acksHeld: no REPLCONF ACK goes, since the offset the sync
+	// stands at is not yet the data's (a WAIT must not count this replica
+	// for a write its catch-up has not run).
+	catchUp   bool
+	caught    atomic.Bool
+	acksHeld  atomic.Bool
+	syncStart time.Time
 }
 
 type batchEnd struct {
-	offset int64
-	ack    bool // a REPLCONF GETACK ended the batch
+	offset   int64
+	ack      bool // a REPLCONF GETACK ended the batch
+	caughtUp bool // it ends a physical sync's catch-up
 }
 
 func (l *link) log() *zerolog.Logger { return &l.m.cfg.Log }
@@ -303,6 +312,7 @@ func (c *conn) call(args ...string) (string, error) {
 // sync, follow until it fails. synced reports that it got past the sync.
 func (l *link) session() (synced bool, err error) {
 	m := l.m
+	l.catchUp = false
 	m.update(l, func(st *actor.ReplicaStatus) { st.State = "connecting" })
 	d := net.Dialer{Timeout: 10 * time.Second}
 	nc, err := d.DialContext(l.ctx, "tcp", l.addr)
@@ -360,7 +370,9 @@ func (l *link) session() (synced bool, err error) {
 	capa := []string{"REPLCONF", "capa", "eof", "capa", "psync2"}
 	if m.cfg.PhysicalSync && !l.noPhysical {
 		// A Redis master ignores a capability it does not know.
-		capa = append(capa, "capa", "cellar-physical")
+		// cellar-catchup: the copy may be of the master's last commit,
+		// the records since following it as commands (follow).
+		capa = append(capa, "capa", "cellar-physical", "capa", "cellar-catchup")
 	}
 	if _, err := c.call(capa...); err != nil {
 		return false, err
@@ -463,11 +475,11 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 		return nil, fmt.Errorf("replica: the master sent %q where the RDB's length belongs", hdr)
 	}
 	c.SetReadDeadline(time.Time{})
-	if size, db, ok, err := actor.ParsePhysicalHeader(hdr); ok {
+	if size, db, catchUp, ok, err := actor.ParsePhysicalHeader(hdr); ok {
 		if err != nil {
 			return nil, err
 		}
-		return l.physicalSync(c, replID, offset, size, db)
+		return l.physicalSync(c, replID, offset, size, db, catchUp)
 	}
 	var mark []byte
 	size := int64(-1)
@@ -573,7 +585,7 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 	l.log().Info().Str("master", l.addr).Int64("keys", keys).Int64("bytes", read).Dur("took", took).
 		Float64("keys_per_sec", float64(keys)/took.Seconds()).Float64("mb_per_sec", float64(read)/took.Seconds()/1e6).
 		Int64("waitlist_peak_bytes", peak).Msg("replica: the master's RDB is loaded and swapped in; applying the waitlist")
-	l.synced(replID, offset, streamDB, start)
+	l.synced(replID, offset, streamDB, start, true)
 	// What follows the RDB in the pump's queue (and src's buffer) is the
 	// command stream; with a length, src read nothing past the RDB.
 	if mark == nil {
@@ -586,8 +598,10 @@ func (l *link) fullSync(c *conn, replID string, offset int64) (*pipe, error) {
 
 // synced records a full sync's end: the data is the master's history
 // replID at offset, its stream continuing in database streamDB (a Redis
-// master selects one again before its first command anyway).
-func (l *link) synced(replID string, offset int64, streamDB int, start time.Time) {
+// master selects one again before its first command anyway). up: the link
+// is up from here; otherwise once a physical sync's catch-up has run
+// (caughtUp).
+func (l *link) synced(replID string, offset int64, streamDB int, start time.Time, up bool) {
 	m := l.m
 	m.mu.Lock()
 	m.replID, m.offset, m.db = replID, offset, streamDB
@@ -596,10 +610,26 @@ func (l *link) synced(replID string, offset int64, streamDB int, start time.Time
 	l.applied.Store(offset)
 	l.db = streamDB
 	m.update(l, func(st *actor.ReplicaStatus) {
-		st.State, st.SyncInProgress, st.LinkUp, st.ReplID, st.Offset, st.LastIO = "connected", false, true, replID, offset, time.Now()
+		st.ReplID, st.Offset, st.LastIO = replID, offset, time.Now()
+		if up {
+			st.State, st.SyncInProgress, st.LinkUp = "connected", false, true
+		}
 	})
 	l.pendingCaughtUp = true
 	l.syncStart = start
+}
+
+// caughtUp is a physical sync's catch-up, run: the link is up (it serves
+// replicas of its own, INFO says so), and the history it took can be
+// continued.
+func (l *link) caughtUp() {
+	l.caught.Store(true)
+	l.acksHeld.Store(false)
+	l.m.update(l, func(st *actor.ReplicaStatus) {
+		st.State, st.SyncInProgress, st.LinkUp = "connected", false, true
+	})
+	l.log().Info().Str("master", l.addr).Dur("since_sync_start", time.Since(l.syncStart)).
+		Msg("replica: the physical sync's catch-up has run; the link is up")
 }
 
 func (l *link) progress(start time.Time, read, total, keys int64) {

@@ -32,8 +32,9 @@ var errPhysicalCheck = errors.New("replica: the master's snapshot cannot be used
 
 // physicalSync receives and imports the copy of size bytes that the header
 // announced, whose stream continues in database db, and returns the pipe
-// the command stream continues in.
-func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) (*pipe, error) {
+// the command stream continues in; catchUp: that stream starts with the
+// copy's catch-up (follow).
+func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int, catchUp bool) (*pipe, error) {
 	m, a := l.m, l.m.a
 	start := time.Now()
 	l.syncRead.Store(0)
@@ -72,7 +73,7 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 	if err := p.failed(); err != nil {
 		return p, err // abandoned while the file arrived (the waitlist)
 	}
-	err = a.ReplicaImport(l.gen, path, info, replID, offset, db, l.ctx.Done())
+	err = a.ReplicaImport(l.gen, path, info, replID, offset, db, catchUp, l.ctx.Done())
 	if !errors.Is(err, actor.ErrImportNotQueued) {
 		owned = false // the actor's now: it removes it
 	}
@@ -86,7 +87,8 @@ func (l *link) physicalSync(c *conn, replID string, offset, size int64, db int) 
 	// The live databases hold the master's data, at offset, from here on
 	// (the actor took its history as they landed), even if the waitlist
 	// overflowed meanwhile: the next session continues from there.
-	l.synced(replID, offset, db, start)
+	l.synced(replID, offset, db, start, !catchUp)
+	l.catchUp = catchUp
 	if err := p.failed(); err != nil {
 		return p, err
 	}

@@ -38,15 +38,25 @@ type handReplica struct {
 // announcing capa eof when eof.
 func dialReplica(t testing.TB, addr string, eof bool) *handReplica {
 	t.Helper()
+	if eof {
+		return dialReplicaCapa(t, addr, "eof", "psync2")
+	}
+	return dialReplicaCapa(t, addr, "psync2")
+}
+
+// dialReplicaCapa connects to the master at addr and asks for a full
+// sync, announcing the capabilities capas.
+func dialReplicaCapa(t testing.TB, addr string, capas ...string) *handReplica {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	r := &handReplica{t: t, c: c, br: bufio.NewReader(c)}
-	capa := []string{"REPLCONF", "capa", "psync2"}
-	if eof {
-		capa = []string{"REPLCONF", "capa", "eof", "capa", "psync2"}
+	capa := []string{"REPLCONF"}
+	for _, x := range capas {
+		capa = append(capa, "capa", x)
 	}
 	for _, cmd := range [][]string{{"REPLCONF", "listening-port", "1"}, capa} {
 		c.Write(encode(cmd...))

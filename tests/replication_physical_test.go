@@ -237,19 +237,7 @@ func TestPhysicalSyncWire(t *testing.T) {
 		t.Fatalf("a replica without capa cellar-physical got %q", hdr)
 	}
 
-	c, err := net.Dial("tcp", master.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	p := &handReplica{t: t, c: c, br: bufio.NewReader(c)}
-	for _, cmd := range [][]string{{"REPLCONF", "listening-port", "1"}, {"REPLCONF", "capa", "eof", "capa", "psync2", "capa", "cellar-physical"}} {
-		c.Write(encode(cmd...))
-		if got := p.line(); got != "+OK" {
-			t.Fatalf("%v: %q", cmd, got)
-		}
-	}
-	c.Write(encode("PSYNC", "?", "-1"))
+	p := dialReplicaCapa(t, master.addr, "eof", "psync2", "cellar-physical")
 	f = strings.Fields(p.line())
 	if len(f) != 3 || f[0] != "+FULLRESYNC" || len(f[1]) != 40 {
 		t.Fatalf("the answer to PSYNC: %q", f)
