@@ -36,6 +36,31 @@ type memFlight struct {
 	took           time.Duration
 }
 
+// addPresence puts the names of the new rows f writes into the presence
+// filters it was frozen with, before its commit: a name is in them before
+// its row is, and until that commit lands its entry stays in memory, so
+// no load asks the filters about it. On the flush's goroutine, so that a
+// freeze after a bulk load, on the actor, does not pay for a million
+// names' eight bits each.
+func (f *memFlight) addPresence() {
+	for _, st := range f.steps {
+		if st.seg == nil {
+			continue
+		}
+		for i := range st.seg.keys {
+			k := &st.seg.keys[i]
+			if k.typ == TypeNone || k.is(frozenInPlace) {
+				continue
+			}
+			name := k.key()
+			f.pres.add(name)
+			if f.nextPres != nil {
+				f.nextPres.add(name)
+			}
+		}
+	}
+}
+
 // hasWork reports whether anything changed since the last freeze.
 func (m *memEngine) hasWork() bool {
 	if len(m.steps) > 0 || len(m.drops) > 0 {
@@ -155,6 +180,7 @@ func (m *memEngine) write(f *memFlight) (err error) {
 			return err
 		}
 	}
+	f.addPresence()
 	schemas, detach, err := attachImports(w, f)
 	if err != nil {
 		return err

@@ -609,9 +609,6 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 		}
 		e.set(flagRefStored, false)
 	}
-	if !k.is(frozenInPlace) {
-		m.addPresence(e.key()) // before the flush that writes the row commits
-	}
 	e.set(flagRowStored|flagIDStored, true)
 	e.set(flagExpStored, e.exp != 0)
 	return k

@@ -12,15 +12,17 @@ import (
 // presence is a Bloom filter of the key names SQLite may hold, in any
 // database: a load of a name it has never seen is answered without a read
 // (memload.go), so that a miss costs what it costs Redis, a lookup in
-// memory. Names are added when the flush that writes their rows is frozen
-// (before it can commit), and never removed: a name whose row went stays
-// in the filter, and costs the read it costs without one.
+// memory. Names are added by the flush that writes their rows, before it
+// commits, to the filters it was frozen with (memFlight.addPresence), and
+// never removed: a name whose row went stays in the filter, and costs the
+// read it costs without one.
 //
 // It is built at start-up, off the actor, from a scan of SQLite's keys on
 // a connection of its own; until the scan is done it answers "maybe" to
-// everything. Names added meanwhile (by freezes) are kept too: the scan
-// sees a commit, and every name written after that commit was added at its
-// freeze. Words are atomic because the scan and the actor add at once.
+// everything. Names added meanwhile (by flushes) are kept too: the scan
+// sees a commit, and every name written after that commit was added to it
+// by its flush, frozen once the new filter existed (growPresence runs
+// with no flush under way). Words are atomic because the scan and the actor add at once.
 type presence struct {
 	words []atomic.Uint64
 	shift uint // 64 - log2(bits): a hash's top bits pick a bit
@@ -131,7 +133,7 @@ func (p *presence) close() {
 // in place once its scan is done. It runs in startFlush, before the
 // freeze, with no flight under way: every name frozen before has been
 // committed (its scan sees it) or waits in a failed flight's batch (added
-// here); every name frozen from now on is added to both.
+// here); every flight frozen from now on adds its names to both.
 func (m *memEngine) growPresence() {
 	if n := m.nextPres; n != nil {
 		if n.ready.Load() {
@@ -157,13 +159,4 @@ func (m *memEngine) growPresence() {
 	}
 	m.nextPres = n
 	n.build(m.s.path)
-}
-
-// addPresence records a name the flush will write a row for, in the
-// filter and in the one being built.
-func (m *memEngine) addPresence(name string) {
-	m.pres.add(name)
-	if m.nextPres != nil {
-		m.nextPres.add(name)
-	}
 }

@@ -289,7 +289,7 @@ func (s *Store) Committed() uint64 { return s.mem.committed.Load() }
 // schema (write attached it, outside the transaction); databases 0..15
 // are emptied as FLUSHDB empties them, the copy's rows of those databases
 // go in with their numbers moved, and every name it imports is added to
-// the presence filters, before the commit, as a freeze adds the names it
+// the presence filters, before the commit, as every flush adds the names it
 // writes.
 func writeImport(w *sqlc, f *memFlight, imp *memImport, schema string) error {
 	for db := range NumDBs {
