@@ -104,6 +104,11 @@ func (a *Actor) endRound() error {
 	} else if a.unflushed >= a.cfg.FlushBytes || !time.Now().Before(a.flushAt) || a.st.OverMemory(1) {
 		a.startFlush()
 	}
+	if a.st.Flying() {
+		// The next flush's freeze, in parts while this one runs
+		// (storage's pre-freezing): no round waits for all of it.
+		a.st.PreFreeze()
+	}
 	return nil
 }
 

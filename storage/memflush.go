@@ -61,6 +61,68 @@ func (f *memFlight) addPresence() {
 	}
 }
 
+// Pre-freezing. A freeze runs on the actor and touches every entry that
+// changed since the last one: after a bulk load, while the flush before it
+// ran for seconds, half a million of them, in one round of several
+// hundred milliseconds that every client waits out. So while a flight is
+// under way, the end of each round freezes the oldest changes already
+// (preFreeze, at most preFreezeMost entries a round once preFreezeAt
+// wait): segments for the next flight, which its own freeze then only
+// completes. A key changed again after it was frozen early is frozen
+// again and written twice, so pre-freezing starts only past a number of
+// changed keys that a working set of hot keys rarely reaches between two
+// flushes (at 4 096, -P 16 HSET over 100 000 keys ran at 0.6× the speed
+// of none), and what it bounds is the freeze of a bulk load's new keys:
+// the longest round after loading 1 M keys went from 490-566 ms to
+// 116-143 ms (two runs each). A batch frozen in parts writes its segments in order, as
+// one frozen whole (a database operation splits it so too); what a part
+// cannot be is a key whose row is written before the deletion of the
+// row that held its id before it (writeSegment deletes first within a
+// segment): so after a RENAME or MOVE (moveTo) nothing is frozen early
+// until the next whole freeze.
+const (
+	preFreezeAt   = 128 << 10
+	preFreezeMost = 16 << 10
+)
+
+// PreFreeze freezes, while a flush is under way, the oldest changes of the
+// batch the next one will write, once enough of them wait (preFreeze). On
+// the actor, at the end of a round.
+func (s *Store) PreFreeze() { s.mem.preFreeze(preFreezeAt, preFreezeMost) }
+
+// preFreeze freezes, with a flight under way and at least atLeast changed
+// entries waiting, up to most of them (the oldest of each database first)
+// into a segment of the next flight's batch.
+func (m *memEngine) preFreeze(atLeast, most int) {
+	if m.flight == nil || m.moved {
+		return
+	}
+	n := 0
+	for _, d := range m.dbs {
+		n += len(d.dirty)
+	}
+	if n == 0 || n < atLeast {
+		return
+	}
+	seg := &memSegment{drops: m.drops, keys: make([]frozenKey, 0, min(n, most))}
+	m.drops = nil
+	for _, d := range m.dbs {
+		take := min(len(d.dirty), most-len(seg.keys))
+		for _, e := range d.dirty[:take] {
+			seg.keys = append(seg.keys, m.freezeEntry(e))
+			e.set(flagDirty, false)
+			e.gen = uint32(m.gen)
+		}
+		rest := copy(d.dirty, d.dirty[take:])
+		clear(d.dirty[rest:])
+		d.dirty = d.dirty[:rest]
+		if len(seg.keys) == most {
+			break
+		}
+	}
+	m.steps = append(m.steps, memStep{seg: seg})
+}
+
 // hasWork reports whether anything changed since the last freeze.
 func (m *memEngine) hasWork() bool {
 	if len(m.steps) > 0 || len(m.drops) > 0 {

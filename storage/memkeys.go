@@ -199,6 +199,9 @@ type memEngine struct {
 	pos    uint64
 	steps  []memStep  // that batch, in order
 	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
+	// moved: a key took another's id (moveTo) since the last whole
+	// freeze, so the batch cannot be frozen in parts (preFreeze).
+	moved bool
 	dbops  []memDBOp  // database operations not committed yet (view)
 	w      *sqlc      // the flush's connection; the flight's while one runs
 	wMu    sync.Mutex // held while w is used: a flight, then its checkpoint
@@ -558,6 +561,7 @@ func (m *memEngine) newKey(e *entry, t Type) {
 // freezeSegment closes the changes collected so far into a segment of the
 // batch: every dirty entry's state and every object's changes, frozen.
 func (m *memEngine) freezeSegment() {
+	m.moved = false
 	seg := &memSegment{drops: m.drops}
 	m.drops = nil
 	n := 0

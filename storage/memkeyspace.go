@@ -402,6 +402,7 @@ func (m *memEngine) dbOp(op memDBOp) {
 // moveTo gives the absent entry to the key of e, whatever e holds, under
 // the same id (RENAME, MOVE); e is left absent.
 func (m *memEngine) moveTo(e, to *entry) {
+	m.moved = true
 	m.unfresh(to)
 	to.typ, to.id, to.obj = e.typ, e.id, e.obj
 	to.setStr(bytesOf(e.str()))
