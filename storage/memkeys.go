@@ -196,12 +196,12 @@ type memEngine struct {
 	gen uint64 // the generation the batch being collected will have
 	// pos is the redo log position the last flush stored, or the next
 	// one stores (startFlush).
-	pos    uint64
-	steps  []memStep  // that batch, in order
-	drops  []memDrop  // objects gone since the last freeze, with rows in SQLite
+	pos   uint64
+	steps []memStep // that batch, in order
+	drops []memDrop // objects gone since the last freeze, with rows in SQLite
 	// moved: a key took another's id (moveTo) since the last whole
 	// freeze, so the batch cannot be frozen in parts (preFreeze).
-	moved bool
+	moved  bool
 	dbops  []memDBOp  // database operations not committed yet (view)
 	w      *sqlc      // the flush's connection; the flight's while one runs
 	wMu    sync.Mutex // held while w is used: a flight, then its checkpoint
