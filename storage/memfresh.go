@@ -77,8 +77,14 @@ func (x *freshIndex) lower(id int64) (int, int) {
 }
 
 // remove takes e, held under id, out of the index, reporting whether it
-// was there.
+// was there. A landing flush takes out its entries in the order it froze
+// them, which for new keys is id order from the oldest: the index's first
+// entry, found without a search and taken without moving the others.
 func (x *freshIndex) remove(id int64, e *entry) bool {
+	if len(x.chunks) > 0 && x.chunks[0][0].e == e {
+		x.removeAt(0, 0)
+		return true
+	}
 	ci, i := x.lower(id)
 	for ; ci < len(x.chunks); ci, i = ci+1, 0 {
 		c := x.chunks[ci]
@@ -109,10 +115,19 @@ func (x *freshIndex) removeAny(e *entry) bool {
 	return false
 }
 
-// removeAt takes out entry i of chunk ci.
+// removeAt takes out entry i of chunk ci. The first entry of a chunk goes
+// by moving the chunk's start past it (its slot cleared), not the others
+// down.
 func (x *freshIndex) removeAt(ci, i int) {
 	x.n--
-	c := slices.Delete(x.chunks[ci], i, i+1) // clears the slot it vacates
+	var c []freshKey
+	if i == 0 {
+		c = x.chunks[ci]
+		c[0] = freshKey{}
+		c = c[1:]
+	} else {
+		c = slices.Delete(x.chunks[ci], i, i+1) // clears the slot it vacates
+	}
 	switch {
 	case len(c) == 0 && ci == 0:
 		// The oldest chunk, the one a landing flush empties: the slice
