@@ -97,30 +97,10 @@ func (m *memEngine) preFreeze(atLeast, most int) {
 	if m.flight == nil || m.moved {
 		return
 	}
-	n := 0
-	for _, d := range m.dbs {
-		n += len(d.dirty)
-	}
-	if n == 0 || n < atLeast {
+	if n := m.dirtyCount(); n == 0 || n < atLeast {
 		return
 	}
-	seg := &memSegment{drops: m.drops, keys: make([]frozenKey, 0, min(n, most))}
-	m.drops = nil
-	for _, d := range m.dbs {
-		take := min(len(d.dirty), most-len(seg.keys))
-		for _, e := range d.dirty[:take] {
-			seg.keys = append(seg.keys, m.freezeEntry(e))
-			e.set(flagDirty, false)
-			e.gen = uint32(m.gen)
-		}
-		rest := copy(d.dirty, d.dirty[take:])
-		clear(d.dirty[rest:])
-		d.dirty = d.dirty[:rest]
-		if len(seg.keys) == most {
-			break
-		}
-	}
-	m.steps = append(m.steps, memStep{seg: seg})
+	m.steps = append(m.steps, memStep{seg: m.freezeDirty(most)})
 }
 
 // hasWork reports whether anything changed since the last freeze.

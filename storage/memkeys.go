@@ -562,24 +562,38 @@ func (m *memEngine) newKey(e *entry, t Type) {
 // batch: every dirty entry's state and every object's changes, frozen.
 func (m *memEngine) freezeSegment() {
 	m.moved = false
-	seg := &memSegment{drops: m.drops}
-	m.drops = nil
+	if seg := m.freezeDirty(m.dirtyCount()); len(seg.keys) > 0 || len(seg.drops) > 0 {
+		m.steps = append(m.steps, memStep{seg: seg})
+	}
+}
+
+// dirtyCount is how many entries changed since they were last frozen.
+func (m *memEngine) dirtyCount() int {
 	n := 0
 	for _, d := range m.dbs {
 		n += len(d.dirty)
 	}
-	seg.keys = make([]frozenKey, 0, n)
+	return n
+}
+
+// freezeDirty freezes the objects gone and up to most changed entries,
+// the oldest of each database first, into a segment (not yet in the
+// batch).
+func (m *memEngine) freezeDirty(most int) *memSegment {
+	seg := &memSegment{drops: m.drops, keys: make([]frozenKey, 0, min(m.dirtyCount(), most))}
+	m.drops = nil
 	for _, d := range m.dbs {
-		for _, e := range d.dirty {
+		take := min(len(d.dirty), most-len(seg.keys))
+		for _, e := range d.dirty[:take] {
 			seg.keys = append(seg.keys, m.freezeEntry(e))
 			e.set(flagDirty, false)
 			e.gen = uint32(m.gen)
 		}
-		d.dirty = d.dirty[:0]
+		rest := copy(d.dirty, d.dirty[take:])
+		clear(d.dirty[rest:])
+		d.dirty = d.dirty[:rest]
 	}
-	if len(seg.keys) > 0 || len(seg.drops) > 0 {
-		m.steps = append(m.steps, memStep{seg: seg})
-	}
+	return seg
 }
 
 // freezeEntry takes e's state for the flush, and makes what it froze

@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"context"
-	"database/sql"
 	"testing"
 	"time"
 )
@@ -21,32 +19,17 @@ func TestBgSaveDoesNotStopTheActor(t *testing.T) {
 	s := startServer(t)
 	needCellar(t, s)
 	r, other := s.raw(), s.raw()
-	db, err := sql.Open("sqlite", "file:"+s.cfg.DBPath()+"?_pragma=busy_timeout(20000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		failedBefore := infoField(t, r, "persistence", "failed_commits")
-		lock, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lock.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			t.Fatal(err)
-		}
+		_, unlock := holdWriteLock(t, s.cfg.DBPath())
 		r.expect("+OK\r\n", "SET", "k", "v")
 		r.expect("+Background saving started\r\n", "BGSAVE")
 		other.expect(bulk("v"), "GET", "k")
 		other.expect("+PONG\r\n", "PING")
 		failedAtGet := infoField(t, other, "persistence", "failed_commits")
 		inProgress := infoField(t, other, "persistence", "rdb_bgsave_in_progress")
-		if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
-		}
-		lock.Close()
+		unlock()
 		waitFor(t, 30*time.Second, "the background save to finish", func() bool {
 			return infoField(t, r, "persistence", "rdb_bgsave_in_progress") == "0"
 		})
