@@ -51,6 +51,31 @@ func (f *Flush) Run() { f.s.mem.run(f.mem) }
 // Flying reports whether a flush is under way (started, not landed).
 func (s *Store) Flying() bool { return s.mem.flight != nil }
 
+// Settled reports whether SQLite holds every change: no flush under way and
+// nothing changed since the last one. The garbage of a burst is all
+// garbage only then (a flight keeps its frozen batch until it lands).
+func (s *Store) Settled() bool { return s.mem.flight == nil && !s.mem.hasWork() }
+
+// Trim lets go of the room the engine keeps for the next burst: the
+// emptied lists of changed entries (a bulk load leaves one pointer a key
+// of capacity) and prefetch's buffer. For an idle server, before its free
+// memory goes back to the OS; the next burst grows them again.
+func (s *Store) Trim() {
+	m := s.mem
+	for _, d := range m.dbs {
+		if len(d.dirty) == 0 {
+			d.dirty = nil
+		}
+	}
+	if len(m.freshFrozen) == 0 {
+		m.freshFrozen = nil
+	}
+	if len(m.misses) == 0 {
+		m.misses = nil
+	}
+	m.ahead = nil
+}
+
 // Land waits for the running flush, if any, and takes its outcome into the
 // Store. It returns the flush landed since the last call, or nil.
 func (s *Store) Land() *Flush {

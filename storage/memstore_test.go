@@ -286,3 +286,51 @@ func TestFlushCacheKB(t *testing.T) {
 		s.Close()
 	}
 }
+
+// Settled is true only once SQLite holds every change: not while changes
+// wait for a freeze, not while a flight holds them, and again once it
+// landed. Trim then lets go of the emptied list of changed entries.
+func TestSettledAndTrim(t *testing.T) {
+	s := openMemAt(t, filepath.Join(t.TempDir(), "cellar.db"), 0)
+	defer s.Close()
+	if !s.Settled() {
+		t.Fatal("a new store is not settled")
+	}
+	for i := 0; i < 5000; i++ {
+		if err := s.SetString(0, []byte(fmt.Sprintf("k%d", i)), []byte("v"), 0, false); err != nil {
+			t.Fatal(err)
+		}
+		s.EndCommand()
+	}
+	if s.Settled() {
+		t.Fatal("settled with 5000 changed keys")
+	}
+	f, err := s.StartFlush(1)
+	if err != nil || f == nil {
+		t.Fatalf("StartFlush: %v, %v", f, err)
+	}
+	if s.Settled() {
+		t.Fatal("settled with a flight in the air")
+	}
+	f.Run()
+	if s.Settled() {
+		t.Fatal("settled before the flight landed")
+	}
+	if got := s.Land(); got == nil || got.Err() != nil {
+		t.Fatalf("Land: %v", got)
+	}
+	if !s.Settled() {
+		t.Fatal("not settled after the flight landed")
+	}
+	if c := cap(s.mem.dbs[0].dirty); c < 5000 {
+		t.Fatalf("the changed list kept %d slots, want the load's", c)
+	}
+	s.Trim()
+	if c := cap(s.mem.dbs[0].dirty); c != 0 {
+		t.Fatalf("Trim left %d slots", c)
+	}
+	if got, found, err := s.GetString(0, []byte("k4999"), nil); err != nil || !found || string(got) != "v" {
+		t.Fatalf("k4999 after Trim: %q %v %v", got, found, err)
+	}
+	s.EndCommand()
+}
