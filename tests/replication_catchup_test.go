@@ -82,10 +82,7 @@ func TestReplicaPhysicalCatchUp(t *testing.T) {
 
 	replica := startServer(t)
 	rc := replica.client(func(o *redis.Options) { o.Protocol = 2 })
-	host, port, _ := net.SplitHostPort(master.addr)
-	if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
+	replicaOf(t, ctx, rc, master.addr)
 	waitCaughtUp(t, ctx, mc, rc)
 	waitOffsets(t, ctx, mc, rc)
 	n := compareAll(t, ctx, master.addr, replica.addr)

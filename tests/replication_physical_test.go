@@ -165,17 +165,10 @@ func TestReplicaPhysicalChain(t *testing.T) {
 	cc := c.client(func(o *redis.Options) { o.Protocol = 2 })
 	seed(t, ctx, a.addr, 3000)
 	bigValues(t, ctx, a.addr, 3)
-	follow := func(rc *redis.Client, of *testServer) {
-		t.Helper()
-		host, port, _ := net.SplitHostPort(of.addr)
-		if err := rc.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	follow(bc, a)
+	replicaOf(t, ctx, bc, a.addr)
 	waitCaughtUp(t, ctx, ac, bc)
 	w := startWriter(ctx, a.addr)
-	follow(cc, b)
+	replicaOf(t, ctx, cc, b.addr)
 	waitCaughtUp(t, ctx, bc, cc)
 	w.halt(t)
 	waitOffsets(t, ctx, ac, bc)

@@ -189,6 +189,16 @@ func infoOf(ctx context.Context, c *redis.Client, section, field string) string 
 	return ""
 }
 
+// replicaOf makes the server behind c a replica of the master at addr
+// (host:port), failing the test if REPLICAOF is refused.
+func replicaOf(t *testing.T, ctx context.Context, c *redis.Client, addr string) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitSynced waits for Cellar's link to be up with no sync in progress,
 // then (the writer stopped) for its offset to reach the master's.
 func waitCaughtUp(t *testing.T, ctx context.Context, red, cel *redis.Client) {
