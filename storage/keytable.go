@@ -8,15 +8,17 @@ import (
 // keyTable is a database's index of the entries memory holds, by name. A
 // Go map[string]*entry spent about 53 bytes a key on its slots (a string
 // header and a pointer each, half empty after it doubles); this table
-// keeps one pointer and one tag byte a slot, about 14 bytes a key.
+// keeps one pointer and one tag byte a slot, 11 to 16 bytes a key.
 //
 // It is an extendible hash: a directory, indexed by the top depth bits of
 // a key's hash, points at shards of linear-probing slots indexed by the
-// low bits. A shard doubles up to shardMax slots and then splits in two
-// by the next bit of the hash, so growing never rehashes more than
-// shardMax entries at once (no pause that grows with the keyspace), as
-// Go's own maps grow by table. Deleted slots keep a tombstone until the
-// shard is rebuilt.
+// low 32 bits scaled to the shard's size. A shard that fills to 13/16 is
+// rebuilt at the size that holds its entries at 9/16 (any multiple of 8:
+// not a power of two, whose doubling leaves a table under half full), up
+// to shardMax slots, and past that splits in two by the next bit of the
+// hash, so growing never rehashes more than shardMax entries at once (no
+// pause that grows with the keyspace), as Go's own maps grow by table.
+// Deleted slots keep a tombstone until the shard is rebuilt.
 type keyTable struct {
 	seed  maphash.Seed
 	dir   []*keyShard
@@ -24,8 +26,8 @@ type keyTable struct {
 	n     int
 }
 
-// keyShard is a power of two of slots: tags[i] is 0 (empty), tombstone,
-// or the key's tag (its top bit set) with ents[i] the entry.
+// keyShard is a run of slots, a multiple of 8: tags[i] is 0 (empty),
+// tombstone, or the key's tag (its top bit set) with ents[i] the entry.
 type keyShard struct {
 	depth uint // the hash bits its keys share: it spans 1<<(t.depth-depth) directory slots
 	n     int  // entries
@@ -46,6 +48,26 @@ func newKeyTable() *keyTable {
 
 func newKeyShard(depth uint, slots int) *keyShard {
 	return &keyShard{depth: depth, tags: make([]uint8, slots), ents: make([]*entry, slots)}
+}
+
+// slotsFor is the size a shard of n entries is built at: n at 9/16 of it,
+// rounded up to a multiple of 8, within [shardMin, shardMax].
+func slotsFor(n int) int {
+	return min(max((n*16/9+8)&^7, shardMin), shardMax)
+}
+
+// home is the first slot of hash h's probe sequence: its low 32 bits
+// scaled to the shard's size.
+func (s *keyShard) home(h uint64) uint64 {
+	return uint64(uint32(h)) * uint64(len(s.tags)) >> 32
+}
+
+// next is the slot after i, wrapping.
+func (s *keyShard) next(i uint64) uint64 {
+	if i++; i == uint64(len(s.tags)) {
+		return 0
+	}
+	return i
 }
 
 func (t *keyTable) hash(k string) uint64 { return maphash.String(t.seed, k) }
@@ -73,9 +95,8 @@ func (t *keyTable) get(k string) *entry {
 func (t *keyTable) find(k string) (*keyShard, uint64) {
 	h := t.hash(k)
 	s := t.shardOf(h)
-	mask := uint64(len(s.tags) - 1)
 	tag := tagOf(h)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := s.home(h); ; i = s.next(i) {
 		switch s.tags[i] {
 		case 0:
 			return nil, 0
@@ -102,10 +123,9 @@ func (t *keyTable) put(e *entry) {
 // insert places e in the first free slot of its probe sequence (the table
 // does not hold its name, so a tombstone can be reused).
 func (s *keyShard) insert(h uint64, e *entry) {
-	mask := uint64(len(s.tags) - 1)
-	i := h & mask
+	i := s.home(h)
 	for s.tags[i] >= 0x80 {
-		i = (i + 1) & mask
+		i = s.next(i)
 	}
 	if s.tags[i] == tombstone {
 		s.dead--
@@ -127,14 +147,13 @@ func (t *keyTable) del(k string) bool {
 	return true
 }
 
-// grow makes room in s: rebuilt at its size when tombstones fill it,
-// doubled below shardMax, else split in two.
+// grow makes room in s: rebuilt at the size for its entries (which drops
+// the tombstones) while that is below shardMax or tombstones fill it,
+// else split in two.
 func (t *keyTable) grow(s *keyShard) {
 	switch {
-	case s.dead >= len(s.tags)/4:
-		s.rebuild(t, len(s.tags))
-	case len(s.tags) < shardMax:
-		s.rebuild(t, 2*len(s.tags))
+	case s.dead >= len(s.tags)/4 || len(s.tags) < shardMax:
+		s.rebuild(t, slotsFor(s.n+1))
 	default:
 		t.split(s)
 	}
@@ -162,14 +181,24 @@ func (t *keyTable) split(s *keyShard) {
 		}
 		t.dir, t.depth = dir, t.depth+1
 	}
-	lo, hi := newKeyShard(s.depth+1, shardMax), newKeyShard(s.depth+1, shardMax)
 	bit := uint64(1) << (63 - s.depth)
+	hashes := make([]uint64, len(s.ents))
+	high := 0
+	for i, e := range s.ents {
+		if s.tags[i] >= 0x80 {
+			hashes[i] = t.hash(e.key())
+			if hashes[i]&bit != 0 {
+				high++
+			}
+		}
+	}
+	lo, hi := newKeyShard(s.depth+1, slotsFor(s.n-high+1)), newKeyShard(s.depth+1, slotsFor(high+1))
 	first := -1
 	for i, e := range s.ents {
 		if s.tags[i] < 0x80 {
 			continue
 		}
-		h := t.hash(e.key())
+		h := hashes[i]
 		if first < 0 {
 			first = int(h >> (64 - t.depth))
 		}
@@ -252,10 +281,9 @@ func (t *keyTable) candidates(keys [][]byte, out []*entry) []*entry {
 	for _, k := range keys {
 		h := t.hash(string(k))
 		s := t.shardOf(h)
-		mask := uint64(len(s.tags) - 1)
 		tag := tagOf(h)
 		var cand *entry
-		for i := h & mask; ; i = (i + 1) & mask {
+		for i := s.home(h); ; i = s.next(i) {
 			if g := s.tags[i]; g == tag {
 				cand = s.ents[i]
 				break

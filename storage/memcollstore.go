@@ -14,10 +14,10 @@ import (
 
 // elemsOf returns the element set of c's entry.
 func (c *Coll) elems() *object.Elems {
-	if z, ok := c.e.obj.(*object.ZSet); ok {
-		return z.Elems()
+	if c.e.typ == TypeZSet {
+		return c.e.zset().Elems()
 	}
-	return c.e.obj.(*object.Elems)
+	return c.e.elems()
 }
 
 func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
@@ -32,8 +32,8 @@ func (m *memEngine) openColl(db int, key []byte, types []Type) (*Coll, error) {
 		if t == TypeStream || t == TypeList {
 			return nil, errMemUnsupported // they have operations of their own
 		}
-		n := objLen(e.obj)
-		c := &Coll{DB: db, Key: key, Type: t, ID: e.id, ExpireAt: e.exp, Len: n, saved: n, e: e}
+		n := objLen(e.object())
+		c := &Coll{DB: db, Key: key, Type: t, ID: e.id, ExpireAt: m.expOf(e), Len: n, saved: n, e: e}
 		if t == TypeHash {
 			if gone := m.expireFieldsIfDue(c); gone {
 				return nil, nil
@@ -55,9 +55,9 @@ func (m *memEngine) createColl(db int, key []byte, t Type) (*Coll, error) {
 	}
 	m.newKey(e, t)
 	if t == TypeZSet {
-		e.obj = object.NewZSet()
+		e.setObject(object.NewZSet())
 	} else {
-		e.obj = object.NewElems()
+		e.setObject(object.NewElems())
 	}
 	m.changed(e)
 	c := &Coll{DB: db, Key: key, Type: t, ID: e.id, created: true, e: e}
@@ -73,7 +73,7 @@ func (m *memEngine) replaceColl(db int, key []byte, t Type) (*Coll, error) {
 	}
 	live := false
 	if e.typ != TypeNone {
-		live = !expired(e.exp, m.s.Now)
+		live = !m.expiredEntry(e)
 		kind := Change(0)
 		if !live {
 			kind = Expired
@@ -112,7 +112,7 @@ func (m *memEngine) saveColl(c *Coll) {
 	case c.modified:
 		kind = Modified
 	}
-	if e.obj.Changed() {
+	if e.object().Changed() {
 		m.changed(e) // even with nothing to record: the rows must follow
 	}
 	if kind == 0 {
@@ -445,10 +445,10 @@ func (m *memEngine) dueHashes(limit int) ([]dueRow, error) {
 // without expiring it.
 func (m *memEngine) searchDoc(key []byte, fn func(field, value []byte)) (bool, error) {
 	e, err := m.entryAt(0, key)
-	if err != nil || e.typ != TypeHash || expired(e.exp, m.s.Now) {
+	if err != nil || e.typ != TypeHash || m.expiredEntry(e) {
 		return false, err
 	}
-	e.obj.(*object.Elems).Each(func(el *object.Elem) bool {
+	e.elems().Each(func(el *object.Elem) bool {
 		fn(bytesOf(el.Name), el.Value)
 		return true
 	})

@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cellar-db/cellar/storage/object"
 )
@@ -34,9 +37,12 @@ import (
 type entry struct {
 	// kv is the key's name followed by a string's value, in one
 	// allocation (key, str).
-	kv  string
-	obj memObject
-	exp int64 // unix ms; 0: persistent
+	kv string
+	// obj is a collection's object (nil for a string), of the Go type its
+	// typ names: a pointer without an interface's type word, so that an
+	// entry fits Go's 64-byte size class. object, setObject and the typed
+	// accessors below are the only ways to it.
+	obj unsafe.Pointer
 	ver int64
 	id  int64
 
@@ -85,6 +91,10 @@ const (
 	// expStored: SQLite's row for this name, as of the last freeze, has an
 	// expiry (memDB.coldExpiring).
 	flagExpStored
+	// expiry: the key has an expiry, which its database's expires map
+	// holds (most keys have none: the entry does not carry eight bytes
+	// for it).
+	flagExpiry
 )
 
 // is reports whether all of f are set.
@@ -122,6 +132,58 @@ func (e *entry) clearStr() {
 	}
 }
 
+// object is e's collection object (nil: a string or no key).
+func (e *entry) object() memObject {
+	if e.obj == nil {
+		return nil
+	}
+	switch e.typ {
+	case TypeHash, TypeSet:
+		return (*object.Elems)(e.obj)
+	case TypeZSet:
+		return (*object.ZSet)(e.obj)
+	case TypeList:
+		return (*object.List)(e.obj)
+	case TypeStream:
+		return (*object.Stream)(e.obj)
+	}
+	panic("storage: a " + e.typ.String() + " entry holds an object")
+}
+
+// setObject makes o e's object; e's typ must be, or become before the
+// object is read, the type o holds.
+func (e *entry) setObject(o memObject) {
+	switch o := o.(type) {
+	case nil:
+		e.obj = nil
+	case *object.Elems:
+		e.obj = unsafe.Pointer(o)
+	case *object.ZSet:
+		e.obj = unsafe.Pointer(o)
+	case *object.List:
+		e.obj = unsafe.Pointer(o)
+	case *object.Stream:
+		e.obj = unsafe.Pointer(o)
+	default:
+		panic(fmt.Sprintf("storage: no entry holds a %T", o))
+	}
+}
+
+// objectOf returns e's object as the type t names, checking that e holds
+// one of types.
+func objectOf[T any](e *entry, types ...Type) *T {
+	if !slices.Contains(types, e.typ) {
+		panic("storage: a " + e.typ.String() + " entry read as another type")
+	}
+	return (*T)(e.obj)
+}
+
+// elems, zset, list and stream are e's object, which must be of the type.
+func (e *entry) elems() *object.Elems   { return objectOf[object.Elems](e, TypeHash, TypeSet) }
+func (e *entry) zset() *object.ZSet     { return objectOf[object.ZSet](e, TypeZSet) }
+func (e *entry) list() *object.List     { return objectOf[object.List](e, TypeList) }
+func (e *entry) stream() *object.Stream { return objectOf[object.Stream](e, TypeStream) }
+
 // newEntry is an entry named key in the database at slot.
 func newEntry(key string, slot uint8) *entry {
 	return &entry{kv: key, klen: uint32(len(key)), slot: slot}
@@ -157,9 +219,9 @@ type memDB struct {
 	slot    uint8     // its place in memEngine.slots, which SWAPDB does not change
 	keys    *keyTable // keytable.go
 	dirty   []*entry
-	count   int64               // the database's keys, in memory and SQLite: DBSIZE
-	fresh   *freshIndex         // memkeyspace.go, memfresh.go
-	expires map[*entry]struct{} // the entries of keys with an expiry
+	count   int64            // the database's keys, in memory and SQLite: DBSIZE
+	fresh   *freshIndex      // memkeyspace.go, memfresh.go
+	expires map[*entry]int64 // the keys with an expiry, and when (unix ms)
 	// coldExpiring is how many of SQLite's rows in this database (as of
 	// the last freeze) have an expiry and a name memory does not hold:
 	// with len(expires), the keys with an expiry (INFO keyspace), counted
@@ -280,7 +342,7 @@ func newMemEngine(s *Store, r *sqlc, w *sqlc, maxBytes int64) *memEngine {
 	m := &memEngine{s: s, r: r, w: w, max: maxBytes, gen: 1, hfe: make(map[*entry]int64), huge: make(map[*entry]int64)}
 	m.ld.gen = 1 // 0 is WantLoad's "no wait"
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: s.keyCounts[i], fresh: newFresh(), expires: make(map[*entry]int64)}
 		m.slots[i] = m.dbs[i]
 		m.sqlKeys[i] = s.keyCounts[i]
 	}
@@ -325,10 +387,16 @@ func (m *memEngine) touch(e *entry) {
 
 // resize brings e's share of bytes up to date after a change.
 func (m *memEngine) resize(e *entry) {
-	n := int64(len(e.kv) + memEntryOverhead)
-	if e.obj != nil {
-		n += e.obj.Size()
+	var obj int64
+	if o := e.object(); o != nil {
+		obj = o.Size()
 	}
+	m.resizeTo(e, obj)
+}
+
+// resizeTo is resize for an object of obj bytes.
+func (m *memEngine) resizeTo(e *entry, obj int64) {
+	n := int64(len(e.kv)+memEntryOverhead) + obj
 	m.bytes += n - m.sizeOf(e)
 	if n < sizeHuge {
 		if e.size == sizeHuge {
@@ -441,14 +509,27 @@ func (m *memEngine) forget(e *entry) {
 	delete(m.huge, e)
 }
 
-// setExp sets e's expiry, keeping its database's expiry index.
+// setExp sets e's expiry (0: none) in its database's expires map.
 func (m *memEngine) setExp(e *entry, at int64) {
-	e.exp = at
 	if at != 0 {
-		m.dbOf(e).expires[e] = struct{}{}
-	} else {
+		m.dbOf(e).expires[e] = at
+	} else if e.is(flagExpiry) {
 		delete(m.dbOf(e).expires, e)
 	}
+	e.set(flagExpiry, at != 0)
+}
+
+// expOf is e's expiry (unix ms; 0: persistent).
+func (m *memEngine) expOf(e *entry) int64 {
+	if !e.is(flagExpiry) {
+		return 0
+	}
+	return m.dbOf(e).expires[e]
+}
+
+// expiredEntry reports whether e has an expiry and it has passed.
+func (m *memEngine) expiredEntry(e *entry) bool {
+	return e.is(flagExpiry) && expired(m.dbOf(e).expires[e], m.s.Now)
 }
 
 // entryAt returns the entry for key in db, loading it from SQLite on a miss
@@ -462,22 +543,24 @@ func (m *memEngine) entryAt(db int, key []byte) (*entry, error) {
 		return e, nil
 	}
 	e := newEntry(string(key), d.slot)
-	if err := m.load(db, e); err != nil {
+	exp, err := m.load(db, e)
+	if err != nil {
 		return nil, err
 	}
 	if e.typ == TypeNone {
 		m.misses = append(m.misses, e)
 	}
-	m.hold(e)
+	m.hold(e, exp)
 	return e, nil
 }
 
-// hold puts e, just read from SQLite (load, or a Load off the actor), in
-// its database's keys, with its expiry and hash-field expiries indexed.
-func (m *memEngine) hold(e *entry) {
-	m.setExp(e, e.exp)
-	if els, ok := e.obj.(*object.Elems); ok && e.typ == TypeHash {
-		els.Each(func(el *object.Elem) bool {
+// hold puts e, just read from SQLite (load, or a Load off the actor) with
+// expiry exp, in its database's keys, with its expiry and hash-field
+// expiries indexed.
+func (m *memEngine) hold(e *entry, exp int64) {
+	m.setExp(e, exp)
+	if e.typ == TypeHash {
+		e.elems().Each(func(el *object.Elem) bool {
 			if el.Exp != 0 {
 				if at, ok := m.hfe[e]; !ok || el.Exp < at {
 					m.hfe[e] = el.Exp
@@ -502,7 +585,7 @@ func (m *memEngine) live(db int, key []byte) (*entry, error) {
 	if err != nil || e.typ == TypeNone {
 		return nil, err
 	}
-	if expired(e.exp, m.s.Now) {
+	if m.expiredEntry(e) {
 		m.remove(e, Expired)
 		return nil, nil
 	}
@@ -532,7 +615,7 @@ func (m *memEngine) dropObject(e *entry) {
 		m.drops = append(m.drops, memDrop{typ: e.typ, id: e.id})
 	}
 	delete(m.hfe, e)
-	e.obj = nil
+	e.setObject(nil)
 	e.set(flagElemsStored, false)
 }
 
@@ -599,7 +682,7 @@ func (m *memEngine) freezeDirty(most int) *memSegment {
 // freezeEntry takes e's state for the flush, and makes what it froze
 // SQLite's state as far as the next changes know.
 func (m *memEngine) freezeEntry(e *entry) frozenKey {
-	k := frozenKey{db: uint8(m.dbOf(e).num), kv: e.kv, klen: e.klen, typ: e.typ, exp: e.exp, ver: e.ver, id: e.id}
+	k := frozenKey{db: uint8(m.dbOf(e).num), kv: e.kv, klen: e.klen, typ: e.typ, exp: m.expOf(e), ver: e.ver, id: e.id}
 	if e.is(flagRowStored | flagRefStored) {
 		k.fl |= frozenKeepRef
 	}
@@ -620,15 +703,16 @@ func (m *memEngine) freezeEntry(e *entry) frozenKey {
 	case e.typ == TypeString:
 		e.set(flagRefStored, stringIsRef(e.key(), bytesOf(e.str())))
 	default:
-		k.coll = &frozenColl{count: objLen(e.obj)}
-		if e.obj.Changed() {
-			k.coll.delta = freezeObject(e.obj)
+		o := e.object()
+		k.coll = &frozenColl{count: objLen(o)}
+		if o.Changed() {
+			k.coll.delta = freezeObject(o)
 			e.set(flagElemsStored, true)
 		}
 		e.set(flagRefStored, false)
 	}
 	e.set(flagRowStored|flagIDStored, true)
-	e.set(flagExpStored, e.exp != 0)
+	e.set(flagExpStored, e.is(flagExpiry))
 	return k
 }
 

@@ -155,7 +155,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 		if e := m.dbs[db].keys.get(string(r.key)); e != nil {
 			// Memory decides: the key as it is now, if it still has the
 			// row's id (under another, it is in the fresh index).
-			if e.typ != TypeNone && e.id == r.id && !e.is(flagFresh) && !expired(e.exp, m.s.Now) {
+			if e.typ != TypeNone && e.id == r.id && !e.is(flagFresh) && !m.expiredEntry(e) {
 				cands = append(cands, cand{r.id, r.key, e.typ})
 			}
 			continue
@@ -166,7 +166,7 @@ func (m *memEngine) scan(db int, cursor uint64, count int, out []ScanEntry) ([]S
 	}
 	for _, k := range fresh {
 		e := k.e
-		if (bound >= 0 && k.id > bound) || e.typ == TypeNone || e.id != k.id || expired(e.exp, m.s.Now) {
+		if (bound >= 0 && k.id > bound) || e.typ == TypeNone || e.id != k.id || m.expiredEntry(e) {
 			continue
 		}
 		cands = append(cands, cand{k.id, []byte(e.key()), e.typ})
@@ -204,7 +204,7 @@ func (m *memEngine) keys(db int, prefix []byte, fn func(key []byte) bool) error 
 		}
 	}
 	m.dbs[db].keys.each(func(e *entry) bool {
-		if e.typ != TypeNone && !expired(e.exp, m.s.Now) && bytes.HasPrefix(bytesOf(e.key()), prefix) {
+		if e.typ != TypeNone && !m.expiredEntry(e) && bytes.HasPrefix(bytesOf(e.key()), prefix) {
 			all = append(all, []byte(e.key()))
 		}
 		return true
@@ -228,7 +228,7 @@ func (m *memEngine) randomKey(db int) ([]byte, bool, error) {
 		if n := d.keys.len(); n > 0 && (d.count == 0 || rand.Int64N(max(d.count, 1)) < int64(n)) {
 			var pick *entry
 			d.keys.sample(func(e *entry) bool { pick = e; return false })
-			if pick.typ != TypeNone && !expired(pick.exp, m.s.Now) {
+			if pick.typ != TypeNone && !m.expiredEntry(pick) {
 				return []byte(pick.key()), true, nil
 			}
 			continue
@@ -340,7 +340,7 @@ func (m *memEngine) sweep(limit int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if e.typ != TypeNone && expired(e.exp, m.s.Now) {
+		if e.typ != TypeNone && m.expiredEntry(e) {
 			m.remove(e, Expired)
 			n++
 		}
@@ -349,12 +349,12 @@ func (m *memEngine) sweep(limit int) (int, error) {
 		// Memory's keys with an expiry, a sample of them from a random
 		// point (Go's map order), as Redis's active expiry samples.
 		looked := 0
-		for e := range m.dbs[db].expires {
+		for e, at := range m.dbs[db].expires {
 			if n >= limit || looked >= 4*limit {
 				break
 			}
 			looked++
-			if expired(e.exp, m.s.Now) {
+			if expired(at, m.s.Now) {
 				m.remove(e, Expired)
 				n++
 			}
@@ -404,10 +404,10 @@ func (m *memEngine) dbOp(op memDBOp) {
 func (m *memEngine) moveTo(e, to *entry) {
 	m.moved = true
 	m.unfresh(to)
-	to.typ, to.id, to.obj = e.typ, e.id, e.obj
+	to.typ, to.id, to.obj = e.typ, e.id, e.obj // the same type: no check needed
 	to.setStr(bytesOf(e.str()))
 	to.set(flagIDStored, false)
-	m.setExp(to, e.exp)
+	m.setExp(to, m.expOf(e))
 	to.set(flagElemsStored, e.is(flagElemsStored))
 	if at, ok := m.hfe[e]; ok {
 		m.hfe[to] = at
@@ -415,7 +415,8 @@ func (m *memEngine) moveTo(e, to *entry) {
 	}
 	to.ver = m.s.nextVersion()
 	m.dbOf(to).count++
-	e.typ, e.obj = TypeNone, nil
+	e.typ = TypeNone
+	e.setObject(nil)
 	e.clearStr()
 	e.set(flagElemsStored, false)
 	m.setExp(e, 0)
@@ -482,22 +483,22 @@ func (m *memEngine) copyKey(srcDB int, src []byte, dstDB int, dst []byte, replac
 		to = m.dbs[dstDB].keys.get(string(dst))
 	}
 	m.create(to, from.typ)
-	m.setExp(to, from.exp)
+	m.setExp(to, m.expOf(from))
 	to.setStr(bytesOf(from.str()))
-	switch o := from.obj.(type) {
+	switch o := from.object().(type) {
 	case *object.Elems:
-		to.obj = o.Clone()
+		to.setObject(o.Clone())
 	case *object.ZSet:
-		to.obj = o.Clone()
+		to.setObject(o.Clone())
 	case *object.Stream:
-		to.obj = o.Clone()
+		to.setObject(o.Clone())
 	case *object.List:
 		l := object.NewList()
 		o.Ascend(0, func(_ int, v []byte) bool {
 			l.Push(object.Right, v) // values are never written to: shared
 			return true
 		})
-		to.obj = l
+		to.setObject(l)
 	}
 	if at, ok := m.hfe[from]; ok {
 		m.hfe[to] = at
@@ -513,5 +514,5 @@ func (m *memEngine) peek(db int, key []byte) (present, stale bool, err error) {
 	if err != nil || e.typ == TypeNone {
 		return false, false, err
 	}
-	return true, expired(e.exp, m.s.Now), nil
+	return true, m.expiredEntry(e), nil
 }

@@ -25,7 +25,7 @@ func (m *memEngine) list(db int, key []byte) (*entry, *object.List, error) {
 	case e.typ != TypeList:
 		return nil, nil, ErrWrongType
 	}
-	return e, e.obj.(*object.List), nil
+	return e, e.list(), nil
 }
 
 // listDone ends a write to the list of e: emptied, it is deleted (as
@@ -68,7 +68,7 @@ func (m *memEngine) listPush(db int, key []byte, end End, vals [][]byte, onlyExi
 		e = m.dbs[db].keys.get(string(key))
 		m.create(e, TypeList)
 		l = object.NewList()
-		e.obj = l
+		e.setObject(l)
 	}
 	n := l.Push(objEnd(end), owned(vals)...)
 	m.listDone(e, l, Added)
@@ -219,7 +219,7 @@ func (m *memEngine) listReplace(db int, key []byte, vals [][]byte) error {
 		return err
 	}
 	if e.typ != TypeNone {
-		live := !expired(e.exp, m.s.Now)
+		live := !m.expiredEntry(e)
 		kind := Change(0)
 		if !live {
 			kind = Expired

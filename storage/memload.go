@@ -10,23 +10,23 @@ import (
 // load fills e, which has only its name, from what SQLite's last commit
 // holds for it in db, as the database operations not committed yet see
 // it: nothing (e stays absent), a string, or a collection with all its
-// elements.
-func (m *memEngine) load(db int, e *entry) error {
+// elements. It returns the key's expiry, which hold indexes.
+func (m *memEngine) load(db int, e *entry) (exp int64, err error) {
 	m.readMu.Lock()
 	sqlDB, empty := m.view(db, m.committed.Load())
 	if empty || m.sqlKeys[sqlDB] == 0 || !m.pres.mayHold(e.key()) {
 		m.readMu.Unlock()
-		return nil
+		return 0, nil
 	}
 	m.reads++
 	return readKey(m, m.r, sqlDB, e)
 }
 
-// readKey fills e from SQLite database sqlDB through r. The caller holds
-// m.readMu, which readKey lets go once the key's row is read. It touches
-// nothing of the actor's but e (a Load runs it off the actor): hold puts e
-// in memory.
-func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
+// readKey fills e from SQLite database sqlDB through r, and returns the
+// key's expiry. The caller holds m.readMu, which readKey lets go once the
+// key's row is read. It touches nothing of the actor's but e (a Load runs
+// it off the actor): hold puts e in memory.
+func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) (exp int64, err error) {
 	// The row's statement stays open (not reset) until the elements are
 	// read: SQLite keeps one read transaction for the connection while a
 	// statement is active, so the row and its elements come from the
@@ -38,12 +38,12 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 	m.readMu.Unlock()
 	if err != nil || !row {
 		st.reset()
-		return err
+		return 0, err
 	}
 	t := Type(st.colInt(0))
-	e.id, e.ver, e.exp = st.colInt(1), st.colInt(3), st.colInt(2)
+	e.id, e.ver, exp = st.colInt(1), st.colInt(3), st.colInt(2)
 	e.set(flagRowStored|flagIDStored, true)
-	e.set(flagExpStored, e.exp != 0)
+	e.set(flagExpStored, exp != 0)
 	if t == TypeString {
 		e.set(flagRefStored, colIsRef(st, 4))
 		var v []byte
@@ -51,19 +51,20 @@ func readKey(m *memEngine, r *sqlc, sqlDB int, e *entry) error {
 		e.setStr(v)
 		st.reset()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		e.typ = t
-		return nil
+		return exp, nil
 	}
-	e.obj, err = loadObject(r, t, e.id)
+	o, err := loadObject(r, t, e.id)
 	st.reset()
+	e.setObject(o)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	e.typ = t
 	e.set(flagElemsStored, true)
-	return nil
+	return exp, nil
 }
 
 // loadObject reads collection id of type t whole.

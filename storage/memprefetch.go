@@ -23,11 +23,13 @@ type loadName struct {
 }
 
 // loadKey is one name of a Load: the entry its read fills (typ TypeNone
-// when SQLite has no such key), and whether it went stale meanwhile.
+// when SQLite has no such key) and the key's expiry, and whether it went
+// stale meanwhile.
 type loadKey struct {
 	name  loadName
 	gen   uint64 // the Load that reads it
 	e     *entry
+	exp   int64
 	stale bool
 }
 
@@ -140,10 +142,12 @@ func (l *Load) Run() {
 			continue
 		}
 		l.reads++
-		if err := readKey(m, m.ld.r, k.name.db, e); err != nil {
+		exp, err := readKey(m, m.ld.r, k.name.db, e)
+		if err != nil {
 			l.err = err
 			return
 		}
+		k.exp = exp
 	}
 }
 
@@ -168,7 +172,7 @@ func (s *Store) EndLoad(l *Load) uint64 {
 		ld.keys++
 		e := k.e
 		e.slot = d.slot
-		m.hold(e)
+		m.hold(e, k.exp)
 		if e.typ == TypeNone && m.max == 0 {
 			ld.absent = append(ld.absent, e)
 		}

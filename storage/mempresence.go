@@ -35,11 +35,14 @@ type presence struct {
 	done sync.WaitGroup
 }
 
-// presenceHashes is how many bits a name sets: with 16 bits per name the
-// filter is sized for, about 1 in 1 700 absent names is a false "maybe".
+// presenceHashes is how many bits a name sets. A filter is sized for
+// twice the names SQLite holds, at 8 bits per name, and replaced once the
+// names added pass what it was sized for: until then a name has 16 bits
+// or more, and about 1 absent name in 1 700 is a false "maybe"; at the
+// replacement, 8 bits and 1 in 40.
 const (
 	presenceHashes  = 8
-	presenceBitsPer = 16
+	presenceBitsPer = 8
 	presenceMinCap  = 1 << 16
 )
 
@@ -128,7 +131,7 @@ func (p *presence) close() {
 	p.done.Wait()
 }
 
-// growPresence starts, once the names added pass twice what the filter was
+// growPresence starts, once the names added pass what the filter was
 // sized for, a filter for twice as many names as SQLite holds, and puts it
 // in place once its scan is done. It runs in startFlush, before the
 // freeze, with no flight under way: every name frozen before has been
@@ -142,7 +145,7 @@ func (m *memEngine) growPresence() {
 		}
 		return
 	}
-	if !m.pres.ready.Load() || m.pres.added.Load() <= 2*m.pres.cap {
+	if !m.pres.ready.Load() || m.pres.added.Load() <= m.pres.cap {
 		return
 	}
 	var keys int64

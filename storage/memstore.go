@@ -104,7 +104,7 @@ func (m *memEngine) lookup(db int, key []byte) (Meta, bool, error) {
 	if err != nil || e == nil {
 		return Meta{}, false, err
 	}
-	return Meta{Type: e.typ, ID: e.id, ExpireAt: e.exp}, true, nil
+	return Meta{Type: e.typ, ID: e.id, ExpireAt: m.expOf(e)}, true, nil
 }
 
 func (m *memEngine) delete(db int, key []byte) (bool, error) {
@@ -130,7 +130,7 @@ func (m *memEngine) setExpire(db int, key []byte, at int64) error {
 
 func (m *memEngine) keyVersion(db int, key []byte) (int64, bool, error) {
 	e, err := m.entryAt(db, key)
-	if err != nil || e.typ == TypeNone || expired(e.exp, m.s.Now) {
+	if err != nil || e.typ == TypeNone || m.expiredEntry(e) {
 		return 0, false, err
 	}
 	return e.ver, true, nil
@@ -175,7 +175,7 @@ func (m *memEngine) setString(db int, key, val []byte, expireAt int64, keepTTL b
 			m.markFresh(e)
 		}
 		if keepTTL {
-			expireAt = e.exp
+			expireAt = m.expOf(e)
 		}
 		e.ver = m.s.nextVersion()
 	}
@@ -283,7 +283,7 @@ func (m *memEngine) rollback() {
 	st := m.r.q("SELECT db, keys FROM dbstats")
 	m.eachRow(st, func() { counts[int(st.colInt(0))] = st.colInt(1) })
 	for i := range m.dbs {
-		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: counts[i], fresh: newFresh(), expires: make(map[*entry]struct{})}
+		m.dbs[i] = &memDB{num: i, slot: uint8(i), keys: newKeyTable(), count: counts[i], fresh: newFresh(), expires: make(map[*entry]int64)}
 		m.slots[i] = m.dbs[i]
 		m.sqlKeys[i] = counts[i]
 	}

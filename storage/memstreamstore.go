@@ -8,7 +8,7 @@ import (
 // on the key's object.Stream. A Stream handle carries the metadata the
 // actor reads and sets (XSETID), kept in step with the object.
 
-func (st *Stream) obj() *object.Stream { return st.e.obj.(*object.Stream) }
+func (st *Stream) obj() *object.Stream { return st.e.stream() }
 
 // sync copies the object's count and metadata into the handle.
 func (st *Stream) sync() {
@@ -36,7 +36,7 @@ func (m *memEngine) createStream(db int, key []byte) (*Stream, error) {
 		return nil, err
 	}
 	m.create(e, TypeStream)
-	e.obj = object.NewStream()
+	e.setObject(object.NewStream())
 	m.changed(e)
 	m.s.record(db, key, Written, 0)
 	return &Stream{DB: db, Key: key, ID: e.id, e: e}, nil

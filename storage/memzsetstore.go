@@ -9,7 +9,7 @@ import (
 // Sorted sets on the in-memory engine: the Z operations of zsets.go, run on
 // the key's object.ZSet.
 
-func (c *Coll) zset() *object.ZSet { return c.e.obj.(*object.ZSet) }
+func (c *Coll) zset() *object.ZSet { return c.e.zset() }
 
 func lexBound(b LexBound, min bool) object.LexBound {
 	switch {

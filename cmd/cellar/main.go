@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -62,6 +63,12 @@ func run(args []string) int {
 	defer out.Close()
 	log := cellar.NewLogger(cfg, zerolog.LevelWriterAdapter{Writer: out})
 
+	// Go samples an allocation in every 512 KiB for heap profiles and
+	// keeps each sample's stack (1.5 MiB and more with a large keyspace);
+	// only the pprof endpoints read them, so without those none is kept.
+	if cfg.DebugAddr == "" && !(cfg.HTTP.Enabled && cfg.HTTP.Pprof) {
+		runtime.MemProfileRate = 0
+	}
 	// Go's collector lets the heap grow to twice what is live; bound it by
 	// what the settings budget instead (unless GOMEMLIMIT says otherwise).
 	if limit := cfg.GoMemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
