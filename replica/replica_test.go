@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -76,6 +77,33 @@ func TestPipeWaitlistLimit(t *testing.T) {
 	got := make([]byte, len(in))
 	if _, err := io.ReadFull(p, got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPipeSmallReads: a stream that arrives a little at a time (as a
+// master's commands do while the replica follows) passes through
+// unchanged across the pump's buffers, and costs buffers by the bytes
+// read, not one per read.
+func TestPipeSmallReads(t *testing.T) {
+	var in []byte
+	for i := 0; len(in) < 400_000; i++ {
+		in = append(in, fmt.Sprintf("*1\r\n$%d\r\n%s\r\n", i%97+1, strings.Repeat("x", i%97+1))...)
+	}
+	for _, step := range []int{1, 100, 4095, 4096, 4097, 70_000} {
+		p := newPipe(0, nil, 1<<20, true)
+		p.pump(&chunked{data: in, step: step}) // returns at the end of the data: less than the queue holds
+		got, err := io.ReadAll(p)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || !bytes.Equal(got, in) {
+			t.Fatalf("step %d: %d bytes of %d came through (%v)", step, len(got), len(in), err)
+		}
+	}
+	// 4 000 reads of 100 bytes: about 7 buffers of 64 KiB, and the queue's
+	// slice growing; one buffer a read was 4 000.
+	allocs := testing.AllocsPerRun(3, func() {
+		newPipe(0, nil, 1<<20, true).pump(&chunked{data: in, step: 100})
+	})
+	if allocs > 100 {
+		t.Fatalf("%d reads of 100 bytes made %.0f allocations", len(in)/100, allocs)
 	}
 }
 
