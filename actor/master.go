@@ -105,10 +105,11 @@ type master struct {
 	active bool
 	// offset is master_repl_offset: the bytes of the stream so far.
 	offset int64
-	// backlog is the end of the stream, at most backlogSize bytes of it
-	// (kept up to twice that, then cut); its first byte is at offset
-	// offset-len(backlog)+1.
-	backlog []byte
+	// backlog is the end of the stream, at most backlogSize bytes of it;
+	// its first byte is at offset offset-len(backlog)+1. It lies in
+	// backlogBuf (addBacklog), twice its size: what stays moves to the
+	// front when the end is reached, so the stream allocates nothing.
+	backlog, backlogBuf []byte
 	// selDB is the database the stream has selected (-1: none yet).
 	selDB int
 	// round is the stream the round being ended adds.
@@ -764,20 +765,37 @@ func (a *Actor) boundPend(s *session) {
 }
 
 // addBacklog counts b into the stream's offset and keeps it in the
-// backlog.
+// backlog: the newest backlogSize bytes of the stream. The backlog was
+// cut into a new buffer once it passed twice its size, and grew by
+// append in between: 4.4 bytes allocated for every byte of the stream.
 func (a *Actor) addBacklog(b []byte) {
 	m := &a.master
 	if len(b) == 0 {
 		return
 	}
 	m.offset += int64(len(b))
-	m.backlog = append(m.backlog, b...)
-	if size := a.backlogSize(); int64(len(m.backlog)) > 2*size || int64(cap(m.backlog)) > 4*size+int64(len(b)) {
-		m.backlog = append(make([]byte, 0, size+size/2), m.backlog[int64(len(m.backlog))-min(size, int64(len(m.backlog))):]...)
-	} else if int64(len(m.backlog)) > size {
-		// Keep the bytes; only the first byte's offset moves.
-		m.backlog = m.backlog[int64(len(m.backlog))-size:]
+	size := a.backlogSize()
+	keep := m.backlog
+	if over := int64(len(keep)+len(b)) - size; over > 0 {
+		if cut := min(over, int64(len(keep))); cut > 0 {
+			keep = keep[cut:]
+			over -= cut
+		}
+		b = b[over:]
 	}
+	if need := int64(len(keep) + len(b)); need > int64(cap(keep)) {
+		// Out of room at the buffer's end: what stays moves to its front,
+		// in a larger buffer while the backlog still grows towards its
+		// size (a backlog of 1 GB is not allocated before the stream is
+		// that long), in a smaller one if the size shrank.
+		buf := m.backlogBuf
+		if c := int64(cap(buf)); (c < 2*need && c < 2*size) || c > 4*size {
+			buf = make([]byte, 0, min(2*size, max(4*need, 64<<10)))
+		}
+		keep = buf[:copy(buf[:len(keep)], keep)] // copy moves overlapping bytes as memmove does
+		m.backlogBuf = buf
+	}
+	m.backlog = append(keep, b...)
 }
 
 // resetStream starts the stream kept here anew at offset: the backlog

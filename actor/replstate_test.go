@@ -1,7 +1,9 @@
 package actor
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -39,4 +41,36 @@ func TestParseReplState(t *testing.T) {
 			t.Errorf("%s: read as %+v", name, st)
 		}
 	}
+}
+
+// TestBacklogKeepsTheStreamsEnd: whatever the sizes written, the backlog
+// is the stream's newest repl-backlog-size bytes (its default, 1 MB), at
+// the offsets INFO reports, and once it is full a write allocates
+// nothing.
+func TestBacklogKeepsTheStreamsEnd(t *testing.T) {
+	newHarnessWith(t, Config{}, func(a *Actor) {
+		size := a.backlogSize()
+		var stream []byte
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := 0; len(stream) < 6*int(size); i++ {
+			n := 1 + rng.IntN(70_000)
+			if i == 40 {
+				n = int(size) + int(size)/2 // one write longer than the backlog
+			}
+			b := make([]byte, n)
+			for j := range b {
+				b[j] = byte(rng.Uint32())
+			}
+			stream = append(stream, b...)
+			a.addBacklog(b)
+			want := stream[len(stream)-min(int(size), len(stream)):]
+			if a.master.offset != int64(len(stream)) || !bytes.Equal(a.master.backlog, want) {
+				t.Fatalf("after %d bytes: offset %d, backlog of %d bytes (want %d), equal %v", len(stream), a.master.offset, len(a.master.backlog), len(want), bytes.Equal(a.master.backlog, want))
+			}
+		}
+		chunk := make([]byte, 100)
+		if allocs := testing.AllocsPerRun(100_000, func() { a.addBacklog(chunk) }); allocs != 0 {
+			t.Fatalf("a write to a full backlog made %v allocations", allocs)
+		}
+	})
 }
