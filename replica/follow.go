@@ -161,6 +161,21 @@ func (l *link) follow(c *conn, p *pipe) error {
 	// round, to keep it in its backlog and pass it on to its own replicas
 	// (actor/master.go).
 	var raw []byte
+	// rawHint is how large the last batch's bytes were: the next one's
+	// buffer starts at that, not at what bufio holds (a few KiB), which a
+	// batch of 512 commands outgrew by doubling four times (its arguments
+	// and ends start at the last one's counts too).
+	rawHint := 512
+	// ioNoted: the batch being read has set the link's last I/O time
+	// (master_last_io_seconds_ago, in seconds): once a batch, not once a
+	// command under the manager's lock.
+	ioNoted := false
+	noteIO := func() {
+		if !ioNoted {
+			ioNoted = true
+			m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+		}
+	}
 	submit := func() error {
 		if batch.Len() == 0 && len(raw) == 0 {
 			return nil
@@ -185,7 +200,9 @@ func (l *link) follow(c *conn, p *pipe) error {
 		fs.bmu.Unlock()
 		a.Submit(batch)
 		l.submitted, l.db = read, db
-		batch, ack, raw = &actor.Batch{ConnID: fs.connID}, false, nil
+		rawHint = max(len(raw), len(skip), 512)
+		next := &actor.Batch{ConnID: fs.connID, Args: make([][]byte, 0, len(batch.Args)), Ends: make([]int32, 0, len(batch.Ends))}
+		batch, ack, raw, ioNoted = next, false, nil, false
 		return nil
 	}
 	for {
@@ -199,16 +216,20 @@ func (l *link) follow(c *conn, p *pipe) error {
 				return err
 			}
 		}
-		var args [][]byte
+		// all is the batch's arguments with the command's after them
+		// (args): a command that does not run is left out by keeping
+		// batch.Args as it was.
+		var all, args [][]byte
 		var err error
 		if catchUp {
 			if skip == nil {
-				skip = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
+				skip = make([]byte, 0, min(max(c.br.Buffered(), rawHint), maxBatchBytes))
 			}
-			if args, skip, err = readCommand(c.br, skip); err != nil {
+			if all, skip, err = readCommand(c.br, skip, batch.Args); err != nil {
 				return err
 			}
-			m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+			args = all[len(batch.Args):]
+			noteIO()
 			if len(args) == 2 && eqFold(args[0], "replconf") && eqFold(args[1], "cellar-catchup-end") {
 				// The actor learns it has run in the same batch, and the
 				// link once that batch is done (Deliver).
@@ -228,15 +249,16 @@ func (l *link) follow(c *conn, p *pipe) error {
 			}
 		} else {
 			if raw == nil {
-				raw = make([]byte, 0, min(max(c.br.Buffered(), 512), maxBatchBytes))
+				raw = make([]byte, 0, min(max(c.br.Buffered(), rawHint), maxBatchBytes))
 			}
 			before := len(raw)
-			if args, raw, err = readCommand(c.br, raw); err != nil {
+			if all, raw, err = readCommand(c.br, raw, batch.Args); err != nil {
 				return err
 			}
+			args = all[len(batch.Args):]
 			read += int64(len(raw) - before)
 			l.read.Store(read)
-			m.update(l, func(st *actor.ReplicaStatus) { st.LastIO = time.Now() })
+			noteIO()
 			if len(args) == 0 {
 				continue // a newline (keep-alive): counted and passed on, nothing to run
 			}
@@ -258,7 +280,7 @@ func (l *link) follow(c *conn, p *pipe) error {
 		case eqFold(args[0], "exec") || eqFold(args[0], "discard"):
 			inMulti = false
 		}
-		batch.Args = append(batch.Args, args...)
+		batch.Args = all
 		batch.Ends = append(batch.Ends, int32(len(batch.Args)))
 	}
 }
@@ -387,51 +409,52 @@ func (l *link) detach() {
 
 // readCommand reads one command of the master's stream (a RESP array of
 // bulk strings; a bare newline, a keep-alive, gives no arguments),
-// appending its bytes as they came to raw. The arguments alias raw's new
-// bytes (in the array returned: raw's earlier bytes are never written
-// again, so earlier commands' arguments stay valid after it grows).
-func readCommand(br *bufio.Reader, raw []byte) (args [][]byte, out []byte, err error) {
+// appending its bytes as they came to raw and its arguments to dst, which
+// it returns. The arguments alias raw's new bytes (in the array returned:
+// raw's earlier bytes are never written again, so earlier commands'
+// arguments stay valid after it grows).
+func readCommand(br *bufio.Reader, raw []byte, dst [][]byte) (args [][]byte, out []byte, err error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return nil, raw, err
+		return dst, raw, err
 	}
 	raw = append(raw, line...)
 	if len(line) < 3 || line[0] != '*' {
 		if len(line) <= 2 { // a bare newline: keep-alive
-			return nil, raw, nil
+			return dst, raw, nil
 		}
-		return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		return dst, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 	}
 	count, err := strconv.Atoi(string(line[1 : len(line)-2]))
 	if err != nil || count < 1 || count > maxArgs {
-		return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+		return dst, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 	}
-	spans := make([]int, 0, 2*count)
+	var spanBuf [16]int // a command of up to 8 arguments needs no allocation
+	spans := spanBuf[:0]
 	for range count {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return nil, raw, err
+			return dst, raw, err
 		}
 		if len(line) < 4 || line[0] != '$' {
-			return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+			return dst, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 		}
 		size, err := strconv.Atoi(string(line[1 : len(line)-2]))
 		if err != nil || size < 0 || size > maxBulk {
-			return nil, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
+			return dst, raw, fmt.Errorf("replica: protocol error in the master's stream: %q", line)
 		}
 		raw = append(raw, line...)
 		at := len(raw)
 		raw = slices.Grow(raw, size+2)[:at+size+2]
 		if _, err := io.ReadFull(br, raw[at:]); err != nil {
-			return nil, raw, err
+			return dst, raw, err
 		}
 		spans = append(spans, at, at+size)
 	}
-	args = make([][]byte, count)
-	for i := range args {
-		args[i] = raw[spans[2*i]:spans[2*i+1]:spans[2*i+1]]
+	for i := range count {
+		dst = append(dst, raw[spans[2*i]:spans[2*i+1]:spans[2*i+1]])
 	}
-	return args, raw, nil
+	return dst, raw, nil
 }
 
 func eqFold(b []byte, word string) bool {

@@ -113,19 +113,19 @@ func TestReadCommand(t *testing.T) {
 	in := "\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$600\r\n" + strings.Repeat("x", 600) + "\r\n"
 	br := bufio.NewReader(strings.NewReader(in))
 	raw := make([]byte, 0, 4) // grows under the arguments already returned
-	args, raw, err := readCommand(br, raw)
+	args, raw, err := readCommand(br, raw, nil)
 	if err != nil || args != nil || string(raw) != "\n" {
 		t.Fatalf("keep-alive: %q %q %v", args, raw, err)
 	}
-	set, raw, err := readCommand(br, raw)
+	set, raw, err := readCommand(br, raw, nil)
 	if err != nil || len(set) != 3 || string(set[0]) != "SET" || string(set[1]) != "k" || len(set[2]) != 0 {
 		t.Fatalf("%q %v", set, err)
 	}
-	ping, raw, err := readCommand(br, raw)
+	ping, raw, err := readCommand(br, raw, nil)
 	if err != nil || len(ping) != 1 || string(ping[0]) != "PING" {
 		t.Fatalf("%q %v", ping, err)
 	}
-	echo, raw, err := readCommand(br, raw)
+	echo, raw, err := readCommand(br, raw, nil)
 	if err != nil || len(echo) != 2 || string(echo[1]) != strings.Repeat("x", 600) {
 		t.Fatalf("%q %v", echo, err)
 	}
@@ -136,7 +136,7 @@ func TestReadCommand(t *testing.T) {
 		t.Fatalf("earlier arguments changed as raw grew: %q %q", set, ping)
 	}
 	for _, bad := range []string{"+OK\r\n", "*0\r\n", "*1\r\n:1\r\n", "*1\r\n$-1\r\n", "*x\r\n"} {
-		if _, _, err := readCommand(bufio.NewReader(strings.NewReader(bad)), nil); err == nil {
+		if _, _, err := readCommand(bufio.NewReader(strings.NewReader(bad)), nil, nil); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
