@@ -413,7 +413,7 @@ func (l *link) detach() {
 // it returns. The arguments alias raw's new bytes (in the array returned:
 // raw's earlier bytes are never written again, so earlier commands'
 // arguments stay valid after it grows).
-func readCommand(br *bufio.Reader, raw []byte, dst [][]byte) (args [][]byte, out []byte, err error) {
+func readCommand(br *bufio.Reader, raw []byte, dst [][]byte) (all [][]byte, out []byte, err error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
 		return dst, raw, err

@@ -148,8 +148,8 @@ func (t *keyTable) del(k string) bool {
 }
 
 // grow makes room in s: rebuilt at the size for its entries (which drops
-// the tombstones) while that is below shardMax or tombstones fill it,
-// else split in two.
+// the tombstones) while it is smaller than shardMax or tombstones fill
+// it, else split in two.
 func (t *keyTable) grow(s *keyShard) {
 	switch {
 	case s.dead >= len(s.tags)/4 || len(s.tags) < shardMax:

@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,20 +168,33 @@ func (e *entry) setObject(o memObject) {
 	}
 }
 
-// objectOf returns e's object as the type t names, checking that e holds
-// one of types.
-func objectOf[T any](e *entry, types ...Type) *T {
-	if !slices.Contains(types, e.typ) {
-		panic("storage: a " + e.typ.String() + " entry read as another type")
-	}
-	return (*T)(e.obj)
+// elems, zset, list and stream are e's object, which must be of the type
+// (mistyped panics: the pointer would otherwise be read as another type).
+func (e *entry) elems() *object.Elems {
+	e.mustBe(e.typ == TypeHash || e.typ == TypeSet)
+	return (*object.Elems)(e.obj)
 }
 
-// elems, zset, list and stream are e's object, which must be of the type.
-func (e *entry) elems() *object.Elems   { return objectOf[object.Elems](e, TypeHash, TypeSet) }
-func (e *entry) zset() *object.ZSet     { return objectOf[object.ZSet](e, TypeZSet) }
-func (e *entry) list() *object.List     { return objectOf[object.List](e, TypeList) }
-func (e *entry) stream() *object.Stream { return objectOf[object.Stream](e, TypeStream) }
+func (e *entry) zset() *object.ZSet {
+	e.mustBe(e.typ == TypeZSet)
+	return (*object.ZSet)(e.obj)
+}
+
+func (e *entry) list() *object.List {
+	e.mustBe(e.typ == TypeList)
+	return (*object.List)(e.obj)
+}
+
+func (e *entry) stream() *object.Stream {
+	e.mustBe(e.typ == TypeStream)
+	return (*object.Stream)(e.obj)
+}
+
+func (e *entry) mustBe(typed bool) {
+	if !typed {
+		panic("storage: a " + e.typ.String() + " entry read as another type")
+	}
+}
 
 // newEntry is an entry named key in the database at slot.
 func newEntry(key string, slot uint8) *entry {
