@@ -314,8 +314,8 @@ func (m *memEngine) scanElements(c *Coll, cursor uint64, count int, fn func(e *E
 	return next
 }
 
-// sample is Sample (collections.go) on the element set: uniform, by
-// position, whatever the size.
+// sample is Sample (collections.go) on the element set: uniform, whatever
+// the size.
 func (m *memEngine) sample(c *Coll, n int64) []Elem {
 	els := c.elems()
 	size := int64(els.Len())
@@ -327,27 +327,22 @@ func (m *memEngine) sample(c *Coll, n int64) []Elem {
 	}
 	out := make([]Elem, 0, n)
 	if n*2 > size {
-		// Most of it: a partial shuffle of every position.
-		idx := make([]int, size)
-		for i := range idx {
-			idx[i] = i
-		}
+		// Most of it: a partial shuffle of every element.
+		all := m.allElements(c)
 		for i := int64(0); i < n; i++ {
 			j := i + rand.Int64N(size-i)
-			idx[i], idx[j] = idx[j], idx[i]
-			el := els.Nth(idx[i])
-			out = append(out, Elem{Member: []byte(el.Name), Value: el.Value, Score: el.Score})
+			all[i], all[j] = all[j], all[i]
+			out = append(out, all[i])
 		}
 		return out
 	}
-	seen := make(map[int]struct{}, n)
+	seen := make(map[string]struct{}, n)
 	for int64(len(out)) < n {
-		i := rand.IntN(int(size))
-		if _, dup := seen[i]; dup {
+		el := els.Random()
+		if _, dup := seen[el.Name]; dup {
 			continue
 		}
-		seen[i] = struct{}{}
-		el := els.Nth(i)
+		seen[el.Name] = struct{}{}
 		out = append(out, Elem{Member: []byte(el.Name), Value: el.Value, Score: el.Score})
 	}
 	return out
@@ -355,13 +350,12 @@ func (m *memEngine) sample(c *Coll, n int64) []Elem {
 
 func (m *memEngine) sampleRepeats(c *Coll, n int64, fn func(e *Elem) bool) {
 	els := c.elems()
-	size := els.Len()
-	if n <= 0 || size == 0 {
+	if n <= 0 || els.Len() == 0 {
 		return
 	}
 	var out Elem
 	for i := int64(0); i < n; i++ {
-		el := els.Nth(rand.IntN(size))
+		el := els.Random()
 		asElem(&el, &out)
 		if !fn(&out) {
 			return

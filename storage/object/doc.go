@@ -23,7 +23,8 @@
 //     element (measured, not exact).
 //   - Small collections use a compact form, as Redis uses listpacks: a
 //     slice searched linearly, in insertion order. Past SmallMax elements
-//     they move for good to their large form: for hashes and sets a map
-//     by name beside a tree in storage order, for sorted sets that and a
-//     tree by score; lists are a ring, streams a tree by ID.
+//     they move for good to their large form: for hashes and sets a hash
+//     table by name that keeps storage order too (table.go), for sorted
+//     sets that and a tree by score; lists are a ring, streams a tree by
+//     ID.
 package object

@@ -2,10 +2,9 @@ package object
 
 import (
 	"cmp"
+	"math/rand/v2"
 	"slices"
 	"strings"
-
-	"github.com/tidwall/btree"
 )
 
 // SmallMax is the number of elements up to which a hash, set or sorted set
@@ -68,19 +67,11 @@ func compareStorage(a, b Elem) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// item is a large set's tree entry: an element's H beside a pointer to
-// its node, so that a walk reads 16-byte items (a node is 80), and the
-// index finds an element by name without the tree. The node is the set's:
-// Put changes it in place, so nothing outside the set shares it (Freeze
-// and Clone copy).
-type item struct {
-	h  int64
-	el *node
-}
-
 // node is a large set's element with what the next Freeze must do with
 // its row. An Elem alone is 72 bytes, so the state costs nothing: both
-// are allocated in the 80-byte size class.
+// are allocated in the 80-byte size class. The node is the set's: Put
+// changes it in place, so nothing outside the set shares it (Freeze and
+// Clone copy).
 type node struct {
 	Elem
 	state nodeState
@@ -91,30 +82,24 @@ type nodeState uint8
 const (
 	clean   nodeState = iota // its row is as the last Freeze left it
 	changed                  // set since the last Freeze; in Elems.touched
-	deleted                  // deleted since the last Freeze; in Elems.touched and the index, not the tree
+	deleted                  // deleted since the last Freeze; in Elems.touched and still in the table
 )
 
-func itemOrder(a, b item) bool {
-	if a.h != b.h {
-		return a.h < b.h
-	}
-	return a.el.Name < b.el.Name
-}
-
 // Elems is the element set of a hash, set or sorted set, by name: a slice
-// in insertion order while small; past SmallMax, for good, a map by name
-// (what HGET, HSET and SISMEMBER use, as Redis's hashtable encoding) and a
-// tree of the same elements in storage order (HSCAN, random picks, the
-// flush's order). It records which names changed since the last Freeze:
-// the small form in a set of names, the big form in its nodes' state and
-// a list of the nodes changed, so that a write to a large set costs one
-// lookup by name, not a second one in a set of names and a third at the
-// Freeze. A name deleted from the big form stays in its index, marked,
-// until the Freeze, so a name deleted and set again is listed once.
+// in insertion order while small; past SmallMax, for good, a table by
+// name that keeps the elements in storage order too (table.go: what HGET,
+// HSET and SISMEMBER use, as Redis's hashtable encoding, and what HSCAN,
+// random picks and the flush's order walk). It records which names
+// changed since the last Freeze: the small form in a set of names, the
+// big form in its nodes' state and a list of the nodes changed, so that a
+// write to a large set costs one lookup by name, not a second one in a
+// set of names and a third at the Freeze. A name deleted from the big
+// form stays in its table, marked, until the Freeze, so a name deleted
+// and set again is listed once.
 type Elems struct {
 	small []Elem
-	big   *btree.BTreeG[item]
-	index map[string]*node // the big form's nodes by name, deleted ones too
+	big   *table // deleted nodes too
+	dead  int    // the big form's deleted nodes
 	size  int64
 
 	dirty   map[string]struct{} // the small form's names set or deleted since the last Freeze
@@ -143,40 +128,48 @@ func Loaded(rows []Elem) *Elems {
 	return e
 }
 
-// setBig makes els, in storage order, the big form's elements (it takes
-// els).
+// setBig makes els the big form's elements (it takes els). They come in
+// storage order from SQLite and the other forms; sorted here otherwise.
 func (e *Elems) setBig(els []Elem) {
-	e.big, e.index, e.small = newTree(), make(map[string]*node, len(els)), nil
+	if !slices.IsSortedFunc(els, compareStorage) {
+		slices.SortFunc(els, compareStorage)
+	}
 	nodes := make([]node, len(els))
+	slots := make([]slot, len(els))
 	for i := range els {
 		nodes[i].Elem = els[i]
-		e.big.Load(item{els[i].H, &nodes[i]})
-		e.index[els[i].Name] = &nodes[i]
+		slots[i] = slot{els[i].H, &nodes[i]}
 	}
-}
-
-func newTree() *btree.BTreeG[item] {
-	return btree.NewBTreeGOptions(itemOrder, btree.Options{NoLocks: true, Degree: 32})
+	e.big, e.dead, e.small = newTable(slots), 0, nil
 }
 
 // Len is the number of elements.
 func (e *Elems) Len() int {
 	if e.big != nil {
-		return e.big.Len()
+		return e.big.n - e.dead
 	}
 	return len(e.small)
 }
 
 // bigExtra is what an element of the big form costs beyond elemOverhead:
-// its index entry and tree item, and its own allocation (estimated).
-const bigExtra = 48
+// its table slots (16 bytes each, 9/16 to 13/16 full) and the node's
+// state in its allocation.
+const bigExtra = 32
 
 // Size is the footprint in bytes (package doc).
 func (e *Elems) Size() int64 {
 	if e.big != nil {
-		return e.size + int64(e.big.Len())*bigExtra
+		return e.size + int64(e.Len())*bigExtra
 	}
 	return e.size
+}
+
+// live is the big form's node named name, if it is not deleted.
+func (e *Elems) live(name string) *node {
+	if p := e.big.get(hashString(name), name); p != nil && p.state != deleted {
+		return p
+	}
+	return nil
 }
 
 func (e *Elems) find(name string) int {
@@ -191,7 +184,7 @@ func (e *Elems) find(name string) int {
 // Get returns the element named name.
 func (e *Elems) Get(name []byte) (Elem, bool) {
 	if e.big != nil {
-		if p, ok := e.index[string(name)]; ok && p.state != deleted {
+		if p := e.live(string(name)); p != nil {
 			return p.Elem, true
 		}
 		return Elem{}, false
@@ -235,20 +228,21 @@ func (e *Elems) Put(el Elem) (old Elem, existed bool) {
 	el.H = hashString(el.Name)
 	e.size += el.size()
 	if e.big != nil {
-		switch p, ok := e.index[el.Name]; {
-		case ok && p.state != deleted:
+		switch s, i, ok := e.big.find(el.H, el.Name); {
+		case ok && s.slots[i].p.state != deleted:
+			p := s.slots[i].p
 			old, existed = p.Elem, true
-			el.Name = p.Name // the index's key
+			el.Name = p.Name // the name the table holds
 			p.Elem = el
 			e.touch(p, changed)
 		case ok: // deleted since the last Freeze, and listed
+			p := s.slots[i].p
 			el.Name = p.Name
 			p.Elem, p.state = el, changed
-			e.big.Set(item{el.H, p})
+			e.dead--
 		default:
 			p := &node{Elem: el}
-			e.big.Set(item{el.H, p})
-			e.index[el.Name] = p
+			e.big.insert(s, i, p)
 			e.touch(p, changed)
 		}
 	} else {
@@ -272,12 +266,16 @@ func (e *Elems) grow() {
 	slices.SortFunc(els, compareStorage)
 	e.setBig(els)
 	for name := range e.dirty {
-		p, ok := e.index[name]
+		h := hashString(name)
+		s, i, ok := e.big.find(h, name)
+		var p *node
 		if ok {
+			p = s.slots[i].p
 			p.state = changed
 		} else {
-			p = &node{Elem: Elem{H: hashString(name), Name: name}, state: deleted}
-			e.index[name] = p
+			p = &node{Elem: Elem{H: h, Name: name}, state: deleted}
+			e.big.insert(s, i, p)
+			e.dead++
 		}
 		e.touched = append(e.touched, p)
 	}
@@ -287,17 +285,19 @@ func (e *Elems) grow() {
 // Delete removes the element named name and returns it.
 func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 	if e.big != nil {
-		p, ok := e.index[string(name)]
-		if !ok || p.state == deleted {
+		h := hashString(string(name))
+		s, i, ok := e.big.find(h, string(name))
+		if !ok || s.slots[i].p.state == deleted {
 			return Elem{}, false
 		}
+		p := s.slots[i].p
 		old, existed = p.Elem, true
-		e.big.Delete(item{p.H, p})
 		if e.all && p.state == clean {
-			delete(e.index, p.Name)
+			e.big.remove(s, i)
 		} else {
 			e.touch(p, deleted)
 			p.Value = nil
+			e.dead++
 		}
 	} else if i := e.find(string(name)); i >= 0 {
 		old, existed = e.small[i], true
@@ -315,7 +315,7 @@ func (e *Elems) Delete(name []byte) (old Elem, existed bool) {
 // or the element it is given.
 func (e *Elems) Each(fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Scan(func(it item) bool { return fn(&it.el.Elem) })
+		e.big.ascend(0, func(p *node) bool { return p.state == deleted || fn(&p.Elem) })
 		return
 	}
 	for i := range e.small {
@@ -329,7 +329,7 @@ func (e *Elems) Each(fn func(el *Elem) bool) {
 // it returns false. A small set is sorted for the call.
 func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 	if e.big != nil {
-		e.big.Ascend(item{from, &node{}}, func(it item) bool { return fn(&it.el.Elem) })
+		e.big.ascend(from, func(p *node) bool { return p.state == deleted || fn(&p.Elem) })
 		return
 	}
 	sorted := slices.Clone(e.small)
@@ -341,14 +341,27 @@ func (e *Elems) ScanFrom(from int64, fn func(el *Elem) bool) {
 	}
 }
 
-// Nth returns the element at offset i of Each's order (0 <= i < Len): a
-// tree walks to it in O(log n).
-func (e *Elems) Nth(i int) Elem {
-	if e.big != nil {
-		it, _ := e.big.GetAt(i)
-		return it.el.Elem
+// Random returns an element chosen uniformly (Len > 0): the big form
+// picks a random slot until it holds one (table.pick), and walks to a
+// random offset if a run of picks met only deleted nodes (most of the set
+// deleted since the last Freeze).
+func (e *Elems) Random() Elem {
+	if e.big == nil {
+		return e.small[rand.IntN(len(e.small))]
 	}
-	return e.small[i]
+	if p := e.big.pick(64, func(p *node) bool { return p.state != deleted }); p != nil {
+		return p.Elem
+	}
+	var el Elem
+	i := rand.IntN(e.Len())
+	e.Each(func(x *Elem) bool {
+		if i--; i < 0 {
+			el = *x
+			return false
+		}
+		return true
+	})
+	return el
 }
 
 // Clone returns a copy whose rows are all new (COPY's destination): the
@@ -365,9 +378,9 @@ func (e *Elems) Clone() *Elems {
 
 // sorted copies a large set's elements, in storage order.
 func (e *Elems) sorted() []Elem {
-	els := make([]Elem, 0, e.big.Len())
-	e.big.Scan(func(it item) bool {
-		els = append(els, it.el.Elem)
+	els := make([]Elem, 0, e.Len())
+	e.Each(func(el *Elem) bool {
+		els = append(els, *el)
 		return true
 	})
 	return els
@@ -432,15 +445,17 @@ func (e *Elems) Freeze() *Delta {
 	}
 	for _, p := range e.touched {
 		if p.state == deleted {
-			delete(e.index, p.Name)
+			if s, i, ok := e.big.find(p.H, p.Name); ok {
+				e.big.remove(s, i)
+			}
 		}
 		p.state = clean
 	}
-	e.all, e.dirty, e.touched = false, nil, nil
+	e.all, e.dirty, e.touched, e.dead = false, nil, nil, 0
 	return d
 }
 
 // Rewrite makes the next Freeze rewrite every row (a change that moves
 // them all, or rows whose state is unknown). The touched nodes stay
-// listed: the Freeze takes the deleted ones out of the index.
+// listed: the Freeze takes the deleted ones out of the table.
 func (e *Elems) Rewrite() { e.all, e.dirty = true, nil }

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// Elems changed at random — small, growing past SmallMax and large, names
-// deleted and set again between Freezes, Rewrites — and each Delta applied
-// to a copy of the rows as the flush applies it: after every Freeze the
+// Elems changed at random — small, growing past SmallMax, large and split
+// across the table's shards (table.go), names deleted and set again
+// between Freezes, Rewrites — and each Delta applied to a copy of the
+// rows as the flush applies it: after every Freeze the
 // rows are the model, a Delta names each element once (never in both its
 // puts and its Gone), and in storage order; Changed says whether a write
 // came since the last Freeze (the flush freezes only what says so).
@@ -18,7 +19,7 @@ func TestElemsFreezeModel(t *testing.T) {
 		name   string
 		names  int
 		loaded int // elements the set starts with, as loaded from rows
-	}{{"small", 60, 0}, {"grows", 400, 100}, {"large", 2000, 1000}} {
+	}{{"small", 60, 0}, {"grows", 400, 100}, {"large", 2000, 1000}, {"split", 12000, 6000}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(tc.names)))
 			model := map[string]string{}

@@ -717,10 +717,6 @@ func (z *ZSet) Pop(n int, max bool) []Scored {
 // must not change z.
 func (z *ZSet) ScanFrom(from int64, fn func(el *Elem) bool) { z.elems.ScanFrom(from, fn) }
 
-// Nth returns the member at offset i (0 <= i < Len) of the Elems' order,
-// for random sampling (ZRANDMEMBER): O(log n).
-func (z *ZSet) Nth(i int) Elem { return z.elems.Nth(i) }
-
 // Clone returns a copy whose rows are all new (COPY's destination); it
 // shares the stored names and, for trees, their nodes until either side
 // changes (copy on write).

@@ -667,12 +667,12 @@ func TestLoadedZSet(t *testing.T) {
 			t.Fatal("a loaded set has changes to flush")
 		}
 		checkZSet(t, l, m)
-		var nth zmodel
-		for i := 0; i < l.Len(); i++ {
-			el := l.Nth(i)
-			nth.add(el.Name, el.Score)
-		}
-		sameScored(t, "members by Nth", nth.s, m.s)
+		var scanned zmodel
+		l.ScanFrom(0, func(el *Elem) bool {
+			scanned.add(el.Name, el.Score)
+			return true
+		})
+		sameScored(t, "members by ScanFrom", scanned.s, m.s)
 	}
 }
 
