@@ -293,44 +293,35 @@ func writeSyncRDB(st *storage.Store, aux syncAux, tail []byte, emit func([]byte)
 	for _, l := range libs {
 		w.Function(l.Code)
 	}
-	var page []storage.ScanEntry
+	var str rdb.Object
 	for db := range storage.NumDBs {
-		cursor, started := uint64(0), false
-		for {
-			page, cursor, err = st.Scan(db, cursor, 1000, page[:0])
-			if err != nil {
-				return err
-			}
-			if len(page) > 0 && !started {
+		started := false
+		err := st.EachStored(db, func(name []byte, t storage.Type, exp int64, v []byte) error {
+			if !started {
 				expires, _ := st.CountExpiring(db)
 				w.SelectDB(db, uint64(st.DBSize(db)), uint64(expires))
 				started = true
 			}
-			for _, e := range page {
-				meta, ok, err := st.Lookup(db, e.Key)
+			if t == storage.TypeString {
+				str.Kind, str.Str = rdb.KindString, v
+				w.Key(name, &str, exp)
+			} else {
+				o, err := readObject(st, db, name, t)
 				if err != nil {
 					return err
 				}
-				if !ok {
-					continue
-				}
-				o, err := readObject(st, db, e.Key, meta.Type)
-				if err != nil {
-					return err
-				}
-				w.Key(e.Key, o, meta.ExpireAt)
+				w.Key(name, o, exp)
 				if err := st.EndCommand(); err != nil { // lets the key go
 					return err
 				}
-				if w.Pending() >= syncPiece {
-					if err := emit(w.Take()); err != nil {
-						return err
-					}
-				}
 			}
-			if cursor == 0 {
-				break
+			if w.Pending() >= syncPiece {
+				return emit(w.Take())
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return emit(append(w.End(), tail...))

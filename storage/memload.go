@@ -90,3 +90,43 @@ func loadObject(r *sqlc, t Type, id int64) (memObject, error) {
 // stringIsRef reports whether the flush stores a string's value as a blob
 // ref (bindValue with the key as the row's other bytes).
 func stringIsRef(key string, val []byte) bool { return len(val)+len(key) > inlineBudget }
+
+// EachStored calls fn with every key of db in SQLite's committed database,
+// in key order: its name, type and expiry (0: none) and, for a string, its
+// value, read in one pass over the keys table instead of a lookup a key.
+// It is for a Store that nothing writes (a full sync's copy), where what
+// memory holds of a key is what its row says. fn may read a key's object
+// through the Store; name and str are valid during the call only.
+func (s *Store) EachStored(db int, fn func(name []byte, t Type, exp int64, str []byte) error) error {
+	m := s.mem
+	m.readMu.Lock()
+	sqlDB, empty := m.view(db, m.committed.Load())
+	if empty {
+		m.readMu.Unlock()
+		return nil
+	}
+	st := m.r.q("SELECT key, type, coalesce(expire_at, 0), value FROM keys WHERE db = ?1")
+	st.int(1, int64(sqlDB))
+	defer st.reset()
+	var name, str []byte
+	for first := true; ; first = false {
+		row, err := st.step()
+		if first {
+			m.readMu.Unlock()
+		}
+		if err != nil || !row {
+			return err
+		}
+		name = st.colBlob(0, name[:0])
+		t := Type(st.colInt(1))
+		str = str[:0]
+		if t == TypeString {
+			if str, err = m.r.colValue(st, 3, str); err != nil {
+				return err
+			}
+		}
+		if err := fn(name, t, st.colInt(2), str); err != nil {
+			return err
+		}
+	}
+}

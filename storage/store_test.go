@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,4 +298,48 @@ func BenchmarkSetStringBatch16(b *testing.B) {
 		s.SetString(0, key, val, 0, false)
 	}
 	s.Commit()
+}
+
+// EachStored reads every key SQLite holds, reopened with nothing in
+// memory: each database's names, types and expiries, and strings' values
+// (a value too large for its row read from its blob).
+func TestEachStoredReadsEveryRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cellar.db")
+	s, err := Open(Options{Path: path})
+	must(t, err)
+	big := bytes.Repeat([]byte("0123456789"), 1000)
+	inTx(t, s, func() {
+		must(t, s.SetString(0, []byte("a"), []byte("1"), 0, false))
+		must(t, s.SetString(0, []byte("ttl"), []byte("2"), 4102444800000, false))
+		must(t, s.SetString(3, []byte("big"), big, 0, false))
+		_, err := s.ListPush(3, []byte("list"), Right, [][]byte{[]byte("x")}, false)
+		must(t, err)
+	})
+	must(t, s.SyncWAL())
+	must(t, s.Close())
+	s, err = Open(Options{Path: path})
+	must(t, err)
+	defer s.Close()
+	type row struct {
+		t   Type
+		exp int64
+		str string
+	}
+	read := func(db int) map[string]row {
+		got := map[string]row{}
+		must(t, s.EachStored(db, func(name []byte, ty Type, exp int64, str []byte) error {
+			got[string(name)] = row{ty, exp, string(str)}
+			return nil
+		}))
+		return got
+	}
+	if got, want := read(0), map[string]row{"a": {TypeString, 0, "1"}, "ttl": {TypeString, 4102444800000, "2"}}; !maps.Equal(got, want) {
+		t.Fatalf("db 0: %v, want %v", got, want)
+	}
+	if got, want := read(3), map[string]row{"big": {TypeString, 0, string(big)}, "list": {TypeList, 0, ""}}; !maps.Equal(got, want) {
+		t.Fatalf("db 3: %d rows, want %d", len(got), len(want))
+	}
+	if got := read(1); len(got) != 0 {
+		t.Fatalf("db 1: %v", got)
+	}
 }
