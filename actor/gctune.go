@@ -11,26 +11,25 @@ import (
 	"sync/atomic"
 )
 
-// The collector's headroom: the garbage Go lets grow between two cycles
-// once the live heap is large. At Go's default (GOGC=100) a heap with L
-// bytes live grows to 2L before the next cycle, which for a keyspace of a
-// few hundred MB doubles the process's RSS; past the headroom
-// (Config.GCHeadroom) live, the actor lowers the percent so that the heap
-// grows by about the headroom, but not below minGCPercent (each cycle
-// marks the whole live heap: below that the cycles would cost more CPU
-// than the memory is worth).
+// The collector's headroom: the garbage Go lets grow between two cycles.
+// At Go's default (GOGC=100) a heap with L bytes live grows to 2L before
+// the next cycle, which for a keyspace of a few hundred MB doubles the
+// process's RSS, and for a small one collects every few MB of garbage;
+// the actor sets the percent so that the heap grows by about the headroom
+// (Config.GCHeadroom) whatever is live, but not below minGCPercent (each
+// cycle marks the whole live heap: below that the cycles would cost more
+// CPU than the memory is worth) nor above maxGCPercent (an almost empty
+// heap).
 const (
 	defaultGCHeadroom = 64 << 20
 	minGCPercent      = 25
+	maxGCPercent      = 800
 )
 
 // gcPercentFor is the collector's percent (GOGC) for a live heap and a
 // headroom.
 func gcPercentFor(live, headroom uint64) int {
-	if live <= headroom {
-		return 100
-	}
-	return max(minGCPercent, int(100*headroom/live))
+	return min(max(minGCPercent, int(100*headroom/max(live, 1))), maxGCPercent)
 }
 
 // liveHeap reads the bytes the last cycle found live.
