@@ -112,12 +112,7 @@ func (a *Actor) prefetch(msgs []message) int {
 			keys = keys[:0]
 		}
 		db = s.db
-		for i := 0; i < m.batch.Len() && i < 2*aheadKeys; i++ {
-			// A pipeline on one key (LPUSH mylist ...) names it once.
-			if args := m.batch.Cmd(i); len(args) > 1 && (len(keys) == 0 || !bytes.Equal(keys[len(keys)-1], args[1])) {
-				keys = append(keys, args[1])
-			}
-		}
+		keys = batchKeys(keys, m.batch, 0)
 	}
 	if len(keys) > 0 {
 		a.st.Prefetch(db, keys)
@@ -125,6 +120,20 @@ func (a *Actor) prefetch(msgs []message) int {
 	clear(keys)
 	a.ahead = keys[:0]
 	return n
+}
+
+// batchKeys appends to keys the second arguments of b's commands from
+// from, a window of 2*aheadKeys commands: what prefetch reads ahead of a
+// batch, and runBatch of each later window of a long one (a replica's
+// stream, a bulk load's pipeline).
+func batchKeys(keys [][]byte, b *Batch, from int) [][]byte {
+	for i := from; i < b.Len() && i < from+2*aheadKeys; i++ {
+		// A pipeline on one key (LPUSH mylist ...) names it once.
+		if args := b.Cmd(i); len(args) > 1 && (len(keys) == 0 || !bytes.Equal(keys[len(keys)-1], args[1])) {
+			keys = append(keys, args[1])
+		}
+	}
+	return keys
 }
 
 // aheadKeys is about how many keys prefetch reads ahead: enough for their
@@ -286,6 +295,12 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 		}
 		if len(a.frames) > 0 {
 			a.frames[0].pushAt = start // no push yet (execute may stop before it enters)
+		}
+		if i > 0 && i%(2*aheadKeys) == 0 {
+			keys := batchKeys(a.ahead[:0], b, i)
+			a.st.Prefetch(s.db, keys)
+			clear(keys)
+			a.ahead = keys[:0]
 		}
 		args := b.Cmd(i)
 		keyspace := a.execute(s, args, &w, noBlock)
