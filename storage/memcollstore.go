@@ -160,20 +160,13 @@ func (m *memEngine) hashGet(c *Coll, field, dst []byte) ([]byte, bool) {
 
 func (m *memEngine) hashSet(c *Coll, field, value []byte, mode int) bool {
 	els := c.elems()
-	old, ok := els.Get(field)
-	if ok {
-		if mode == HashKeepNew {
-			return false
-		}
-		el := object.Elem{Name: old.Name, Value: own(value), Ord: old.Ord}
-		if mode == HashKeepTTL {
-			el.Exp = old.Exp
-		}
-		els.Put(el)
+	if mode == HashKeepNew && els.Has(field) {
+		return false
+	}
+	if !els.SetField(field, own(value), mode == HashKeepTTL, m.s.nextVersion) {
 		m.s.changed(c, true)
 		return false
 	}
-	els.Put(object.Elem{Name: string(field), Value: own(value), Ord: m.s.nextVersion()})
 	c.Len++
 	m.s.changed(c, false)
 	return true
@@ -192,11 +185,9 @@ func (m *memEngine) removeElem(c *Coll, name []byte) bool {
 }
 
 func (m *memEngine) setAdd(c *Coll, member []byte) bool {
-	els := c.elems()
-	if els.Has(member) {
+	if !c.elems().Add(member) {
 		return false
 	}
-	els.Put(object.Elem{Name: string(member)})
 	c.Len++
 	m.s.changed(c, false)
 	return true

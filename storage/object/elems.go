@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // SmallMax is the number of elements up to which a hash, set or sorted set
@@ -224,36 +225,114 @@ func (e *Elems) touch(p *node, to nodeState) {
 
 // Put sets el (its Name; H is computed here), replacing an element of the
 // same name, and returns the one it replaced.
-func (e *Elems) Put(el Elem) (old Elem, existed bool) {
+func (e *Elems) Put(el Elem) (old Elem, existed bool) { return e.put(el, false, putReplace, nil) }
+
+// SetField sets a hash's field to value with one lookup (HSET): a field
+// there keeps its insertion number, and its expiry when keepExp; a new
+// one gets the number ord returns (called only then). It reports whether
+// the field is new.
+func (e *Elems) SetField(name, value []byte, keepExp bool, ord func() int64) bool {
+	mode := putKeepOrd
+	if keepExp {
+		mode = putKeepOrdExp
+	}
+	_, existed := e.put(Elem{Name: view(name), Value: value}, true, mode, ord)
+	return !existed
+}
+
+// Add adds a set's member unless it is there, with one lookup (SADD),
+// and reports whether it was added.
+func (e *Elems) Add(name []byte) bool {
+	_, existed := e.put(Elem{Name: view(name)}, true, putIfAbsent, nil)
+	return !existed
+}
+
+// view is b as a string without a copy, for lookups: put copies it
+// before it keeps it.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// putMode is what put keeps of an element of the same name.
+type putMode uint8
+
+const (
+	putReplace    putMode = iota // nothing: el replaces it
+	putKeepOrd                   // its Ord (a new element's comes from ord)
+	putKeepOrdExp                // its Ord and Exp
+	putIfAbsent                  // all of it: el is put only if there is none
+)
+
+// keep moves into el what mode keeps of old, the element el replaces;
+// false when el is not to be put at all.
+func (mode putMode) keep(old, el *Elem) bool {
+	switch mode {
+	case putIfAbsent:
+		return false
+	case putKeepOrd:
+		el.Ord = old.Ord
+	case putKeepOrdExp:
+		el.Ord, el.Exp = old.Ord, old.Exp
+	}
+	return true
+}
+
+// put sets el as mode says, and returns the element of el's name that was
+// there. With viewed, el.Name is a view of the caller's bytes (view), copied
+// if the element is new.
+func (e *Elems) put(el Elem, viewed bool, mode putMode, ord func() int64) (old Elem, existed bool) {
 	el.H = hashString(el.Name)
-	e.size += el.size()
 	if e.big != nil {
 		switch s, i, ok := e.big.find(el.H, el.Name); {
 		case ok && s.slots[i].p.state != deleted:
 			p := s.slots[i].p
 			old, existed = p.Elem, true
+			if !mode.keep(&old, &el) {
+				return old, existed
+			}
 			el.Name = p.Name // the name the table holds
 			p.Elem = el
 			e.touch(p, changed)
 		case ok: // deleted since the last Freeze, and listed
 			p := s.slots[i].p
 			el.Name = p.Name
+			if ord != nil {
+				el.Ord = ord()
+			}
 			p.Elem, p.state = el, changed
 			e.dead--
 		default:
+			if ord != nil {
+				el.Ord = ord()
+			}
+			if viewed {
+				el.Name = strings.Clone(el.Name)
+			}
 			p := &node{Elem: el}
 			e.big.insert(s, i, p)
 			e.touch(p, changed)
 		}
 	} else {
-		e.mark(el.Name)
 		if i := e.find(el.Name); i >= 0 {
 			old, existed = e.small[i], true
+			if !mode.keep(&old, &el) {
+				return old, existed
+			}
+			el.Name = old.Name
+			e.mark(el.Name)
 			e.small[i] = el
-		} else if e.small = append(e.small, el); len(e.small) > SmallMax {
-			e.grow()
+		} else {
+			if ord != nil {
+				el.Ord = ord()
+			}
+			if viewed {
+				el.Name = strings.Clone(el.Name)
+			}
+			e.mark(el.Name)
+			if e.small = append(e.small, el); len(e.small) > SmallMax {
+				e.grow()
+			}
 		}
 	}
+	e.size += el.size()
 	if existed {
 		e.size -= old.size()
 	}

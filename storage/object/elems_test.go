@@ -107,3 +107,54 @@ func TestElemsFreezeModel(t *testing.T) {
 		})
 	}
 }
+
+// SetField and Add look a name up once: a field set again keeps its
+// insertion number (and its expiry when asked), a new one takes the next;
+// a member there is not added twice; and the name, given as the caller's
+// bytes, is copied before it is kept (the caller reuses its buffer). Both
+// forms.
+func TestElemsSetFieldAndAdd(t *testing.T) {
+	for _, n := range []int{10, SmallMax * 3} {
+		e, next := NewElems(), int64(0)
+		ord := func() int64 { next++; return next }
+		buf := make([]byte, 0, 16)
+		for i := range n {
+			buf = fmt.Appendf(buf[:0], "f%d", i)
+			if !e.SetField(buf, []byte("v"), false, ord) {
+				t.Fatalf("n=%d: SetField(%q) not new", n, buf)
+			}
+		}
+		e.Put(Elem{Name: "f3", Value: []byte("v"), Exp: 99, Ord: 4})
+		buf = append(buf[:0], "f3"...)
+		if e.SetField(buf, []byte("w"), true, ord) {
+			t.Fatalf("n=%d: f3 set again counted as new", n)
+		}
+		buf[0] = 'x' // the caller's buffer changes: nothing kept may see it
+		if el, ok := e.Get([]byte("f3")); !ok || el.Name != "f3" || string(el.Value) != "w" || el.Ord != 4 || el.Exp != 99 {
+			t.Fatalf("n=%d: f3 = %+v after SetField keeping its expiry", n, el)
+		}
+		if e.SetField([]byte("f3"), []byte("z"), false, ord); next != int64(n) {
+			t.Fatalf("n=%d: %d numbers taken for %d new fields", n, next, n)
+		}
+		if el, _ := e.Get([]byte("f3")); el.Exp != 0 || el.Ord != 4 {
+			t.Fatalf("n=%d: f3 = %+v after SetField dropping its expiry", n, el)
+		}
+		for i := range n {
+			name := fmt.Sprintf("f%d", i)
+			if el, ok := e.Get([]byte(name)); !ok || el.Name != name {
+				t.Fatalf("n=%d: %q kept as %q", n, name, el.Name)
+			}
+		}
+		s := NewElems()
+		for i := range n {
+			buf = fmt.Appendf(buf[:0], "m%d", i)
+			if !s.Add(buf) || s.Add(buf) {
+				t.Fatalf("n=%d: Add(%q) twice", n, buf)
+			}
+		}
+		buf[0] = 'x'
+		if s.Len() != n || !s.Has(fmt.Appendf(nil, "m%d", n-1)) {
+			t.Fatalf("n=%d: %d members after %d Adds", n, s.Len(), n)
+		}
+	}
+}
