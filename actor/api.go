@@ -375,6 +375,9 @@ type Completion struct {
 	// reply up to and including batch Seq's has been, and does not advance
 	// the reply FIFO.
 	Push bool
+	// Recycle says Reply is the actor's alone: once written, the loop
+	// hands it back with ReleaseReply (replybuf.go).
+	Recycle bool
 }
 
 // NetStats is what the loops count for INFO; safe from any goroutine.

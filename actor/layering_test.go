@@ -35,7 +35,7 @@ var layerFiles = map[string]string{
 	"ops.go": "core", "pause.go": "core", "persistence.go": "core",
 	"physical.go": "core", "pubsub.go": "core", "redolog.go": "core",
 	"registry.go": "core", "rename.go": "core", "replication.go": "core",
-	"replstate.go": "core", "round.go": "core", "shutdown.go": "core",
+	"replstate.go": "core", "replybuf.go": "core", "round.go": "core", "shutdown.go": "core",
 	"slowlog.go": "core", "touched.go": "core", "tracking.go": "core",
 
 	// families

@@ -279,8 +279,8 @@ func (a *Actor) runBatch(b *Batch, now time.Time) {
 	s.input = b.Input
 	defer func() { s.input = 0 }()
 	oi := int32(len(a.out))
-	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq}})
-	w := proto.Writer{Buf: make([]byte, 0, replyCap(s.replyHint)), Proto: s.resp}
+	a.out = append(a.out, routed{sink: s.sink, c: Completion{ConnID: s.id, Seq: b.Seq, Recycle: true}})
+	w := proto.Writer{Buf: replyBuf(replyCap(s.replyHint)), Proto: s.resp}
 	defer func() { s.replyHint = len(w.Buf) }()
 	charged := 0
 	for i := 0; i < n && !s.closing; i++ {
@@ -391,7 +391,9 @@ func (a *Actor) overflow(s *session, oi int32, out int64, evicted bool) {
 // replyCap is the capacity a batch's reply buffer starts with: a little
 // more than the connection's last batch took, so that a steady client's
 // replies cost one allocation rather than a doubling's five or six (a
-// third of what a -P 16 GET run allocated), within [64 B, 64 KiB].
+// third of what a -P 16 GET run allocated), within [64 B, 4 MiB]; from
+// 16 KiB the buffer comes from the pool the loops return them to
+// (replybuf.go).
 func replyCap(last int) int {
-	return min(max(last+last/8, 64), 64<<10)
+	return min(max(last+last/8, 64), replyPoolMax)
 }

@@ -809,7 +809,11 @@ func (c *conn) write(cmp actor.Completion) {
 	c.mem.Add(actor.MemReplies, -cmp.Charged)
 	if len(cmp.Reply) > 0 {
 		c.lp.srv.netOut.Add(uint64(len(cmp.Reply)))
-		if _, err := c.gc.Write(cmp.Reply); err != nil {
+		_, err := c.gc.Write(cmp.Reply) // copies what the socket does not take
+		if cmp.Recycle {
+			actor.ReleaseReply(cmp.Reply)
+		}
+		if err != nil {
 			return // gnet closed the connection; OnClose tears it down
 		}
 	}

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -170,14 +171,13 @@ func (w *Writer) Raw(b []byte) {
 // grow makes room for n more bytes. Past 64 KiB the buffer doubles rather
 // than grow by append's quarter: a batch of large replies (a pipeline of
 // GETs of big values) then copies itself a few times instead of dozens,
-// and leaves that much less garbage behind.
+// and leaves that much less garbage behind. (slices.Grow clears only the
+// new room; make and copy cleared the copied bytes too.)
 func (w *Writer) grow(n int) {
 	if cap(w.Buf)-len(w.Buf) >= n || len(w.Buf)+n < 64<<10 {
 		return
 	}
-	nb := make([]byte, len(w.Buf), max(2*cap(w.Buf), len(w.Buf)+n))
-	copy(nb, w.Buf)
-	w.Buf = nb
+	w.Buf = slices.Grow(w.Buf, max(cap(w.Buf), n))
 }
 
 func (w *Writer) header(t byte, n int) {
