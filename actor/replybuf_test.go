@@ -33,6 +33,6 @@ func TestReplyBufPool(t *testing.T) {
 	if reused == 0 {
 		t.Fatal("no released buffer was handed out again")
 	}
-	ReleaseReply(make([]byte, 10))      // too small: not kept
+	ReleaseReply(make([]byte, 10))       // too small: not kept
 	ReleaseReply(make([]byte, 0, 8<<20)) // too large: not kept
 }
