@@ -72,6 +72,24 @@ func writeScored(c *Ctx, es []storage.Elem, withScores bool) {
 	writePairs(c, es, withScores, func(e *storage.Elem) { c.w.Double(e.Score) })
 }
 
+// writeGathered replies with the members b gathered, and their scores when
+// with, as writeScored does, without making a list of them first.
+func writeGathered(c *Ctx, b *elemBuf, with bool) {
+	writePairsHeader(c, len(b.ends), with)
+	pair := with && c.w.Resp3()
+	start := 0
+	for i, end := range b.ends {
+		if pair {
+			c.w.Array(2)
+		}
+		c.w.Bulk(b.arena[start:end])
+		if with {
+			c.w.Double(b.scores[i])
+		}
+		start = end
+	}
+}
+
 // zaddArgs is a parsed ZADD, or ZINCRBY (ZADD INCR with one pair).
 type zaddArgs struct {
 	nx, xx, gt, lt, ch, incr bool
@@ -543,11 +561,10 @@ func cmdZRange(kind int, rev, store bool) Handler {
 				return err
 			}
 		}
-		es := buf.list()
 		if store {
-			return storeZSet(c, c.args[1], es)
+			return storeZSet(c, c.args[1], buf.list())
 		}
-		writeScored(c, es, a.withScores)
+		writeGathered(c, buf, a.withScores)
 		return nil
 	}
 }
