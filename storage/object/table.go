@@ -279,19 +279,3 @@ func (t *table) pick(tries int, ok func(p *node) bool) *node {
 	}
 	return nil
 }
-
-// slotCount is how many slots the table spends (its footprint).
-func (t *table) slotCount() int {
-	n := 0
-	t.eachShard(func(s *tshard) { n += len(s.slots) })
-	return n
-}
-
-// eachShard calls fn with every shard once, in order.
-func (t *table) eachShard(fn func(s *tshard)) {
-	for d := 0; d < len(t.dir); {
-		s := t.dir[d]
-		fn(s)
-		d += 1 << (t.depth - s.depth)
-	}
-}

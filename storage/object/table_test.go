@@ -79,30 +79,26 @@ func TestTableModel(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 9))
 			model := map[string]int64{}
 			tb := newTable(nil)
-			add := func(i int) {
+			// change adds name i (add) or removes it, checking find
+			// against the model first.
+			change := func(i int, add bool) {
 				name := fmt.Sprintf("f%d", i)
 				h := tc.hash(i)
 				s, at, ok := tb.find(h, name)
 				if _, in := model[name]; ok != in {
 					t.Fatalf("find(%q) = %v, model %v", name, ok, in)
 				}
-				if !ok {
+				switch {
+				case add && !ok:
 					tb.insert(s, at, &node{Elem: Elem{H: h, Name: name}})
 					model[name] = h
-				}
-			}
-			del := func(i int) {
-				name := fmt.Sprintf("f%d", i)
-				h := tc.hash(i)
-				s, at, ok := tb.find(h, name)
-				if _, in := model[name]; ok != in {
-					t.Fatalf("find(%q) = %v, model %v", name, ok, in)
-				}
-				if ok {
+				case !add && ok:
 					tb.remove(s, at)
 					delete(model, name)
 				}
 			}
+			add := func(i int) { change(i, true) }
+			del := func(i int) { change(i, false) }
 			for range tc.names * 3 / 4 {
 				add(rng.IntN(tc.names))
 			}
@@ -186,5 +182,14 @@ func TestTablePickUniform(t *testing.T) {
 	}
 	if len(counts) != 3000 {
 		t.Fatalf("%d of 3000 elements ever picked", len(counts))
+	}
+}
+
+// eachShard calls fn with every shard once, in order.
+func (t *table) eachShard(fn func(s *tshard)) {
+	for d := 0; d < len(t.dir); {
+		s := t.dir[d]
+		fn(s)
+		d += 1 << (t.depth - s.depth)
 	}
 }
